@@ -1,0 +1,67 @@
+"""Renderers of the per-run ingest summary (analyzers.summary.run_summary)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+# (column, header) shown in the human formats, in order.
+TEXT_COLUMNS = (
+    ("run", "run"),
+    ("status", "status"),
+    ("n_ranks", "ranks"),
+    ("world_size", "world"),
+    ("hosts", "hosts"),
+    ("devices", "devices"),
+    ("steps", "steps"),
+    ("median_step_ms", "step ms (median)"),
+    ("gpu_ops", "GPU ops"),
+    ("comm_kernels", "comm kernels"),
+    ("collectives", "collectives"),
+    ("collective_types", "collective types"),
+    ("process_groups", "groups"),
+)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def _rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
+    headers = [header for _, header in TEXT_COLUMNS]
+    rows = [[_cell(row[col]) for col, _ in TEXT_COLUMNS] for row in summary.iter_rows(named=True)]
+    return headers, rows
+
+
+def summary_text(summary: pl.DataFrame) -> str:
+    """Aligned plain-text table, one line per run."""
+    if summary.is_empty():
+        return "no runs in this database"
+    headers, rows = _rows(summary)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def summary_markdown(summary: pl.DataFrame) -> str:
+    """GitHub-flavoured Markdown table, one row per run."""
+    if summary.is_empty():
+        return "_no runs in this database_"
+    headers, rows = _rows(summary)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def summary_json(summary: pl.DataFrame) -> str:
+    """JSON list of run objects with every summary column."""
+    records = summary.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S"))
+    return json.dumps(records.to_dicts(), indent=2)

@@ -1,0 +1,56 @@
+"""Opening the stepscope DuckDB file: one writer, any number of read-only readers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ingest.errors import UsageError
+
+SCHEMA_VERSION = "1"
+SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"
+DEFAULT_DB = "stepscope.duckdb"
+
+
+def _lock_hint(db: Path, exc: duckdb.Error) -> UsageError:
+    text = str(exc)
+    if "lock" in text.lower():
+        return UsageError(
+            f"{db}: the database is locked by another stepscope process "
+            "(an ingest in progress?); wait for it to finish or use another --db")
+    return UsageError(f"{db}: cannot open the database ({text.splitlines()[0]})")
+
+
+def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the database for writing."""
+    path = Path(db)
+    if path.parent and not path.parent.exists():
+        raise UsageError(f"{path}: the folder {path.parent} does not exist")
+    try:
+        return duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise _lock_hint(path, exc) from None
+
+
+def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open an existing database read-only, so readers never lock out a writer."""
+    path = Path(db)
+    if not path.is_file():
+        raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise _lock_hint(path, exc) from None
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "runs" not in tables:
+        con.close()
+        raise UsageError(f"{path}: not a stepscope database (it has no runs table)")
+    return con
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create missing tables; record the schema version."""
+    con.execute(SCHEMA_SQL.read_text())
+    con.execute(
+        "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', $v)", {"v": SCHEMA_VERSION})

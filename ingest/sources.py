@@ -1,0 +1,167 @@
+"""Find the trace files behind the paths a user gives: files, directories, archives.
+
+Archives are unpacked into a temporary directory that lives as long as the
+`TraceSet` context. Problems with one path (unreadable archive) become failures of
+that path, not of the whole ingest.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ingest.errors import UsageError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
+SNIFF_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One trace file: where to read it and the name to show the user."""
+
+    path: Path
+    display: str
+
+
+@dataclass
+class TraceSet:
+    files: list[TraceFile] = field(default_factory=list)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (display, problem)
+    skipped: list[str] = field(default_factory=list)
+
+
+def is_trace_name(name: str) -> bool:
+    return name.lower().endswith(TRACE_SUFFIXES)
+
+
+def is_archive_name(name: str) -> bool:
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def strip_suffixes(name: str) -> str:
+    """'rank3.pt.trace.json.gz' -> 'rank3.pt.trace'; 'job.tar.gz' -> 'job'."""
+    lower = name.lower()
+    for suffix in (*ARCHIVE_SUFFIXES, ".json.gz", ".json"):
+        if lower.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _looks_like_other_json(path: Path) -> bool:
+    """A small plain .json file without `traceEvents` (ground truth, configs): skip it
+    when scanning a directory. Compressed or large files are always tried."""
+    if not path.name.lower().endswith(".json"):
+        return False
+    if path.stat().st_size > SNIFF_BYTES:
+        return False
+    return b'"traceEvents"' not in path.read_bytes()
+
+
+def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path) -> None:
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if is_trace_name(path.name):
+            if _looks_like_other_json(path):
+                out.skipped.append(str(path))
+            else:
+                out.files.append(TraceFile(path, str(path)))
+        elif is_archive_name(path.name):
+            _unpack(path, out, unpack_dir)
+
+
+def _safe_member(name: str) -> PurePosixPath | None:
+    member = PurePosixPath(name)
+    if member.is_absolute() or ".." in member.parts:
+        return None
+    return member
+
+
+def _unpack(archive: Path, out: TraceSet, unpack_dir: Path) -> None:
+    """Extract the trace files of a zip / tar archive; skip unsafe member paths."""
+    target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
+    found = 0
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    member = _safe_member(info.filename)
+                    if info.is_dir() or member is None or not is_trace_name(member.name):
+                        continue
+                    dest = target / member
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    with zf.open(info) as src, open(dest, "wb") as dst:
+                        while chunk := src.read(1 << 20):
+                            dst.write(chunk)
+                    out.files.append(TraceFile(dest, f"{archive}!{member}"))
+                    found += 1
+        else:
+            with tarfile.open(archive, "r:*") as tf:
+                for info in tf:
+                    member = _safe_member(info.name)
+                    if not info.isfile() or member is None or not is_trace_name(member.name):
+                        continue
+                    src = tf.extractfile(info)
+                    if src is None:
+                        continue
+                    dest = target / member
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    with src, open(dest, "wb") as dst:
+                        while chunk := src.read(1 << 20):
+                            dst.write(chunk)
+                    out.files.append(TraceFile(dest, f"{archive}!{member}"))
+                    found += 1
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        out.failures.append((str(archive), f"unreadable archive ({detail})"))
+        return
+    if found == 0:
+        out.failures.append((str(archive), "archive holds no .json or .json.gz trace files"))
+
+
+@contextmanager
+def collect_traces(paths: Sequence[str | Path]) -> Iterator[TraceSet]:
+    """Expand user paths into trace files; archives stay unpacked inside the context."""
+    if not paths:
+        raise UsageError("no trace path given: pass trace files, directories or archives")
+    with tempfile.TemporaryDirectory(prefix="stepscope-unpack-") as tmp:
+        out = TraceSet()
+        for raw in paths:
+            path = Path(raw)
+            if not path.exists():
+                raise UsageError(f"{path}: no such file or directory")
+            if path.is_dir():
+                _scan_directory(path, out, Path(tmp))
+            elif is_archive_name(path.name):
+                _unpack(path, out, Path(tmp))
+            else:
+                out.files.append(TraceFile(path, str(path)))
+        if not out.files and not out.failures:
+            raise UsageError(
+                f"no trace files (.json, .json.gz, or archives of them) found in "
+                f"{', '.join(str(p) for p in paths)}"
+            )
+        yield out
+
+
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+
+
+def rank_from_name(display: str) -> int | None:
+    """Rank number in a file name: 'rank3', 'worker3', 'rank-3', 'rank_3'."""
+    name = display.replace("\\", "/").rsplit("/", 1)[-1].rsplit("!", 1)[-1]
+    match = _RANK_IN_NAME.search(name)
+    return int(match.group(1)) if match else None
+
+
+def default_run_name(paths: Sequence[str | Path]) -> str:
+    first = Path(paths[0]).resolve()
+    return strip_suffixes(first.name) or "run"

@@ -1,0 +1,42 @@
+"""stepscope: where did the step time of a distributed training job go?
+
+Public Python API (small on purpose):
+
+    import stepscope
+    result = stepscope.ingest(["traces/"], db="stepscope.duckdb", run="nightly")
+    store = stepscope.open("stepscope.duckdb")
+    store.summary()            # polars DataFrame, one row per run
+    store.table("collectives", run="nightly")
+    store.sql("SELECT ...", params={...})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ingest import DEFAULT_DB, IngestResult, StepscopeError, UsageError
+from ingest import ingest as _ingest
+from stepscope.store import Store
+
+__version__ = "0.1.0"
+
+
+def ingest(
+    paths: str | Path | Sequence[str | Path],
+    db: str | Path = DEFAULT_DB,
+    run: str | None = None,
+    strict: bool = False,
+) -> IngestResult:
+    """Ingest every rank's traces (files, directories, archives) as one run."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    return _ingest(list(paths), db=db, run=run, strict=strict)
+
+
+def open(db: str | Path = DEFAULT_DB) -> Store:  # noqa: A001 - the API's name
+    """Open a stepscope database read-only."""
+    return Store(db)
+
+
+__all__ = ["IngestResult", "Store", "StepscopeError", "UsageError", "ingest", "open"]

@@ -1,0 +1,71 @@
+"""The `stepscope` command line: thin wrappers over the library, one module per subcommand.
+
+Exit codes (stable, for scripts):
+  0  success
+  1  nothing done (no trace could be ingested; --strict failure; unexpected error)
+  2  usage error (bad arguments, missing paths, unknown run, locked database)
+  3  partial ingest (some files failed; the others are in the database)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ingest import NothingIngestedError, StepscopeError, UsageError
+from stepscope import __version__
+from stepscope.commands import ingest_cmd, summary_cmd
+
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+COMMANDS = {
+    "ingest": ingest_cmd,
+    "summary": summary_cmd,
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="stepscope",
+        description="Where did the step time go? Multi-rank PyTorch profiler trace analysis.",
+    )
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in COMMANDS.values():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (never raises for user errors)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        return int(COMMANDS[args.command].run(args))
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NothingIngestedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
+    except StepscopeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_NOTHING
+    except KeyboardInterrupt:
+        print("interrupted: the database is unchanged", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

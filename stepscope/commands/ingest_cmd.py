@@ -1,0 +1,109 @@
+"""`stepscope ingest PATH... [--db FILE] [--run NAME] [--strict]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dashboard.render_summary import summary_text
+from ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError, ingest
+from ingest.sources import is_archive_name, is_trace_name
+from stepscope.store import Store
+
+HELP = "ingest the traces of every rank of a run into the database"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("ingest", help=HELP, description=HELP + ".")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="trace files (.json, .json.gz), directories (searched recursively) "
+                        "or archives (.zip, .tar.gz, .tgz) holding the traces of all ranks")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--run", help="run name (default: the name of the first PATH); "
+                                 "an existing run of that name is replaced")
+    p.add_argument("--strict", action="store_true",
+                   help="fail the whole ingest, writing nothing, if any file fails")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="files parsed in parallel (default: number of CPUs)")
+    p.add_argument("--run-per-dir", action="store_true",
+                   help="ingest each subdirectory of each PATH as its own run, named after it")
+    p.add_argument("--quiet", action="store_true", help="print errors only")
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent otherwise."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, file: str) -> None:
+        if not self.enabled:
+            return
+        width = 28
+        filled = int(width * done / max(total, 1))
+        name = file if len(file) <= 50 else "..." + file[-47:]
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name}\033[K")
+        if done == total:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def _report(result: IngestResult, quiet: bool) -> None:
+    for file, problem in result.failures:
+        print(f"error: {file}: {problem}", file=sys.stderr)
+    if quiet:
+        return
+    ranks = len(result.ranks)
+    line = (f"ingested run '{result.run}': {ranks} rank(s) from {result.n_files} file(s) "
+            f"into {result.db}")
+    if result.failures:
+        line += f" -- PARTIAL, {len(result.failures)} file(s) failed"
+    print(line)
+
+
+def _run_dirs(paths: list[str]) -> list[Path]:
+    dirs: list[Path] = []
+    for raw in paths:
+        root = Path(raw)
+        if not root.is_dir():
+            raise UsageError(f"{root}: --run-per-dir needs directories")
+        for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if any(is_trace_name(f.name) or is_archive_name(f.name) for f in child.rglob("*")):
+                dirs.append(child)
+    if not dirs:
+        raise UsageError(f"no subdirectory with trace files in {', '.join(paths)}")
+    return dirs
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = _Progress()
+    if args.run_per_dir:
+        if args.run:
+            raise UsageError("--run and --run-per-dir exclude each other")
+        jobs = [([str(d)], d.name) for d in _run_dirs(args.paths)]
+    else:
+        jobs = [(args.paths, args.run)]
+    results: list[IngestResult] = []
+    nothing = 0
+    for paths, name in jobs:
+        try:
+            result = ingest(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
+                            progress=progress)
+        except NothingIngestedError as exc:
+            if len(jobs) == 1:
+                raise
+            print(f"error: {exc}", file=sys.stderr)
+            nothing += 1
+            continue
+        _report(result, args.quiet)
+        results.append(result)
+    if not args.quiet and results:
+        with Store(args.db) as store:
+            summary = store.summary()
+        names = {r.run for r in results}
+        print()
+        print(summary_text(summary.filter(summary["run"].is_in(list(names)))))
+    if nothing == len(jobs):
+        return 1
+    return 3 if nothing or any(r.failures for r in results) else 0

@@ -1,0 +1,26 @@
+"""`stepscope summary [RUN] [--db FILE] [--format text|md|json]`."""
+
+from __future__ import annotations
+
+import argparse
+
+from dashboard.render_summary import summary_json, summary_markdown, summary_text
+from ingest import DEFAULT_DB
+from stepscope.store import Store
+
+HELP = "list the runs in the database with what each holds"
+RENDERERS = {"text": summary_text, "md": summary_markdown, "json": summary_json}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("summary", help=HELP, description=HELP + ".")
+    p.add_argument("run", nargs="?", help="only this run")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    with Store(args.db) as store:
+        summary = store.summary(args.run)
+    print(RENDERERS[args.format](summary))
+    return 0

@@ -1,0 +1,61 @@
+"""Read-only access to a stepscope database, handing back polars DataFrames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analyzers import run_summary
+from ingest import UsageError, connect_read_only
+
+PUBLIC_TABLES = (
+    "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
+    "steps", "collectives",
+)
+
+
+class Store:
+    """A read-only connection to a stepscope DuckDB file."""
+
+    def __init__(self, db: str | Path) -> None:
+        self.path = Path(db)
+        self.con = connect_read_only(self.path)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def runs(self) -> list[str]:
+        return [r[0] for r in self.con.execute("SELECT run FROM runs ORDER BY run").fetchall()]
+
+    def summary(self, run: str | None = None) -> pl.DataFrame:
+        """One row per run: ranks, hosts, devices, steps, GPU ops, collectives."""
+        if run is not None:
+            self.require_run(run)
+        return run_summary(self.con, run)
+
+    def table(self, name: str, run: str | None = None) -> pl.DataFrame:
+        """A whole public table, optionally restricted to one run."""
+        if name not in PUBLIC_TABLES:
+            raise UsageError(f"unknown table '{name}'; choose from {', '.join(PUBLIC_TABLES)}")
+        if run is None:
+            return self.con.sql(f"SELECT * FROM {name}").pl()
+        self.require_run(run)
+        return self.con.sql(f"SELECT * FROM {name} WHERE run = $run", params={"run": run}).pl()
+
+    def sql(self, query: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+        """Any read-only SQL over the schema in docs/schema.md."""
+        return self.con.sql(query, params=params).pl()
+
+    def require_run(self, run: str) -> None:
+        known = self.runs()
+        if run not in known:
+            listing = ", ".join(known) if known else "none yet"
+            raise UsageError(f"{self.path}: no run named '{run}' (runs: {listing})")
