@@ -84,6 +84,7 @@ OUTPUT_TABLES = (
     "cpu_ops", "gpu_ops", "gpu_annotations", "steps", "threads", "process_groups", "collectives",
 )
 
+_LEGACY_CATEGORY = re.compile(rb'"cat"\s*:\s*"(?:Operator|Runtime|Kernel|Memcpy|Memset)"')
 _TS_WITH_FRACTION = re.compile(rb'"ts"\s*:\s*(\d+)\.\d')
 _TS_NUMBER = re.compile(rb'("ts"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 
@@ -128,8 +129,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _needs_exact_text(head: bytes) -> bool:
-    """Absolute µs timestamps with a ns fraction, or the 2021 lower-case `external id`."""
-    if b'"external id"' in head:
+    """Absolute µs timestamps with a ns fraction, or the 2021 era (`external id`)."""
+    if b'"external id"' in head or _LEGACY_CATEGORY.search(head):
         return True
     return any(len(m.group(1)) >= 15 for m in _TS_WITH_FRACTION.finditer(head, 0, 200_000))
 
@@ -137,7 +138,7 @@ def _needs_exact_text(head: bytes) -> bool:
 def _trace_format(head: bytes, base_ns: int | None) -> str:
     if base_ns is not None:
         return "relative_ns"
-    if b'"cat": "Operator"' in head or b'"external id"' in head:
+    if _LEGACY_CATEGORY.search(head) or b'"external id"' in head:
         return "legacy_2021"
     if _TS_WITH_FRACTION.search(head):
         return "absolute_ns"

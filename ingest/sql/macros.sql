@@ -1,9 +1,16 @@
 -- Macros used while turning one trace file into the rank tables (docs/schema.md lists them).
 
--- Kineto time (µs, DOUBLE or exact decimal text) -> integer ns. DECIMAL keeps the
--- 3 fractional digits exact where a DOUBLE product would round.
+-- Kineto time in µs -> integer ns, exactly.
+-- Text (the exact-text read path) goes through DECIMAL. A DOUBLE is split into its integer
+-- part (exact up to 2^53 µs) and its fraction: the fraction of a relative timestamp below
+-- 2^43 µs (~100 days) is within 0.5 ns of the printed value, so rounding recovers it.
+-- (A DOUBLE -> DECIMAL cast would multiply in floating point and lose the last digits.)
 CREATE OR REPLACE TEMP MACRO us_to_ns(x) AS
-    CAST(CAST(x AS DECIMAL(38, 3)) * 1000 AS BIGINT);
+    CASE WHEN typeof(x) = 'VARCHAR'
+         THEN CAST(CAST(CAST(x AS VARCHAR) AS DECIMAL(38, 3)) * 1000 AS BIGINT)
+         ELSE CAST(floor(CAST(x AS DOUBLE)) AS BIGINT) * 1000
+              + CAST(round((CAST(x AS DOUBLE) - floor(CAST(x AS DOUBLE))) * 1000) AS BIGINT)
+    END;
 
 -- First integer inside a string: 'stream 7' -> 7, '25738' -> 25738, 'Spans' -> NULL.
 CREATE OR REPLACE TEMP MACRO leading_int(s) AS
