@@ -120,7 +120,7 @@ def _read_head(path: Path, gzipped: bool, display: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(HEAD_BYTES)
     except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFileError(display, f"corrupt gzip data ({_first_line(exc)})") from None
+        raise TraceFileError(display, _gzip_problem(exc)) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -179,7 +179,7 @@ def _explain_duckdb_error(path: Path, gzipped: bool, display: str, exc: Exceptio
         detail = re.sub(r"^.*?Malformed JSON", "malformed JSON", detail)
         detail = detail.replace(f'in file "{path}"', "").replace("  ", " ")
         return f"invalid JSON ({detail.strip()})"
-    if "Could not convert" in text or "Conversion Error" in text or "Type" in text:
+    if "Expected ARRAY" in text or "Could not convert" in text or "Conversion Error" in text:
         return "not a Kineto trace: traceEvents is not a list of event objects"
     return f"could not be read ({_first_line(exc)})"
 

@@ -7,6 +7,7 @@ that path, not of the whole ingest.
 
 from __future__ import annotations
 
+import json
 import re
 import tarfile
 import tempfile
@@ -56,13 +57,21 @@ def strip_suffixes(name: str) -> str:
 
 
 def _looks_like_other_json(path: Path) -> bool:
-    """A small plain .json file without `traceEvents` (ground truth, configs): skip it
-    when scanning a directory. Compressed or large files are always tried."""
+    """A small plain .json file holding valid JSON without `traceEvents` (ground truth,
+    configs): skipped when scanning a directory. Compressed, large, empty or invalid
+    files are always tried, so their problems get reported."""
     if not path.name.lower().endswith(".json"):
         return False
-    if path.stat().st_size > SNIFF_BYTES:
+    if not 0 < path.stat().st_size <= SNIFF_BYTES:
         return False
-    return b'"traceEvents"' not in path.read_bytes()
+    data = path.read_bytes()
+    if b'"traceEvents"' in data:
+        return False
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
 
 
 def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path) -> None:
@@ -163,5 +172,7 @@ def rank_from_name(display: str) -> int | None:
 
 
 def default_run_name(paths: Sequence[str | Path]) -> str:
+    if not paths:
+        raise UsageError("no trace path given: pass trace files, directories or archives")
     first = Path(paths[0]).resolve()
     return strip_suffixes(first.name) or "run"

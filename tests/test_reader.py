@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import SAMPLES, kineto_trace, shared_trace_files, write_trace
+
 from ingest import read_trace
 
 SAMPLE_FILES = sorted(SAMPLES.rglob("rank*.json.gz"))
