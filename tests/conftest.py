@@ -36,7 +36,8 @@ def kineto_trace(rank: int | None = 0, world_size: int = 2, steps: int = 2,
     all-reduce launched through record_param_comms, in relative-ts form."""
     pid, tid, bwd = 100, 100, 101
     events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": "thread 100 (python)"}},
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+         "args": {"name": "thread 100 (python)"}},
     ]
     ext, corr = 1, 1
     t = 1000.0
@@ -44,7 +45,7 @@ def kineto_trace(rank: int | None = 0, world_size: int = 2, steps: int = 2,
         s0 = t
         ops = [
             # (name, cat, ts, dur, tid, args)
-            ("ProfilerStep#%d" % (step + 1), "user_annotation", s0, 900.0, tid, {}),
+            (f"ProfilerStep#{step + 1}", "user_annotation", s0, 900.0, tid, {}),
             ("aten::mm", "cpu_op", s0 + 10, 50.0, tid,
              {"Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"]}),
             ("cudaLaunchKernel", "cuda_runtime", s0 + 20, 5.0, tid, {"cbid": 211}),
@@ -69,7 +70,8 @@ def kineto_trace(rank: int | None = 0, world_size: int = 2, steps: int = 2,
             events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": th,
                            "ts": ts, "dur": dur, "args": a})
         # runtime calls link to kernels by correlation; kernels carry the op's External id
-        launches = [e for e in events if e.get("cat") == "cuda_runtime" and "correlation" not in e["args"]]
+        launches = [e for e in events
+                    if e.get("cat") == "cuda_runtime" and "correlation" not in e["args"]]
         gemm_launch, copy_launch, nccl_launch = launches
         for launch in launches:
             launch["args"]["correlation"] = corr
@@ -140,7 +142,8 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
         counter["n"] += 1
         d = tmp_path / f"run{counter['n']}"
         for r in range(world_size):
-            write_trace(d / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=world_size, **kwargs))
+            trace = kineto_trace(rank=r, world_size=world_size, **kwargs)
+            write_trace(d / f"rank{r}.json.gz", trace)
         return d
 
     return _make

@@ -10,6 +10,7 @@ from conftest import SAMPLES, kineto_trace, shared_trace_files, write_trace
 
 from ingest import read_trace
 
+HTA = "HolisticTraceAnalysis/tests/data"
 SAMPLE_FILES = sorted(SAMPLES.rglob("rank*.json.gz"))
 
 
@@ -46,7 +47,7 @@ def test_every_shared_trace_reads(path: Path) -> None:
 
 
 def test_relative_timestamps_keep_every_ns(shared_traces: Path) -> None:
-    f = frames(shared_traces / "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz")
+    f = frames(shared_traces / HTA / "nccl_parser_config/nccl_data.json.gz")
     kernel = f["gpu_ops"].filter(pl.col("correlation") == 60047).row(0, named=True)
     # ts 4458677009853.422 µs + baseTimeNanoseconds 1711964646000000000
     assert kernel["start_ns"] == 1711964646000000000 + 4458677009853422
@@ -55,7 +56,7 @@ def test_relative_timestamps_keep_every_ns(shared_traces: Path) -> None:
 
 
 def test_absolute_timestamps_with_ns_fraction_are_exact(shared_traces: Path) -> None:
-    path = next((shared_traces / "HolisticTraceAnalysis/tests/data/ns_resolution_trace").glob("*.gz"))
+    path = next((shared_traces / HTA / "ns_resolution_trace").glob("*.gz"))
     rt = read_trace(path)
     assert rt.trace_format == "absolute_ns"
     cpu = pl.from_arrow(rt.tables["cpu_ops"])
@@ -66,7 +67,7 @@ def test_absolute_timestamps_with_ns_fraction_are_exact(shared_traces: Path) -> 
 
 
 def test_integer_microsecond_timestamps(shared_traces: Path) -> None:
-    f = frames(shared_traces / "HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz")
+    f = frames(shared_traces / HTA / "trace_filter/sampled_rank-0.json.gz")
     kernel = f["gpu_ops"].filter(pl.col("correlation") == 6935929).row(0, named=True)
     assert kernel["start_ns"] == 1682725898082228 * 1000
     assert kernel["dur_ns"] == 10_000
@@ -188,7 +189,7 @@ def test_rccl_kernels_without_runtime_link(shared_traces: Path) -> None:
 
 
 def test_older_torch_collectives_come_from_annotations(shared_traces: Path) -> None:
-    f = frames(shared_traces / "HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz")
+    f = frames(shared_traces / HTA / "trace_filter/sampled_rank-0.json.gz")
     coll = f["collectives"]
     names = coll.group_by("collective").len().sort("collective").rows()
     assert dict(names) == {"all_gather": 2, "all_reduce": 4, "all_to_all": 4}
