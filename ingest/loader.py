@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.db import connect_write, ensure_schema
 from ingest.errors import NothingIngestedError, StepscopeError, TraceFileError
@@ -106,8 +106,12 @@ def _resolve_rank(tables: RankTables, n_files: int) -> tuple[int, str]:
 
 
 def _mode(table: pa.Table, column: str) -> Any:
-    values = [v for v in table.column(column).to_pylist() if v is not None]
-    return Counter(values).most_common(1)[0][0] if values else None
+    """Most frequent non-null value of a column (Arrow compute, no Python loop)."""
+    counts = pc.value_counts(table.column(column).drop_null())
+    if len(counts) == 0:
+        return None
+    best = pc.index(counts.field("counts"), pc.max(counts.field("counts")))
+    return counts.field("values")[best.as_py()].as_py()
 
 
 def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]:
@@ -117,8 +121,6 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
     if props is None and device is None and len(t.device_properties) == 1:
         props = t.device_properties[0]
     cpu = t.tables["cpu_ops"]
-    starts = [v for v in cpu.column("start_ns").to_pylist() if v is not None]
-    ends = [v for v in cpu.column("end_ns").to_pylist() if v is not None]
     unknown = sorted(
         {k for k in t.category_counts if ":" not in k}
         - KNOWN_EVENT_CATEGORIES - KNOWN_IGNORED_CATEGORIES
@@ -140,8 +142,8 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "source_file": t.file,
         "trace_format": t.trace_format,
         "base_time_ns": t.base_time_ns,
-        "trace_start_ns": min(starts) if starts else None,
-        "trace_end_ns": max(ends) if ends else None,
+        "trace_start_ns": pc.min(cpu.column("start_ns")).as_py(),
+        "trace_end_ns": pc.max(cpu.column("end_ns")).as_py(),
         "n_events": t.n_events,
         "category_counts": json.dumps(t.category_counts),
         "unknown_categories": json.dumps(unknown),

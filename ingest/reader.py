@@ -1,22 +1,24 @@
 """Read one Kineto trace file into rank tables (Arrow), independently of every other file.
 
 `read_trace` is the unit of parallel work: it takes a path, opens its own in-memory
-DuckDB, parses the JSON with DuckDB's reader (no Python loop over events) and returns
-the rank's tables. Nothing here knows about the run or the target database, so the
-same function can run in a thread, a process or a Ray task.
+DuckDB, parses the events with DuckDB's JSON reader (no Python loop over events) and
+returns the rank's tables. Nothing here knows about the run or the target database, so
+the same function can run in a thread, a process or a Ray task.
 
-Two read paths:
-* fast: DuckDB reads the (gzipped) file directly, ``ts`` as DOUBLE. Exact to the ns for
-  relative timestamps (``baseTimeNanoseconds``) and for integer-µs timestamps.
-* exact-text: for absolute timestamps with a ns fraction (19 significant digits, more
-  than a DOUBLE holds) and for 2021-era traces whose args say ``external id``; the file
-  is decompressed once, ``ts`` values are quoted so DuckDB keeps their text, and the
-  lower-case key is renamed.
+How a file is read:
+1. The file is decompressed into memory once and split into the `traceEvents` array and
+   the small rest (schemaVersion, distributedInfo, deviceProperties, baseTimeNanoseconds,
+   ...), which Python's json parses.
+2. The array goes to a temporary file that DuckDB reads with `format='array'` (a row per
+   event, several times faster than one giant object).
+3. `ts` is read as DOUBLE, exact to the ns for relative timestamps (`baseTimeNanoseconds`)
+   and integer µs. Absolute timestamps with a ns fraction (19 significant digits, more
+   than a DOUBLE holds) and 2021-era traces (`external id`) take the exact-text path:
+   `ts` values are quoted so DuckDB keeps their text, and the lower-case key is renamed.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import tempfile
@@ -51,33 +53,24 @@ def _struct(fields: list[tuple[str, str]]) -> str:
     return "STRUCT(" + ", ".join(f'"{n}" {t}' for n, t in fields) + ")"
 
 
-def _columns(ts_type: str) -> str:
-    """The `columns` argument of read_json: the top-level keys and event fields we use."""
+def _event_columns(ts_type: str) -> str:
+    """The `columns` argument of read_json: the event fields stepscope uses."""
     args = _struct([(k, "VARCHAR") for k in _ARG_TEXT] + [(k, "JSON") for k in _ARG_JSON])
-    event = _struct([
-        ("ph", "VARCHAR"), ("cat", "VARCHAR"), ("name", "VARCHAR"), ("pid", "VARCHAR"),
-        ("tid", "VARCHAR"), ("ts", ts_type), ("dur", "DOUBLE"), ("args", args),
-    ])
-    top = {
-        "schemaVersion": "VARCHAR",
-        "deviceProperties": "JSON",
-        "distributedInfo": "JSON",
-        "baseTimeNanoseconds": "VARCHAR",
-        "host_name": "VARCHAR",
-        "traceEvents": event + "[]",
-    }
-    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in top.items()) + "}"
+    cols = {"ph": "VARCHAR", "cat": "VARCHAR", "name": "VARCHAR", "pid": "VARCHAR",
+            "tid": "VARCHAR", "ts": ts_type, "dur": "DOUBLE", "args": args}
+    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in cols.items()) + "}"
 
 
-READ_FAST = (
-    "CREATE OR REPLACE TEMP TABLE doc AS SELECT * FROM read_json($path, "
-    f"columns={_columns('DOUBLE')}, format='unstructured', "
-    "maximum_object_size=4294967295, compression=$compression)"
+_READ_EVENTS = (
+    "CREATE OR REPLACE TEMP TABLE raw_events AS SELECT * FROM read_json($path, "
+    "columns={columns}, format='array', maximum_object_size=268435456)"
 )
-READ_EXACT = (
-    "CREATE OR REPLACE TEMP TABLE doc AS SELECT * FROM read_json($path, "
-    f"columns={_columns('VARCHAR')}, format='unstructured', "
-    "maximum_object_size=4294967295, compression='none')"
+READ_FAST = _READ_EVENTS.format(columns=_event_columns("DOUBLE"))
+READ_EXACT = _READ_EVENTS.format(columns=_event_columns("VARCHAR"))
+CREATE_META = (
+    "CREATE OR REPLACE TEMP TABLE meta AS "
+    "SELECT CAST($base_ns AS BIGINT) AS base_ns, "
+    "CAST($distributed_info AS JSON) AS distributed_info"
 )
 
 OUTPUT_TABLES = (
@@ -87,6 +80,7 @@ OUTPUT_TABLES = (
 _LEGACY_CATEGORY = re.compile(rb'"cat"\s*:\s*"(?:Operator|Runtime|Kernel|Memcpy|Memset)"')
 _TS_WITH_FRACTION = re.compile(rb'"ts"\s*:\s*(\d+)\.\d')
 _TS_NUMBER = re.compile(rb'("ts"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
 @dataclass
@@ -112,20 +106,35 @@ def _sql(name: str) -> str:
     return (SQL_DIR / name).read_text()
 
 
-def _read_head(path: Path, gzipped: bool, display: str) -> bytes:
-    try:
-        if gzipped:
-            with gzip.open(path, "rb") as fh:
-                return fh.read(HEAD_BYTES)
-        with open(path, "rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFileError(display, _gzip_problem(exc)) from None
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+def _gzip_problem(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, EOFError) or "incomplete or truncated" in text or "ended before" in text:
+        return "truncated gzip file (it ends before the end-of-stream marker; re-copy it)"
+    return f"corrupt gzip data ({_first_line(exc)})"
+
+
+def _load_bytes(path: Path, display: str) -> bytes:
+    """The file's JSON text, decompressed when it is gzipped (by content, not name)."""
+    data = path.read_bytes()
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        out = zlib.decompressobj(wbits=47)  # gzip, concatenated members handled below
+        text = out.decompress(data)
+        while out.unused_data:  # another gzip member follows
+            rest = out.unused_data
+            out = zlib.decompressobj(wbits=47)
+            text += out.decompress(rest)
+        if not out.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker")
+        return text
+    except (zlib.error, EOFError) as exc:
+        raise TraceFileError(display, _gzip_problem(exc)) from None
 
 
 def _needs_exact_text(head: bytes) -> bool:
@@ -145,43 +154,60 @@ def _trace_format(head: bytes, base_ns: int | None) -> str:
     return "int_us"
 
 
-def _exact_text_copy(path: Path, gzipped: bool, display: str, tmpdir: Path) -> Path:
-    """Decompress, quote every ts value and rename `external id`; returns the new file."""
+def _split_trace(text: bytes, display: str) -> tuple[dict[str, Any], int, int]:
+    """Split a trace into its top-level keys (parsed, without events) and the byte span
+    [start, end) of the traceEvents array.
+
+    The array's closing bracket is the last `]` preceded by `}` or `[` after which the
+    rest of the document parses as the remaining keys; brackets inside the events can
+    never satisfy that (the document would close too early).
+    """
+    lead = text[:64].lstrip()
+    if not lead:
+        raise TraceFileError(display, "empty file (no JSON in it)")
+    if not lead.startswith(b"{"):
+        raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
+    match = _TRACE_EVENTS_KEY.search(text)
+    if match is None:
+        _raise_not_a_trace(text, display)
+    assert match is not None
+    start = match.end() - 1
+    head = text[: match.start()]
+    pos = len(text)
+    while True:
+        pos = text.rfind(b"]", start, pos)
+        if pos < 0:
+            raise TraceFileError(display, "invalid JSON (the traceEvents list is not closed)")
+        before = text[start:pos].rstrip()[-1:]
+        if before in (b"}", b"["):
+            try:
+                meta = json.loads(head + b'"traceEvents": 0' + text[pos + 1:])
+            except ValueError:
+                meta = None
+            if isinstance(meta, dict):
+                meta.pop("traceEvents", None)
+                return meta, start, pos + 1
+        if len(text) - pos > 64 << 20:
+            raise TraceFileError(display, "invalid JSON (cannot find the end of traceEvents)")
+
+
+def _raise_not_a_trace(text: bytes, display: str) -> None:
     try:
-        raw = gzip.open(path, "rb").read() if gzipped else path.read_bytes()
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFileError(display, _gzip_problem(exc)) from None
-    raw = raw.replace(b'"external id"', b'"External id"')
-    raw = _TS_NUMBER.sub(rb'\1"\2"', raw)
-    out = tmpdir / "exact.json"
-    out.write_bytes(raw)
-    return out
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise TraceFileError(display, f"invalid JSON ({_first_line(exc)})") from None
+    if isinstance(doc, dict) and "traceEvents" in doc:
+        raise TraceFileError(display, "not a Kineto trace: traceEvents is not a list")
+    raise TraceFileError(display, "not a Kineto trace: no traceEvents list at the top level")
 
 
-def _gzip_problem(exc: BaseException) -> str:
-    if isinstance(exc, EOFError):
-        return "truncated gzip file (it ends before the end-of-stream marker; re-copy it)"
-    return f"corrupt gzip data ({_first_line(exc)})"
-
-
-def _explain_duckdb_error(path: Path, gzipped: bool, display: str, exc: Exception) -> str:
-    """Turn a DuckDB read error into a one-line problem statement."""
-    if gzipped:
-        try:
-            with gzip.open(path, "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
-        except (OSError, EOFError, zlib.error) as gz_exc:
-            return _gzip_problem(gz_exc)
-    text = str(exc)
-    if "Malformed JSON" in text or "JSON" in text and "parse" in text.lower():
-        detail = text.split("\n")[0]
-        detail = re.sub(r"^.*?Malformed JSON", "malformed JSON", detail)
-        detail = detail.replace(f'in file "{path}"', "").replace("  ", " ")
-        return f"invalid JSON ({detail.strip()})"
-    if "Expected ARRAY" in text or "Could not convert" in text or "Conversion Error" in text:
-        return "not a Kineto trace: traceEvents is not a list of event objects"
-    return f"could not be read ({_first_line(exc)})"
+def _explain_read_error(exc: Exception) -> str:
+    """Turn a DuckDB read error on the events array into a one-line problem."""
+    text = _first_line(exc)
+    if "Malformed JSON" in str(exc) or "JSON" in text:
+        detail = re.sub(r'^.*?Malformed JSON in file "[^"]*"', "", text).strip(" ,:")
+        return f"invalid JSON in traceEvents ({detail or text})"
+    return f"could not be read ({text})"
 
 
 def read_trace(path: Path, display: str | None = None, threads: int = 1) -> RankTables:
@@ -195,52 +221,54 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1) -> Rank
         raise TraceFileError(display, "no such file")
     if path.stat().st_size == 0:
         raise TraceFileError(display, "empty file")
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == GZIP_MAGIC
-    head = _read_head(path, gzipped, display)
-    stripped = head.lstrip()
-    if not stripped:
-        raise TraceFileError(display, "empty file (no JSON in it)")
-    if not stripped.startswith(b"{"):
-        raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
+    text = _load_bytes(path, display)
+    meta, start, end = _split_trace(text, display)
+    events = text[start:end]
+    del text
+    head = events[:HEAD_BYTES]
+    exact = _needs_exact_text(head)
+    if exact:
+        events = _TS_NUMBER.sub(rb'\1"\2"', events.replace(b'"external id"', b'"External id"'))
+    base_ns = _parse_base(meta.get("baseTimeNanoseconds"), display)
+    distributed = meta.get("distributedInfo")
+    distributed = distributed if isinstance(distributed, dict) else None
 
     con = duckdb.connect(":memory:")
     try:
         con.execute(f"SET threads = {int(threads)}")
-        con.execute("SET preserve_insertion_order = false")
         con.execute(_sql("macros.sql"))
         with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
+            events_file = Path(tmp) / "events.json"
+            events_file.write_bytes(events)
+            del events
             try:
-                if _needs_exact_text(head):
-                    exact = _exact_text_copy(path, gzipped, display, Path(tmp))
-                    con.execute(READ_EXACT, {"path": str(exact)})
-                else:
-                    con.execute(
-                        READ_FAST,
-                        {"path": str(path), "compression": "gzip" if gzipped else "none"},
-                    )
+                con.execute(READ_EXACT if exact else READ_FAST, {"path": str(events_file)})
             except duckdb.Error as exc:
-                raise TraceFileError(
-                    display, _explain_duckdb_error(path, gzipped, display, exc)
-                ) from None
-        return _rank_tables(con, display, head)
+                raise TraceFileError(display, _explain_read_error(exc)) from None
+        con.execute(CREATE_META, {
+            "base_ns": base_ns,
+            "distributed_info": json.dumps(distributed) if distributed else None,
+        })
+        tables, counts = _rank_tables(con, display)
     finally:
         con.close()
+    props = meta.get("deviceProperties")
+    host = meta.get("host_name")
+    return RankTables(
+        file=display,
+        distributed_info=distributed,
+        device_properties=[p for p in props if isinstance(p, dict)]
+        if isinstance(props, list) else [],
+        host_name=str(host) if host is not None else None,
+        base_time_ns=base_ns,
+        trace_format=_trace_format(head, base_ns),
+        category_counts=counts,
+        tables=tables,
+    )
 
 
-def _rank_tables(con: duckdb.DuckDBPyConnection, display: str, head: bytes) -> RankTables:
-    rows = con.execute(
-        "SELECT count(*), count(traceEvents), any_value(baseTimeNanoseconds), "
-        "any_value(CAST(distributedInfo AS VARCHAR)), "
-        "any_value(CAST(deviceProperties AS VARCHAR)), any_value(host_name) FROM doc"
-    ).fetchone()
-    assert rows is not None
-    n_docs, n_with_events, base_raw, dist_raw, props_raw, host_name = rows
-    if n_docs != 1 or n_with_events != 1:
-        raise TraceFileError(display, "not a Kineto trace: no traceEvents list at the top level")
-    base_ns = _parse_base(base_raw, display)
-    distributed = _json_object(dist_raw)
-    props = _json_list(props_raw)
+def _rank_tables(con: duckdb.DuckDBPyConnection,
+                 display: str) -> tuple[dict[str, pa.Table], dict[str, int]]:
     try:
         con.execute(_sql("rank_tables.sql"))
         con.execute(_sql("collectives.sql"))
@@ -256,16 +284,7 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str, head: bytes) -> R
         )
     tables = {name: con.sql(f"SELECT * FROM out_{name}").to_arrow_table()
               for name in OUTPUT_TABLES}
-    return RankTables(
-        file=display,
-        distributed_info=distributed,
-        device_properties=props,
-        host_name=host_name,
-        base_time_ns=base_ns,
-        trace_format=_trace_format(head, base_ns),
-        category_counts=counts,
-        tables=tables,
-    )
+    return tables, counts
 
 
 # Categories (duration events) that stepscope stores somewhere.
@@ -281,7 +300,7 @@ KNOWN_IGNORED_CATEGORIES = frozenset({
 })
 
 
-def _parse_base(raw: str | None, display: str) -> int | None:
+def _parse_base(raw: Any, display: str) -> int | None:
     if raw is None:
         return None
     try:
@@ -290,15 +309,3 @@ def _parse_base(raw: str | None, display: str) -> int | None:
         raise TraceFileError(display, f"baseTimeNanoseconds is not an integer ({raw!r})") from None
 
 
-def _json_object(raw: str | None) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    value = json.loads(raw)
-    return value if isinstance(value, dict) else None
-
-
-def _json_list(raw: str | None) -> list[dict[str, Any]]:
-    if raw is None:
-        return []
-    value = json.loads(raw)
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

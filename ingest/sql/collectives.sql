@@ -11,16 +11,16 @@
 -- Ancestor chains (bounded) of the CPU ops involved in communication.
 CREATE OR REPLACE TEMP TABLE comm_anc AS
 WITH RECURSIVE a(op_id, anc_id, dist) AS (
-    SELECT op_id, op_id, 0 FROM cpu_full
+    SELECT op_id, op_id, 0 FROM out_cpu_ops
     WHERE name LIKE 'nccl:%' OR name = 'record_param_comms'
        OR op_id IN (SELECT coalesce(launch_op_id, cpu_op_id) FROM gpu_full WHERE kind = 'comm')
     UNION ALL
     SELECT a.op_id, c.parent_id, a.dist + 1
-    FROM a JOIN cpu_full c ON c.op_id = a.anc_id
+    FROM a JOIN out_cpu_ops c ON c.op_id = a.anc_id
     WHERE c.parent_id IS NOT NULL AND a.dist < 24
 )
 SELECT a.op_id, a.anc_id, a.dist, c.name AS anc_name
-FROM a JOIN cpu_full c ON c.op_id = a.anc_id;
+FROM a JOIN out_cpu_ops c ON c.op_id = a.anc_id;
 
 CREATE OR REPLACE TEMP TABLE nccl_anchor AS
 SELECT
@@ -30,7 +30,7 @@ SELECT
     (SELECT anc_id FROM comm_anc x WHERE x.op_id = n.op_id
        AND (x.anc_name LIKE 'c10d::%' OR x.anc_name LIKE '_c10d_functional::%')
      ORDER BY dist LIMIT 1) AS c10d_id
-FROM cpu_full n
+FROM out_cpu_ops n
 WHERE n.category IN ('user_annotation', 'cpu_op', 'Operator') AND n.name LIKE 'nccl:%'
   AND canonical_collective(n.name) <> 'wait';
 
@@ -68,8 +68,8 @@ WITH base AS (
         c.start_ns AS c10d_start, c.end_ns AS c10d_end, c.tid AS c10d_tid,
         ks.k_start, ks.k_end, ks.k_count, ks.k_name, ks.k_device, ks.k_stream, ks.k_args
     FROM nccl_anchor a
-    LEFT JOIN cpu_full r ON r.op_id = a.rpc_id
-    LEFT JOIN cpu_full c ON c.op_id = a.c10d_id
+    LEFT JOIN cpu_args r ON r.op_id = a.rpc_id
+    LEFT JOIN out_cpu_ops c ON c.op_id = a.c10d_id
     LEFT JOIN kernel_span ks ON ks.anchor_id = a.op_id
 )
 SELECT
@@ -134,16 +134,16 @@ CREATE OR REPLACE TEMP TABLE gloo_c10d AS
 SELECT op_id, tid, name, start_ns, end_ns, step, concrete_inputs, input_dims, input_types,
        gloo_span_type(name) AS span_type,
        row_number() OVER (PARTITION BY gloo_span_type(name) ORDER BY start_ns, op_id) AS ord
-FROM cpu_full c
+FROM out_cpu_ops c
 WHERE name LIKE 'c10d::%' AND gloo_span_type(name) IS NOT NULL
   AND op_id NOT IN (SELECT c10d_id FROM nccl_anchor WHERE c10d_id IS NOT NULL)
-  AND EXISTS (SELECT 1 FROM cpu_full g WHERE g.name LIKE 'gloo:%');
+  AND EXISTS (SELECT 1 FROM out_cpu_ops g WHERE g.name LIKE 'gloo:%');
 
 CREATE OR REPLACE TEMP TABLE gloo_spans AS
 SELECT op_id, tid, name, start_ns, end_ns, step, input_dims, input_types,
        substr(name, 6) AS span_type,
        row_number() OVER (PARTITION BY substr(name, 6) ORDER BY start_ns, op_id) AS ord
-FROM cpu_full WHERE name LIKE 'gloo:%';
+FROM out_cpu_ops WHERE name LIKE 'gloo:%';
 
 CREATE OR REPLACE TEMP TABLE gloo_calls AS
 SELECT

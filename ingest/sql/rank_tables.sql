@@ -1,37 +1,30 @@
--- Turns one Kineto trace (temp table `doc`, one row, read by ingest/reader.py) into the
--- rank tables `out_*`. Rank-agnostic: the loader adds `run` and `rank` when it inserts.
+-- Turns one Kineto trace into the rank tables `out_*`. Inputs, made by ingest/reader.py:
+--   raw_events: one row per element of traceEvents, in file order (rowid = index);
+--   meta:       one row: base_ns, distributed_info (JSON).
+-- Rank-agnostic: the loader adds `run` and `rank` when it inserts.
 -- Statements run in order; each one depends only on those above it.
 
-CREATE OR REPLACE TEMP TABLE meta AS
-SELECT
-    TRY_CAST(baseTimeNanoseconds AS BIGINT) AS base_ns,
-    CAST(distributedInfo AS JSON) AS distributed_info,
-    CAST(deviceProperties AS JSON) AS device_properties,
-    CAST(host_name AS VARCHAR) AS host_name
-FROM doc;
-
--- Every duration ('X') and metadata ('M') event, times in absolute ns.
-CREATE OR REPLACE TEMP TABLE ev AS
-SELECT
-    e.ph AS ph,
-    e.cat AS cat,
-    e.name AS name,
-    e.pid AS pid_raw,
-    e.tid AS tid_raw,
-    us_to_ns(e.ts) + coalesce((SELECT base_ns FROM meta), 0) AS start_ns,
-    greatest(coalesce(us_to_ns(e.dur), 0), 0) AS dur_ns,
-    e.args AS args
-FROM (SELECT unnest(traceEvents) AS e FROM doc)
-WHERE e.ph IN ('X', 'M') AND e.ts IS NOT NULL;
-
+-- Event counts per category and phase (flows, instants and metadata included).
 CREATE OR REPLACE TEMP TABLE category_counts AS
-SELECT coalesce(cat, '') AS category, ph, count(*) AS n FROM ev GROUP BY ALL;
+SELECT coalesce(cat, '') AS category, coalesce(ph, '') AS ph, count(*) AS n
+FROM raw_events GROUP BY ALL;
 
 -- ---------------------------------------------------------------- CPU side
+-- Ids are the event's position in traceEvents (rowid of raw_events): stable per file.
+-- Times: absolute ns (relative ts + baseTimeNanoseconds, or absolute ts as is).
 CREATE OR REPLACE TEMP TABLE cpu_raw AS
+WITH x AS (
+    SELECT rowid AS idx, *, us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
+           greatest(coalesce(us_to_ns(dur), 0), 0) AS dur_ns
+    FROM raw_events
+    WHERE ph = 'X' AND ts IS NOT NULL AND cat IN (
+        'cpu_op', 'Operator', 'user_annotation', 'python_function',
+        'cuda_runtime', 'Runtime', 'cuda_driver')
+)
 SELECT
-    leading_int(pid_raw) AS pid,
-    leading_int(tid_raw) AS tid,
+    idx AS op_id,
+    leading_int(pid) AS pid,
+    leading_int(tid) AS tid,
     name,
     cat AS category,
     start_ns,
@@ -44,83 +37,88 @@ SELECT
     TRY_CAST(args."Record function id" AS BIGINT) AS record_function_id,
     args."Input Dims" AS input_dims,
     args."Input type" AS input_types,
-    args."Concrete Inputs" AS concrete_inputs,
-    args AS args
-FROM ev
-WHERE ph = 'X' AND cat IN (
-    'cpu_op', 'Operator', 'user_annotation', 'python_function',
-    'cuda_runtime', 'Runtime', 'cuda_driver');
+    args."Concrete Inputs" AS concrete_inputs
+FROM x;
 
--- Stable ids: order of start on each thread, enclosing spans first.
-CREATE OR REPLACE TEMP TABLE cpu_ids AS
-SELECT *, row_number() OVER (ORDER BY start_ns, end_ns DESC, tid, name, category) - 1 AS op_id
-FROM cpu_raw;
+-- Collective metadata lives in the args of record_param_comms.
+CREATE OR REPLACE TEMP TABLE cpu_args AS
+SELECT rowid AS op_id, args FROM raw_events
+WHERE ph = 'X' AND name = 'record_param_comms';
 
--- Nesting by time containment on each thread: depth = spans open when the op starts.
--- Boundaries sort ends before starts at equal times, enclosing starts first.
+-- Nesting by time containment on each thread: depth = ops open when the op starts =
+-- ops started before it (enclosing first at equal starts) - ops ended at or before its
+-- start (its own end excluded).
 CREATE OR REPLACE TEMP TABLE cpu_depth AS
-WITH bounds AS (
-    SELECT op_id, pid, tid, start_ns AS t, 1 AS kind, end_ns, 1 AS delta FROM cpu_ids
-    UNION ALL
-    SELECT op_id, pid, tid, end_ns AS t, 0 AS kind, end_ns, -1 AS delta FROM cpu_ids
-), running AS (
-    SELECT op_id, kind,
-        sum(delta) OVER (PARTITION BY pid, tid ORDER BY t, kind, end_ns DESC, op_id
-                         ROWS UNBOUNDED PRECEDING) AS open_spans
-    FROM bounds
+WITH started AS (
+    SELECT op_id, pid, tid, start_ns, end_ns,
+        row_number() OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns DESC, op_id)
+            AS n_started
+    FROM cpu_raw
+), ended AS (
+    SELECT pid, tid, end_ns,
+        row_number() OVER (PARTITION BY pid, tid ORDER BY end_ns) AS n_ended
+    FROM cpu_raw
 )
-SELECT c.*, CAST(r.open_spans - 1 AS INTEGER) AS depth
-FROM cpu_ids c JOIN running r ON r.op_id = c.op_id AND r.kind = 1;
+SELECT s.op_id, s.pid, s.tid, s.start_ns, s.end_ns,
+    CAST(greatest(0, s.n_started - 1 - coalesce(e.n_ended, 0)
+                     + CASE WHEN s.end_ns = s.start_ns THEN 1 ELSE 0 END) AS INTEGER) AS depth
+FROM started s ASOF LEFT JOIN ended e
+  ON s.pid = e.pid AND s.tid = e.tid AND s.start_ns >= e.end_ns;
 
--- Parent: latest-starting span one level up on the same thread. Spans that only
--- partially overlap (gloo send/recv) fall back to the span two levels up.
+-- Parent: latest-starting span one level up on the same thread. A span that only
+-- partially overlaps that one (gloo send/recv) takes the span two levels up instead.
 CREATE OR REPLACE TEMP TABLE cpu_parent AS
-WITH up1 AS (
-    SELECT c.op_id, p.op_id AS p1, p.end_ns AS p1_end
-    FROM cpu_depth c ASOF LEFT JOIN cpu_depth p
-      ON c.pid IS NOT DISTINCT FROM p.pid AND c.tid IS NOT DISTINCT FROM p.tid
-     AND c.depth - 1 = p.depth AND c.start_ns >= p.start_ns
-), up2 AS (
-    SELECT c.op_id, p.op_id AS p2, p.end_ns AS p2_end
-    FROM cpu_depth c ASOF LEFT JOIN cpu_depth p
-      ON c.pid IS NOT DISTINCT FROM p.pid AND c.tid IS NOT DISTINCT FROM p.tid
-     AND c.depth - 2 = p.depth AND c.start_ns >= p.start_ns
-)
-SELECT c.*,
-    CASE WHEN up1.p1_end >= c.end_ns THEN up1.p1
-         WHEN up2.p2_end >= c.end_ns THEN up2.p2
-         ELSE up1.p1 END AS parent_id
-FROM cpu_depth c JOIN up1 USING (op_id) JOIN up2 USING (op_id);
+SELECT c.op_id, c.pid, c.tid, c.start_ns, c.end_ns, c.depth, p.op_id AS p1, p.end_ns AS p1_end
+FROM cpu_depth c ASOF LEFT JOIN cpu_depth p
+  ON c.pid = p.pid AND c.tid = p.tid AND c.depth - 1 = p.depth AND c.start_ns >= p.start_ns;
+
+CREATE OR REPLACE TEMP TABLE cpu_parent_fix AS
+SELECT c.op_id, p.op_id AS p2, p.end_ns AS p2_end
+FROM (SELECT * FROM cpu_parent WHERE p1_end < end_ns) c ASOF LEFT JOIN cpu_depth p
+  ON c.pid = p.pid AND c.tid = p.tid AND c.depth - 2 = p.depth AND c.start_ns >= p.start_ns;
 
 CREATE OR REPLACE TEMP TABLE step_spans AS
 SELECT
     CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS INTEGER) AS step,
-    pid, tid, start_ns, end_ns, op_id
-FROM cpu_parent
-WHERE regexp_matches(name, '^ProfilerStep#\d+$')
+    pid, tid, start_ns, end_ns, op_id, dur_ns
+FROM cpu_raw
+WHERE name LIKE 'ProfilerStep#%' AND regexp_matches(name, '^ProfilerStep#\d+$')
 QUALIFY row_number() OVER (PARTITION BY step ORDER BY dur_ns DESC) = 1;
 
-CREATE OR REPLACE TEMP TABLE cpu_full AS
-SELECT c.*, CASE WHEN c.start_ns < s.end_ns THEN s.step END AS step
-FROM cpu_parent c ASOF LEFT JOIN step_spans s ON c.start_ns >= s.start_ns;
+CREATE OR REPLACE TEMP TABLE cpu_nest AS
+SELECT c.op_id, c.depth,
+    CASE WHEN f.op_id IS NULL OR f.p2_end IS NULL OR f.p2_end < c.end_ns THEN c.p1
+         ELSE f.p2 END AS parent_id,
+    CASE WHEN c.start_ns < s.end_ns THEN s.step END AS step
+FROM cpu_parent c
+LEFT JOIN cpu_parent_fix f USING (op_id)
+ASOF LEFT JOIN step_spans s ON c.start_ns >= s.start_ns;
 
 CREATE OR REPLACE TEMP TABLE out_cpu_ops AS
-SELECT op_id, pid, tid, name, category, start_ns, end_ns, dur_ns, external_id, correlation,
-       sequence_number, fwd_thread_id, record_function_id,
-       CAST(input_dims AS JSON) AS input_dims, CAST(input_types AS JSON) AS input_types,
-       CAST(concrete_inputs AS JSON) AS concrete_inputs, parent_id, depth, step
-FROM cpu_full;
+SELECT r.op_id, r.pid, r.tid, r.name, r.category, r.start_ns, r.end_ns, r.dur_ns,
+       r.external_id, r.correlation, r.sequence_number, r.fwd_thread_id,
+       r.record_function_id, r.input_dims, r.input_types, r.concrete_inputs,
+       n.parent_id, n.depth, n.step
+FROM cpu_raw r JOIN cpu_nest n USING (op_id);
 
 -- ---------------------------------------------------------------- GPU side
 CREATE OR REPLACE TEMP TABLE gpu_raw AS
+WITH x AS (
+    SELECT rowid AS idx, *, us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
+           greatest(coalesce(us_to_ns(dur), 0), 0) AS dur_ns
+    FROM raw_events
+    WHERE ph = 'X' AND ts IS NOT NULL
+      AND cat IN ('kernel', 'Kernel', 'gpu_memcpy', 'Memcpy', 'gpu_memset', 'Memset')
+)
 SELECT
-    CAST(coalesce(TRY_CAST(args.device AS INTEGER), leading_int(pid_raw)) AS INTEGER) AS device,
-    coalesce(TRY_CAST(args.stream AS BIGINT), leading_int(tid_raw)) AS stream,
+    idx AS gpu_op_id,
+    CAST(coalesce(TRY_CAST(args.device AS INTEGER), leading_int(pid)) AS INTEGER) AS device,
+    coalesce(TRY_CAST(args.stream AS BIGINT), leading_int(tid)) AS stream,
     name,
     CASE
         WHEN cat IN ('gpu_memcpy', 'Memcpy') THEN 'memcpy'
         WHEN cat IN ('gpu_memset', 'Memset') THEN 'memset'
-        WHEN regexp_matches(name, '^(void\s+)?nccl', 'i') OR args."Collective name" IS NOT NULL
+        WHEN name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
             THEN 'comm'
         ELSE 'compute'
     END AS kind,
@@ -131,25 +129,24 @@ SELECT
     TRY_CAST(args.correlation AS BIGINT) AS correlation,
     TRY_CAST(args."External id" AS BIGINT) AS external_id,
     TRY_CAST(args.bytes AS BIGINT) AS bytes,
-    args AS args
-FROM ev
-WHERE ph = 'X' AND cat IN ('kernel', 'Kernel', 'gpu_memcpy', 'Memcpy', 'gpu_memset', 'Memset');
+    CASE WHEN name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
+         THEN args END AS args
+FROM x;
 
 CREATE OR REPLACE TEMP TABLE launches AS
-SELECT correlation, op_id, step FROM cpu_full
+SELECT correlation, op_id, step FROM out_cpu_ops
 WHERE correlation IS NOT NULL AND category IN ('cuda_runtime', 'Runtime', 'cuda_driver')
 QUALIFY row_number() OVER (
     PARTITION BY correlation ORDER BY category = 'cuda_driver', op_id) = 1;
 
 CREATE OR REPLACE TEMP TABLE ext_ops AS
-SELECT external_id, op_id FROM cpu_full
+SELECT external_id, op_id FROM out_cpu_ops
 WHERE external_id IS NOT NULL AND category IN ('cpu_op', 'Operator', 'user_annotation')
 QUALIFY row_number() OVER (PARTITION BY external_id ORDER BY depth DESC, op_id) = 1;
 
 CREATE OR REPLACE TEMP TABLE gpu_full AS
 SELECT
     g.*,
-    row_number() OVER (ORDER BY g.start_ns, g.device, g.stream, g.end_ns, g.name) - 1 AS gpu_op_id,
     l.op_id AS launch_op_id,
     x.op_id AS cpu_op_id,
     l.step AS step
@@ -164,11 +161,14 @@ FROM gpu_full;
 
 CREATE OR REPLACE TEMP TABLE out_gpu_annotations AS
 SELECT
-    CAST(leading_int(pid_raw) AS INTEGER) AS device,
-    leading_int(tid_raw) AS stream,
-    name, start_ns, start_ns + dur_ns AS end_ns,
+    CAST(leading_int(pid) AS INTEGER) AS device,
+    leading_int(tid) AS stream,
+    name,
+    us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
+    us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta)
+        + greatest(coalesce(us_to_ns(dur), 0), 0) AS end_ns,
     TRY_CAST(args."External id" AS BIGINT) AS external_id
-FROM ev WHERE ph = 'X' AND cat = 'gpu_user_annotation';
+FROM raw_events WHERE ph = 'X' AND ts IS NOT NULL AND cat = 'gpu_user_annotation';
 
 CREATE OR REPLACE TEMP TABLE out_steps AS
 SELECT s.step, s.tid, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS dur_ns,
@@ -178,9 +178,9 @@ FROM step_spans s LEFT JOIN gpu_full g ON g.step = s.step
 GROUP BY ALL;
 
 CREATE OR REPLACE TEMP TABLE out_threads AS
-SELECT DISTINCT leading_int(pid_raw) AS pid, leading_int(tid_raw) AS tid,
+SELECT DISTINCT leading_int(pid) AS pid, leading_int(tid) AS tid,
        CAST(args.name AS VARCHAR) AS thread_name
-FROM ev WHERE ph = 'M' AND name = 'thread_name';
+FROM raw_events WHERE ph = 'M' AND name = 'thread_name';
 
 -- ---------------------------------------------------------------- process groups
 CREATE OR REPLACE TEMP TABLE out_process_groups AS
