@@ -1,9 +1,12 @@
-"""Loading the analyzers' SQL files."""
+"""Loading and running the analyzers' SQL files."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 SQL_DIR = Path(__file__).parent / "sql"
 
@@ -12,3 +15,16 @@ SQL_DIR = Path(__file__).parent / "sql"
 def sql(name: str) -> str:
     """Text of analyzers/sql/<name>."""
     return (SQL_DIR / name).read_text()
+
+
+@cache
+def statements(name: str) -> tuple[str, ...]:
+    """The statements of a SQL file, in order."""
+    return tuple(s.query for s in duckdb.extract_statements(sql(name)))
+
+
+def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    """Execute every statement of a SQL file, binding the named parameters it uses."""
+    for stmt in statements(name):
+        used = {k: v for k, v in params.items() if f"${k}" in stmt}
+        con.execute(stmt, used) if used else con.execute(stmt)

@@ -33,7 +33,12 @@ from ingest.reader import (
 from ingest.sources import TraceFile, collect_traces, default_run_name, rank_from_name
 
 ProgressFn = Callable[[int, int, str], None]
-RUN_TABLES = ("runs", "ranks", *OUTPUT_TABLES)
+AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
+RUN_TABLES_SQL = (
+    "SELECT DISTINCT table_name FROM duckdb_columns() "
+    "WHERE column_name = 'run' AND NOT internal AND schema_name = 'main' "
+    "AND database_name = current_database()"
+)
 
 
 @dataclass
@@ -200,8 +205,13 @@ def ingest(
     strict: bool = False,
     jobs: int | None = None,
     progress: ProgressFn | None = None,
+    after_load: AfterLoadFn | None = None,
 ) -> IngestResult:
     """Ingest the traces of every rank of one run; replaces a run of the same name.
+
+    `after_load(con, run)` runs inside the same transaction once the raw tables are in
+    (the analyzers materialize their derived tables there), so a run is never visible
+    half-analysed.
 
     Raises UsageError for bad arguments, NothingIngestedError when no file could be
     read (or, with strict, when any file failed); the database is then unchanged.
@@ -219,6 +229,8 @@ def ingest(
             try:
                 _ingest_files(con, run_name, traces.files, result, strict, jobs, progress)
                 _finish_run(con, run_name, [str(p) for p in paths], result, strict)
+                if after_load is not None:
+                    after_load(con, run_name)
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
@@ -231,8 +243,9 @@ def ingest(
 def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
                   result: IngestResult, strict: bool, jobs: int | None,
                   progress: ProgressFn | None) -> None:
-    for table in RUN_TABLES:
-        con.execute(f"DELETE FROM {table} WHERE run = $run", {"run": run})
+    # every table with a `run` column, derived tables included
+    for (table,) in con.execute(RUN_TABLES_SQL).fetchall():
+        con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
     claimed: dict[int, str] = {}
     jobs = max(1, jobs or (os.cpu_count() or 1))
     for done, (tf, parsed) in enumerate(_ordered_parallel(files, jobs), start=1):
@@ -265,9 +278,9 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
             "could be read (see the errors above)")
     con.execute(INSERT_ARG_GROUPS, {"run": run})
-    world = con.execute(
-        "SELECT max(world_size) FROM ranks WHERE run = $run", {"run": run}).fetchone()
-    world_size = (world[0] if world and world[0] is not None else None) or len(result.ranks)
+    (world,), = con.execute(
+        "SELECT max(world_size) FROM ranks WHERE run = $run", {"run": run}).fetchall()
+    world_size = world or len(result.ranks)
     con.execute(INSERT_RUN_ROW, {
         "run": run,
         "ingested_at": datetime.now(UTC).replace(tzinfo=None),

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from analyzers.attribution import materialize
 from ingest import DEFAULT_DB, IngestResult, StepscopeError, UsageError
 from ingest import ingest as _ingest
+from ingest.loader import ProgressFn
 from stepscope.store import Store
 
 __version__ = "0.1.0"
@@ -27,11 +29,15 @@ def ingest(
     db: str | Path = DEFAULT_DB,
     run: str | None = None,
     strict: bool = False,
+    jobs: int | None = None,
+    progress: ProgressFn | None = None,
 ) -> IngestResult:
-    """Ingest every rank's traces (files, directories, archives) as one run."""
+    """Ingest every rank's traces (files, directories, archives) as one run, then
+    compute its step-time attribution in the same transaction."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    return _ingest(list(paths), db=db, run=run, strict=strict)
+    return _ingest(list(paths), db=db, run=run, strict=strict, jobs=jobs, progress=progress,
+                   after_load=materialize)
 
 
 def open(db: str | Path = DEFAULT_DB) -> Store:  # noqa: A001 - the API's name

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from dashboard.render_summary import summary_text
-from ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError, ingest
+from ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
 from ingest.sources import is_archive_name, is_trace_name
+from stepscope import ingest
 from stepscope.store import Store
 
 HELP = "ingest the traces of every rank of a run into the database"

@@ -1,0 +1,46 @@
+"""Parallel layout of a run: TP/PP/DP (CP/EP where visible), hosts and GPUs per node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+# (layout key, substring of Megatron-style process-group descriptions)
+GROUP_MARKERS = (
+    ("tp", "TENSOR_MODEL_PARALLEL"),
+    ("pp", "PIPELINE_MODEL_PARALLEL"),
+    ("cp", "CONTEXT_PARALLEL"),
+    ("ep", "EXPERT_MODEL_PARALLEL"),
+    ("dp", "DATA_PARALLEL"),
+)
+
+GROUPS_SQL = "SELECT pg_desc, size FROM process_groups WHERE run = $run"
+HOSTS_SQL = """
+SELECT count(DISTINCT host) AS nodes, max(n) AS per_node FROM (
+    SELECT host, count(*) AS n FROM ranks WHERE run = $run AND host IS NOT NULL GROUP BY host)
+"""
+
+
+def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
+           pipeline_stages: int | None) -> dict[str, Any]:
+    """Degrees from group descriptions when the framework labels them; otherwise PP from
+    the point-to-point pattern and DP as what is left of the world."""
+    groups = con.sql(GROUPS_SQL, params={"run": run}).fetchall()
+    degrees: dict[str, int | None] = {"tp": None, "pp": None, "dp": None, "cp": None, "ep": None}
+    for desc, size in groups:
+        for key, marker in GROUP_MARKERS:
+            if desc and marker in desc.upper() and size:
+                if key == "dp" and "CONTEXT" in desc.upper():
+                    continue
+                degrees[key] = max(degrees[key] or 0, int(size))
+    source = "process_group_descriptions" if any(degrees.values()) else "inferred"
+    if degrees["pp"] is None:
+        degrees["pp"] = pipeline_stages or 1
+    for key in ("tp", "cp", "ep"):
+        degrees[key] = degrees[key] or 1
+    if degrees["dp"] is None:
+        model = (degrees["tp"] or 1) * (degrees["pp"] or 1) * (degrees["cp"] or 1)
+        degrees["dp"] = max(1, world_size // model)
+    nodes, per_node = con.execute(HOSTS_SQL, {"run": run}).fetchall()[0]
+    return {**degrees, "gpus_per_node": per_node, "nodes": nodes or None, "source": source}

@@ -1,0 +1,227 @@
+-- Step-time attribution of one run ($run), as defined in docs/attribution.md.
+-- Reads the raw tables, writes recompute_ops, collective_waits and step_attribution.
+-- Work is partitioned by rank everywhere except the cross-rank collective matching.
+
+-- ------------------------------------------------------------------ recompute
+-- Forward ops re-executed inside a backward node: an op under an
+-- `autograd::engine::evaluate_function:` scope that records autograd (has a Sequence
+-- number, forward thread 0) and is not a backward node itself; plus all it calls.
+-- Covers non-reentrant (recompute inside the node that unpacks a saved tensor) and
+-- reentrant checkpointing (inside CheckpointFunctionBackward, outside nested nodes).
+CREATE OR REPLACE TEMP TABLE a_ops AS
+SELECT rank, op_id, parent_id, name, category, sequence_number, fwd_thread_id
+FROM cpu_ops WHERE run = $run;
+
+CREATE OR REPLACE TEMP TABLE a_tree AS
+WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
+    SELECT rank, op_id, name LIKE 'autograd::engine::evaluate_function:%', false, 0
+    FROM a_ops WHERE parent_id IS NULL
+    UNION ALL
+    SELECT c.rank, c.op_id,
+        t.in_bwd OR c.name LIKE 'autograd::engine::evaluate_function:%',
+        t.is_rc OR (t.in_bwd AND c.sequence_number IS NOT NULL
+                    AND coalesce(c.fwd_thread_id, 0) = 0
+                    AND c.category IN ('cpu_op', 'Operator')
+                    AND c.name NOT LIKE 'autograd::%'
+                    AND NOT regexp_matches(c.name, 'Backward\d*$')),
+        t.lvl + 1
+    FROM t JOIN a_ops c ON c.rank = t.rank AND c.parent_id = t.op_id
+    WHERE t.lvl < 200
+)
+SELECT rank, op_id, is_rc FROM t;
+
+DELETE FROM recompute_ops WHERE run = $run;
+INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree WHERE is_rc;
+
+-- ------------------------------------------------------------------ collective matching
+-- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
+-- group's calls on the rank); without group metadata, (collective, step, order within
+-- the step). Barriers and waits are not matched.
+CREATE OR REPLACE TEMP TABLE a_coll AS
+SELECT
+    c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
+    c.work_end_ns - c.work_start_ns AS dur_ns,
+    CASE
+        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN NULL
+        WHEN c.nccl_seq IS NOT NULL
+            THEN 'pg ' || c.pg_name || ' seq ' || c.nccl_seq || CASE WHEN c.is_p2p THEN ' p2p' ELSE '' END
+        WHEN c.pg_name IS NOT NULL
+            THEN 'pg ' || c.pg_name || CASE WHEN c.is_p2p THEN ' p2p ' ELSE ' #' END || c.seq_in_group
+        ELSE c.collective || ' n=' || coalesce(CAST(c.in_nelems AS VARCHAR), '?')
+             || ' step ' || coalesce(CAST(c.step AS VARCHAR), '-') || ' #'
+             || row_number() OVER (PARTITION BY c.rank, c.collective, c.in_nelems, c.step
+                                   ORDER BY coalesce(c.cpu_start_ns, c.work_start_ns), c.coll_id)
+    END AS instance_key,
+    CASE
+        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
+        WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
+        WHEN c.pg_name IS NOT NULL THEN 'group_order'
+        ELSE 'step_order'
+    END AS match_method
+FROM collectives c WHERE c.run = $run;
+
+CREATE OR REPLACE TEMP TABLE a_waits AS
+WITH inst AS (
+    SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
+           count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
+    FROM a_coll WHERE instance_key IS NOT NULL AND NOT is_p2p GROUP BY instance_key
+)
+SELECT
+    c.rank, c.coll_id, c.instance_key, c.match_method,
+    coalesce(i.n_ranks, 1) AS n_ranks,
+    coalesce(i.consistent, true) AS consistent,
+    c.dur_ns,
+    coalesce(i.min_dur_ns, c.dur_ns) AS min_dur_ns,
+    CASE WHEN i.n_ranks > 1 THEN greatest(0, c.dur_ns - i.min_dur_ns) ELSE 0 END AS wait_ns,
+    i.n_ranks > 1 AND c.dur_ns = i.min_dur_ns AS arrived_last
+FROM a_coll c LEFT JOIN inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
+
+DELETE FROM collective_waits WHERE run = $run;
+INSERT INTO collective_waits BY NAME SELECT $run AS run, * FROM a_waits;
+
+-- ------------------------------------------------------------------ timelines
+-- GPU ranks are attributed on their GPU ops; CPU-only ranks on the CPU ops of their
+-- training threads.
+CREATE OR REPLACE TEMP TABLE a_timeline AS
+SELECT r.rank,
+    CASE WHEN EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank = r.rank)
+         THEN 'gpu' ELSE 'cpu' END AS timeline
+FROM ranks r WHERE r.run = $run;
+
+-- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble, 6 memory.
+CREATE OR REPLACE TEMP TABLE a_intervals AS
+-- GPU: kernels and memory ops (communication comes from the collectives below)
+SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
+    CASE WHEN g.kind IN ('memcpy', 'memset') THEN 6
+         WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
+FROM gpu_ops g
+JOIN a_timeline tl ON tl.rank = g.rank AND tl.timeline = 'gpu'
+LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id AND rc.is_rc
+WHERE g.run = $run AND g.kind <> 'comm'
+UNION ALL
+-- communication (GPU kernels, or gloo spans on CPU ranks): wait part, then the rest
+SELECT c.rank, c.work_start_ns, c.work_start_ns + w.wait_ns, 4
+FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+WHERE c.run = $run AND NOT c.is_p2p AND w.wait_ns > 0
+UNION ALL
+SELECT c.rank, c.work_start_ns + w.wait_ns, c.work_end_ns, 3
+FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+WHERE c.run = $run AND NOT c.is_p2p AND c.work_start_ns IS NOT NULL
+UNION ALL
+SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
+FROM collectives c WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL;
+
+-- CPU ranks: the self time of each op (its interval minus its children's), so that the
+-- op actually running decides the category. Annotations and Python frames are
+-- transparent; communication calls and waits are not compute.
+CREATE OR REPLACE TEMP TABLE a_cpu_ops AS
+SELECT o.rank, o.op_id, o.parent_id, o.start_ns, o.end_ns, o.category, o.name
+FROM cpu_ops o JOIN a_timeline tl ON tl.rank = o.rank AND tl.timeline = 'cpu'
+WHERE o.run = $run;
+
+CREATE OR REPLACE TEMP TABLE a_cpu_self AS
+WITH kids AS (
+    SELECT c.rank, c.parent_id AS op_id, c.start_ns, c.end_ns,
+        lag(c.end_ns) OVER (PARTITION BY c.rank, c.parent_id ORDER BY c.start_ns, c.op_id)
+            AS prev_end
+    FROM a_cpu_ops c WHERE c.parent_id IS NOT NULL
+), gaps AS (
+    -- before each child: from the previous child's end (or the parent's start)
+    SELECT k.rank, k.op_id, coalesce(greatest(k.prev_end, p.start_ns), p.start_ns) AS s,
+           k.start_ns AS e
+    FROM kids k JOIN a_cpu_ops p ON p.rank = k.rank AND p.op_id = k.op_id
+    UNION ALL
+    -- after the last child
+    SELECT p.rank, p.op_id, max(k.end_ns), p.end_ns
+    FROM kids k JOIN a_cpu_ops p ON p.rank = k.rank AND p.op_id = k.op_id
+    GROUP BY p.rank, p.op_id, p.end_ns
+    UNION ALL
+    -- ops without children
+    SELECT p.rank, p.op_id, p.start_ns, p.end_ns FROM a_cpu_ops p
+    WHERE NOT EXISTS (SELECT 1 FROM a_cpu_ops k WHERE k.rank = p.rank AND k.parent_id = p.op_id)
+)
+SELECT g.rank, g.s, g.e, CASE WHEN rc.is_rc THEN 2 ELSE 1 END AS cat
+FROM gaps g
+JOIN a_cpu_ops o ON o.rank = g.rank AND o.op_id = g.op_id
+LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.op_id
+WHERE g.e > g.s
+  AND o.category IN ('cpu_op', 'Operator')
+  AND o.name NOT LIKE 'c10d::%' AND o.name NOT LIKE '_c10d_functional::%'
+  AND o.name NOT LIKE 'record_param_comms' AND o.name NOT LIKE '%wait%'
+  AND o.name NOT LIKE 'ProfilerStep#%';
+
+INSERT INTO a_intervals SELECT * FROM a_cpu_self;
+
+-- ------------------------------------------------------------------ step windows
+-- GPU: from the first GPU start of the ops launched in step k to that of step k+1; the
+-- last step ends at the last GPU end of its own ops. CPU: the same on ProfilerStep starts.
+CREATE OR REPLACE TEMP TABLE a_windows AS
+WITH s AS (
+    SELECT st.rank, st.step, tl.timeline,
+        CASE WHEN tl.timeline = 'gpu' THEN st.gpu_start_ns ELSE st.start_ns END AS ws,
+        CASE WHEN tl.timeline = 'gpu' THEN st.gpu_end_ns ELSE st.end_ns END AS own_end
+    FROM steps st JOIN a_timeline tl ON tl.rank = st.rank
+    WHERE st.run = $run
+), n AS (
+    SELECT *, lead(ws) OVER (PARTITION BY rank ORDER BY step) AS next_ws,
+              lead(step) OVER (PARTITION BY rank ORDER BY step) AS next_step
+    FROM s WHERE ws IS NOT NULL
+)
+SELECT rank, step, timeline, ws AS window_start_ns,
+    CASE WHEN next_ws IS NOT NULL AND next_step = step + 1 THEN next_ws ELSE own_end END
+        AS window_end_ns,
+    next_ws IS NOT NULL AND next_step = step + 1 AS has_successor
+FROM n WHERE own_end IS NOT NULL;
+
+-- ------------------------------------------------------------------ priority sweep
+-- Every boundary (interval ends and window edges) cuts the rank's timeline into
+-- segments; a segment goes to the first category with a running interval.
+CREATE OR REPLACE TEMP TABLE a_bounds AS
+WITH pts AS (
+    SELECT rank, s AS t, cat, 1 AS d FROM a_intervals WHERE e > s
+    UNION ALL SELECT rank, e, cat, -1 FROM a_intervals WHERE e > s
+    UNION ALL SELECT rank, window_start_ns, 0, 0 FROM a_windows
+    UNION ALL SELECT rank, window_end_ns, 0, 0 FROM a_windows
+)
+SELECT rank, t,
+    sum(CASE WHEN cat = 1 THEN d ELSE 0 END) AS d1,
+    sum(CASE WHEN cat = 2 THEN d ELSE 0 END) AS d2,
+    sum(CASE WHEN cat = 3 THEN d ELSE 0 END) AS d3,
+    sum(CASE WHEN cat = 4 THEN d ELSE 0 END) AS d4,
+    sum(CASE WHEN cat = 5 THEN d ELSE 0 END) AS d5,
+    sum(CASE WHEN cat = 6 THEN d ELSE 0 END) AS d6
+FROM pts GROUP BY rank, t;
+
+CREATE OR REPLACE TEMP TABLE a_segments AS
+WITH run_sum AS (
+    SELECT rank, t,
+        lead(t) OVER w AS t_next,
+        sum(d1) OVER w AS n1, sum(d2) OVER w AS n2, sum(d3) OVER w AS n3,
+        sum(d4) OVER w AS n4, sum(d5) OVER w AS n5, sum(d6) OVER w AS n6
+    FROM a_bounds
+    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT rank, t AS s, t_next AS e,
+    CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
+         WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat
+FROM run_sum WHERE t_next IS NOT NULL AND t_next > t;
+
+CREATE OR REPLACE TEMP TABLE a_attr AS
+SELECT w.rank, w.step, w.timeline, w.window_start_ns, w.window_end_ns, w.has_successor,
+    w.window_end_ns - w.window_start_ns AS step_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 1), 0) AS compute_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 2), 0) AS recompute_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 3), 0) AS exposed_comm_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 4), 0) AS straggler_wait_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 5), 0) AS bubble_ns,
+    coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 6), 0) AS memory_ns
+FROM a_windows w
+LEFT JOIN a_segments g ON g.rank = w.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
+GROUP BY ALL;
+
+DELETE FROM step_attribution WHERE run = $run;
+INSERT INTO step_attribution BY NAME
+SELECT $run AS run, *,
+    step_ns - compute_ns - recompute_ns - exposed_comm_ns - straggler_wait_ns - bubble_ns
+        - memory_ns AS idle_ns
+FROM a_attr;

@@ -1,0 +1,40 @@
+-- Tables derived by the analyzers at ingest time (documented in docs/schema.md and
+-- docs/attribution.md). Replaced per run together with the run's raw tables.
+
+CREATE TABLE IF NOT EXISTS recompute_ops (
+    run VARCHAR,
+    rank INTEGER,
+    op_id BIGINT                 -- cpu_ops.op_id re-executed for activation checkpointing
+);
+
+CREATE TABLE IF NOT EXISTS collective_waits (
+    run VARCHAR,
+    rank INTEGER,
+    coll_id BIGINT,              -- collectives.coll_id
+    instance_key VARCHAR,        -- same value on every rank for one collective instance
+    match_method VARCHAR,        -- nccl_seq | group_order | step_order | unmatched
+    n_ranks INTEGER,             -- ranks that took part (that were matched)
+    consistent BOOLEAN,          -- same collective name and element count on every rank
+    dur_ns BIGINT,               -- this rank's transfer duration d
+    min_dur_ns BIGINT,           -- d_min over the ranks of the instance
+    wait_ns BIGINT,              -- d - d_min: waiting for the last rank to arrive
+    arrived_last BOOLEAN         -- this rank has the shortest duration: the others waited for it
+);
+
+CREATE TABLE IF NOT EXISTS step_attribution (
+    run VARCHAR,
+    rank INTEGER,
+    step INTEGER,
+    timeline VARCHAR,            -- gpu | cpu (CPU-only traces)
+    window_start_ns BIGINT,
+    window_end_ns BIGINT,
+    has_successor BOOLEAN,       -- false for the rank's last profiled step
+    step_ns BIGINT,              -- window_end_ns - window_start_ns
+    compute_ns BIGINT,
+    recompute_ns BIGINT,
+    exposed_comm_ns BIGINT,
+    straggler_wait_ns BIGINT,
+    bubble_ns BIGINT,
+    memory_ns BIGINT,
+    idle_ns BIGINT
+);

@@ -1,0 +1,80 @@
+"""Markdown rendering of a run report (analyzers.report.build_report)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from analyzers.attribution import CATEGORIES
+
+LABELS = {
+    "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
+    "straggler_wait": "straggler wait", "bubble": "pipeline bubble", "memory": "memory copies",
+    "idle": "idle",
+}
+
+
+def report_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, default=str)
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _breakdown_table(breakdown: dict[str, float], step_ms: float) -> list[str]:
+    lines = ["| category | ms/step | share |", "|---|---:|---:|"]
+    for cat in CATEGORIES:
+        lines.append(f"| {LABELS[cat]} | {breakdown[cat]:.2f} | {_pct(breakdown[cat], step_ms)} |")
+    lines.append(f"| **step** | **{step_ms:.2f}** | 100% |")
+    return lines
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """A human report: run, layout, where the step time went, stragglers, pipeline."""
+    run, lay = report["run"], report["layout"]
+    out = [f"# stepscope report: {run['name']}", ""]
+    out.append(f"- {run['ranks']} of {run['world_size']} ranks on {len(run['hosts']) or '?'} "
+               f"host(s); device: {run['device']}; timeline: {run['timeline'] or '-'}; "
+               f"status: {run['status']}")
+    out.append(f"- layout: TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']}"
+               f" (CP {lay['cp']}, EP {lay['ep']}); {lay['gpus_per_node'] or '?'} per node, "
+               f"{lay['nodes'] or '?'} node(s) ({lay['source']})")
+    for note in report["notes"]:
+        out.append(f"- note: {note}")
+    step = report["step_time_ms"]
+    out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
+    out += _breakdown_table(report["breakdown_ms"], step)
+    out += ["", "## Stragglers", ""]
+    if report["stragglers"]:
+        for s in report["stragglers"]:
+            out.append(f"- **rank {s['rank']}** ({s['host'] or 'unknown host'}): the others "
+                       f"wait {s['waited_on_ms']:.1f} ms/step for it; {s['evidence']}")
+    else:
+        out.append("- none: no rank is consistently the last to arrive")
+    pipe = report["pipeline"]
+    out += ["", "## Pipeline", ""]
+    if pipe:
+        out.append(f"- {pipe['stages']} stages x {pipe['microbatches']} microbatches "
+                   f"({pipe['pipelines']} pipeline(s)); bubble measured "
+                   f"{100 * pipe['bubble_fraction']:.1f}% of the step, 1F1B theory "
+                   f"(S-1)/(S-1+M) = {100 * pipe['bubble_theory']:.1f}%")
+        for st in pipe["per_stage"]:
+            out.append(f"- stage {st['stage']} (ranks {', '.join(map(str, st['ranks']))}): "
+                       f"bubble {st['bubble_ms']:.2f} ms, idle {st['idle_ms']:.2f} ms")
+    else:
+        out.append("- no pipeline parallelism (no point-to-point traffic between stages)")
+    out += ["", "## Per rank (ms/step)", "",
+            "| rank | host | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
+            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    for r in report["per_rank"]:
+        cells = " | ".join(f"{r['breakdown_ms'][c]:.2f}" for c in CATEGORIES)
+        out.append(f"| {r['rank']} | {r['host'] or '-'} | {r['step_time_ms']:.2f} | {cells} |")
+    out += ["", "## Per step (ms, mean over ranks)", "",
+            "| step | complete | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
+            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    for s in report["per_step"]:
+        cells = " | ".join(f"{s['breakdown_ms'][c]:.2f}" for c in CATEGORIES)
+        out.append(f"| {s['step']} | {'yes' if s['complete'] else 'no (last)'} | "
+                   f"{s['step_time_ms']:.2f} | {cells} |")
+    return "\n".join(out) + "\n"

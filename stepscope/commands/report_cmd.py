@@ -1,0 +1,54 @@
+"""`stepscope report RUN_OR_PATH [--db FILE] [--format json|md] [--out FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from analyzers.report import build_report
+from dashboard.render_report import report_json, report_markdown
+from ingest import DEFAULT_DB
+from ingest.sources import default_run_name
+from stepscope import ingest
+from stepscope.store import Store
+
+HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
+RENDERERS = {"json": report_json, "md": report_markdown}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("report", help=HELP, description=HELP + ".")
+    p.add_argument("target", metavar="RUN_OR_PATH",
+                   help="a run in the database, or a trace folder / archive / file to "
+                        "ingest on the fly into a temporary database")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
+    p.add_argument("--out", type=Path, help="write the report here instead of stdout")
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        out.write_text(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    if target.exists():
+        with tempfile.TemporaryDirectory(prefix="stepscope-report-") as tmp:
+            db = Path(tmp) / "report.duckdb"
+            result = ingest([target], db=db)
+            for file, problem in result.failures:
+                print(f"error: {file}: {problem}", file=sys.stderr)
+            with Store(db) as store:
+                text = RENDERERS[args.format](build_report(store.con, default_run_name([target])))
+            _emit(text, args.out)
+            return result.exit_code
+    with Store(args.db) as store:
+        store.require_run(args.target)
+        text = RENDERERS[args.format](build_report(store.con, args.target))
+    _emit(text, args.out)
+    return 0
