@@ -48,8 +48,8 @@ def report_markdown(report: dict[str, Any]) -> str:
     out += ["", "## Stragglers", ""]
     if report["stragglers"]:
         for s in report["stragglers"]:
-            out.append(f"- **rank {s['rank']}** ({s['host'] or 'unknown host'}): the others "
-                       f"wait {s['waited_on_ms']:.1f} ms/step for it; {s['evidence']}")
+            out.append(f"- **rank {s['rank']}** ({s['host'] or 'unknown host'}): "
+                       f"{s['waited_on_ms']:.1f} ms/step of waiting in total; {s['evidence']}")
     else:
         out.append("- none: no rank is consistently the last to arrive")
     pipe = report["pipeline"]

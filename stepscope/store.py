@@ -12,7 +12,7 @@ from ingest import UsageError, connect_read_only
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
-    "steps", "collectives",
+    "steps", "collectives", "recompute_ops", "collective_waits", "step_attribution",
 )
 
 

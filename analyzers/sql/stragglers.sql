@@ -2,16 +2,22 @@
 -- the rank with the shortest duration arrived last; each other rank's wait in that
 -- instance is charged to it. Parameter: $run.
 -- One row per (waiter, culprit): the waiter's collective waits caused by the culprit,
--- the waiter's total collective waits, and the culprit's arrival record.
+-- the waiter's total collective waits, and the culprit's arrival record (instances it
+-- arrived last at, of those it took part in).
 WITH inst AS (
     SELECT instance_key, arg_min(rank, dur_ns) AS last_rank, count(*) AS n_ranks
     FROM collective_waits
     WHERE run = $run AND n_ranks > 1 AND match_method <> 'unmatched'
     GROUP BY instance_key
+), took_part AS (
+    SELECT w.rank, count(*) AS n_instances, max(i.n_ranks) AS group_ranks
+    FROM collective_waits w JOIN inst i USING (instance_key)
+    WHERE w.run = $run GROUP BY w.rank
 ), record AS (
-    SELECT last_rank AS culprit, count(*) AS times_last,
-        (SELECT count(*) FROM inst) AS n_instances, max(n_ranks) AS group_ranks
-    FROM inst GROUP BY last_rank
+    SELECT i.last_rank AS culprit, count(*) AS times_last,
+        any_value(tp.n_instances) AS n_instances, any_value(tp.group_ranks) AS group_ranks
+    FROM inst i JOIN took_part tp ON tp.rank = i.last_rank
+    GROUP BY i.last_rank
 ), pairs AS (
     SELECT w.rank AS waiter, i.last_rank AS culprit, sum(w.wait_ns) AS caused_ns
     FROM collective_waits w JOIN inst i USING (instance_key)

@@ -1,0 +1,608 @@
+"""A discrete-event simulator of a Megatron-style TP x PP x DP GPU job, with ground truth.
+
+It writes one Kineto trace per rank, shaped like real PyTorch/Kineto/NCCL output (CPU
+ops, runtime launches with correlation ids, kernels on streams, record_param_comms
+collective args, NCCL kernels of a chosen era, ProfilerStep#N), plus `ground_truth.json`
+with the exact step-time attribution of docs/attribution.md, computed here from the
+simulator's own knowledge of what every GPU interval is (not from the traces).
+
+Model of one step on each rank:
+* optional host gap (input-bound: the CPU loads data before launching anything);
+* 1F1B pipeline schedule over M microbatches: per layer and microbatch, GEMM and
+  attention kernels sized from their FLOPs at a given efficiency; a TP all-reduce after
+  attention and after the MLP that completes together across the TP group (a rank that
+  arrives early waits); activations / gradients sent between stages with send/recv
+  where the receiver waits for the sender;
+* backward = 2x forward FLOPs, with optional recompute of the forward (non-reentrant or
+  reentrant checkpointing) before each layer's backward;
+* DP gradient all-reduce per layer bucket on a separate stream, overlapping backward;
+  the optimizer waits for all buckets;
+* an optional slow rank (its kernels take longer), per-host clock offsets.
+
+Usage: python sample_traces/simulate_gpu.py [--out DIR] [--sets a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BASE_NS = 1_767_189_312_000_000_000  # a trimonth boundary, like Kineto's base
+CATEGORIES = ("compute", "recompute", "exposed_comm", "straggler_wait", "bubble", "memory",
+              "idle")
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+COMPUTE_STREAM, DP_STREAM, SEND_STREAM, RECV_STREAM = 7, 21, 22, 23
+
+
+@dataclass
+class Config:
+    name: str
+    tp: int = 2
+    pp: int = 2
+    dp: int = 2
+    microbatches: int = 4
+    layers_per_stage: int = 2
+    hidden: int = 2048
+    seq: int = 2048
+    micro_batch: int = 1
+    steps: int = 3
+    peak_tflops: float = 989.0
+    efficiency: float = 0.6
+    gpus_per_node: int = 8
+    recompute: str | None = None  # None | "non_reentrant" | "reentrant"
+    slow_rank: int | None = None
+    slow_factor: float = 1.0
+    host_gap_ms: float = 0.0
+    clock_offset_ms: float = 7.0  # host h is offset by h * this
+    nccl_era: str = "2.21"  # "2.17": ncclKernel_*, "2.21": ncclDevKernel_*
+    ts_style: str = "relative"  # relative | int_us
+    tp_bw_gbs: float = 300.0
+    dp_bw_gbs: float = 40.0
+    p2p_bw_gbs: float = 40.0
+    device_name: str = "NVIDIA H100 80GB HBM3"
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.pp * self.dp
+
+
+SETS: dict[str, Config] = {
+    "healthy": Config("healthy", microbatches=8, dp_bw_gbs=200.0),
+    "straggler": Config("straggler", microbatches=8, dp_bw_gbs=200.0, slow_rank=3,
+                        slow_factor=1.5),
+    "recompute": Config("recompute", recompute="non_reentrant", nccl_era="2.17"),
+    "recompute_reentrant": Config("recompute_reentrant", recompute="reentrant", pp=1, dp=2,
+                                  tp=2),
+    "input_bound": Config("input_bound", host_gap_ms=12.0, pp=1, tp=2, dp=2, ts_style="int_us"),
+    "tp_across_nodes": Config("tp_across_nodes", tp=4, pp=1, dp=2, gpus_per_node=2,
+                              tp_bw_gbs=25.0),
+    "deep_pipeline": Config("deep_pipeline", tp=1, pp=4, dp=1, microbatches=4,
+                            layers_per_stage=1),
+}
+
+
+@dataclass
+class Op:
+    """One GPU activity in program order on a rank."""
+    kind: str  # kernel | coll | p2p
+    name: str
+    stream: int
+    category: str  # compute | recompute | memory | comm | p2p
+    dur_ns: int = 0  # kernels; transfer time for collectives
+    group: tuple[int, ...] = ()
+    key: str = ""  # shared by the participants of a collective / p2p pair
+    deps: list[int] = field(default_factory=list)  # indices of ops whose end it waits for
+    cpu: dict[str, Any] = field(default_factory=dict)  # how the CPU launched it
+    start: int | None = None
+    end: int | None = None
+    step: int = 0
+    launch_ns: int = 0
+    flops: float = 0.0
+
+
+def rank_coords(cfg: Config, rank: int) -> tuple[int, int, int]:
+    """(tp index, pp stage, dp index): TP fastest, then DP, then PP (Megatron order)."""
+    tp_i = rank % cfg.tp
+    dp_i = (rank // cfg.tp) % cfg.dp
+    stage = rank // (cfg.tp * cfg.dp)
+    return tp_i, stage, dp_i
+
+
+def rank_of(cfg: Config, tp_i: int, stage: int, dp_i: int) -> int:
+    return stage * cfg.tp * cfg.dp + dp_i * cfg.tp + tp_i
+
+
+def groups(cfg: Config, rank: int) -> dict[str, tuple[int, ...]]:
+    tp_i, stage, dp_i = rank_coords(cfg, rank)
+    return {
+        "tp": tuple(rank_of(cfg, t, stage, dp_i) for t in range(cfg.tp)),
+        "dp": tuple(rank_of(cfg, tp_i, stage, d) for d in range(cfg.dp)),
+        "pp": tuple(rank_of(cfg, tp_i, s, dp_i) for s in range(cfg.pp)),
+    }
+
+
+PG_NAMES = {"tp": ("1", "TENSOR_MODEL_PARALLEL_GROUP"), "dp": ("2", "DATA_PARALLEL_GROUP"),
+            "pp": ("3", "PIPELINE_MODEL_PARALLEL_GROUP")}
+
+
+def pg_name(cfg: Config, kind: str, members: tuple[int, ...]) -> str:
+    """Distinct group names per group instance (as torch numbers every group)."""
+    base = {"tp": 100, "dp": 200, "pp": 300}[kind]
+    return str(base + min(members))
+
+
+def kernel_ns(cfg: Config, flops: float, rank: int) -> int:
+    ns = flops / (cfg.peak_tflops * 1e12 * cfg.efficiency) * 1e9
+    if rank == cfg.slow_rank:
+        ns *= cfg.slow_factor
+    return max(1000, int(ns))
+
+
+def layer_kernels(cfg: Config) -> list[tuple[str, str, float]]:
+    """(cpu op, kernel, flops) of one layer's forward on one microbatch, per TP rank."""
+    b, s, h, t = cfg.micro_batch, cfg.seq, cfg.hidden, cfg.tp
+    return [
+        ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_qkv",
+         2 * b * s * h * 3 * h / t),
+        ("aten::_flash_attention_forward", "flash_fwd_kernel", 4 * b * s * s * h / t),
+        ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_proj",
+         2 * b * s * h * h / t),
+        ("tp_all_reduce", "", 0),
+        ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_fc1",
+         2 * b * s * h * 4 * h / t),
+        ("aten::gelu", "vectorized_elementwise_kernel_gelu", 0),
+        ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_fc2",
+         2 * b * s * 4 * h * h / t),
+        ("tp_all_reduce", "", 0),
+    ]
+
+
+def one_f_one_b(cfg: Config, stage: int) -> list[tuple[str, int]]:
+    """The 1F1B order of (fwd|bwd, microbatch) on a stage."""
+    m, warm = cfg.microbatches, min(cfg.pp - stage - 1, cfg.microbatches)
+    order = [("fwd", i) for i in range(warm)]
+    f, b = warm, 0
+    while f < m:
+        order.append(("fwd", f))
+        f += 1
+        order.append(("bwd", b))
+        b += 1
+    order += [("bwd", i) for i in range(b, m)]
+    return order
+
+
+def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
+    """The GPU ops of one step on one rank, in program (launch) order."""
+    tp_i, stage, dp_i = rank_coords(cfg, rank)
+    g = groups(cfg, rank)
+    b, s, h = cfg.micro_batch, cfg.seq, cfg.hidden
+    act_bytes = 2 * b * s * h
+    ops: list[Op] = []
+    last_recv: dict[tuple[str, int], int] = {}
+
+    def add(op: Op) -> int:
+        op.step = step
+        ops.append(op)
+        return len(ops) - 1
+
+    def tp_all_reduce(tag: str) -> None:
+        if cfg.tp == 1:
+            return
+        nbytes = act_bytes
+        t = int(2 * (cfg.tp - 1) / cfg.tp * nbytes / (cfg.tp_bw_gbs * 1e9) * 1e9)
+        add(Op("coll", "all_reduce", COMPUTE_STREAM, "comm", max(t, 2000), g["tp"],
+               f"tp{g['tp']}-s{step}-{tag}", cpu={"pg": "tp", "nelems": nbytes // 2}))
+
+    def layer_pass(direction: str, mb: int, layer: int, recompute: bool = False) -> None:
+        for j, (cpu_op, kname, flops) in enumerate(layer_kernels(cfg)):
+            if cpu_op == "tp_all_reduce":
+                tp_all_reduce(f"{direction}{'r' if recompute else ''}-mb{mb}-l{layer}-{j}")
+                continue
+            if flops == 0:  # elementwise
+                dur = max(2000, int(act_bytes * 4 / 3.0e12 * 1e9))
+            else:
+                dur = kernel_ns(cfg, flops if direction == "fwd" else 2 * flops, rank)
+            if direction == "fwd":
+                cat = "recompute" if recompute else "compute"
+                add(Op("kernel", kname, COMPUTE_STREAM, cat, dur, flops=flops,
+                       cpu={"op": cpu_op, "recompute": recompute, "layer": layer}))
+            else:
+                add(Op("kernel", kname.replace("_tn_", "_nt_") + "_bwd", COMPUTE_STREAM,
+                       "compute", dur, flops=2 * flops,
+                       cpu={"op": "backward", "fwd_op": cpu_op, "layer": layer}))
+
+    for direction, mb in one_f_one_b(cfg, stage):
+        pp_prev = g["pp"][stage - 1] if stage > 0 else None
+        pp_next = g["pp"][stage + 1] if stage < cfg.pp - 1 else None
+        p2p_ns = int(act_bytes / (cfg.p2p_bw_gbs * 1e9) * 1e9)
+        if direction == "fwd":
+            if pp_prev is not None:
+                i = add(Op("p2p", "recv", RECV_STREAM, "p2p", p2p_ns, (pp_prev, rank),
+                           f"act-s{step}-mb{mb}-{pp_prev}-{rank}",
+                           cpu={"peer": pp_prev, "nelems": act_bytes // 2}))
+                last_recv[("fwd", mb)] = i
+            else:
+                add(Op("kernel", "Memcpy HtoD (Pinned -> Device)", COMPUTE_STREAM, "memory",
+                       max(2000, int(b * s * 8 / 20e9 * 1e9)), cpu={"op": "aten::copy_"}))
+            first = True
+            for layer in range(cfg.layers_per_stage):
+                before = len(ops)
+                layer_pass("fwd", mb, layer)
+                if first and ("fwd", mb) in last_recv:
+                    ops[before].deps.append(last_recv[("fwd", mb)])
+                first = False
+            if pp_next is not None:
+                add(Op("p2p", "send", SEND_STREAM, "p2p", p2p_ns, (rank, pp_next),
+                       f"act-s{step}-mb{mb}-{rank}-{pp_next}",
+                       cpu={"peer": pp_next, "nelems": act_bytes // 2},
+                       deps=[len(ops) - 1]))
+        else:
+            if pp_next is not None:
+                i = add(Op("p2p", "recv", RECV_STREAM, "p2p", p2p_ns, (pp_next, rank),
+                           f"grad-s{step}-mb{mb}-{pp_next}-{rank}",
+                           cpu={"peer": pp_next, "nelems": act_bytes // 2}))
+                last_recv[("bwd", mb)] = i
+            first = True
+            for layer in reversed(range(cfg.layers_per_stage)):
+                before = len(ops)
+                if cfg.recompute:
+                    layer_pass("fwd", mb, layer, recompute=True)
+                layer_pass("bwd", mb, layer)
+                if first and ("bwd", mb) in last_recv:
+                    ops[before].deps.append(last_recv[("bwd", mb)])
+                first = False
+                if mb == cfg.microbatches - 1 and cfg.dp > 1:
+                    nbytes = 2 * 12 * h * h // cfg.tp  # bf16 grads of one layer
+                    t = int(2 * (cfg.dp - 1) / cfg.dp * nbytes / (cfg.dp_bw_gbs * 1e9) * 1e9)
+                    add(Op("coll", "all_reduce", DP_STREAM, "comm", max(t, 2000), g["dp"],
+                           f"dp{g['dp']}-s{step}-l{layer}", deps=[len(ops) - 1],
+                           cpu={"pg": "dp", "nelems": nbytes // 2}))
+            if pp_prev is not None:
+                add(Op("p2p", "send", SEND_STREAM, "p2p", p2p_ns, (rank, pp_prev),
+                       f"grad-s{step}-mb{mb}-{rank}-{pp_prev}",
+                       cpu={"peer": pp_prev, "nelems": act_bytes // 2},
+                       deps=[len(ops) - 1]))
+    dp_ops = [i for i, op in enumerate(ops) if op.stream == DP_STREAM]
+    add(Op("kernel", "multi_tensor_apply_kernel_adam", COMPUTE_STREAM, "compute",
+           kernel_ns(cfg, 12 * 12 * h * h * cfg.layers_per_stage / cfg.tp, rank),
+           deps=dp_ops, cpu={"op": "aten::_fused_adam_"}))
+    return ops
+
+
+def simulate(cfg: Config) -> tuple[dict[int, list[Op]], dict[int, list[tuple[int, int]]]]:
+    """Run every rank's steps; returns the ops per rank and the CPU step spans."""
+    programs: dict[int, list[Op]] = {r: [] for r in range(cfg.world)}
+    step_spans: dict[int, list[tuple[int, int]]] = {r: [] for r in range(cfg.world)}
+    cpu_ready = dict.fromkeys(range(cfg.world), 10_000_000)
+    for step in range(1, cfg.steps + 1):
+        progs = {r: build_program(cfg, r, step) for r in range(cfg.world)}
+        step_start = dict(cpu_ready)
+        for r, ops in progs.items():
+            t = step_start[r] + int(cfg.host_gap_ms * 1e6) + 20_000
+            for op in ops:
+                t += 12_000 if op.kind != "kernel" else 8_000  # CPU time per launch
+                op.launch_ns = t
+        _run_gpu(progs)
+        for r, ops in progs.items():
+            end = max(op.end for op in ops if op.end is not None)
+            step_spans[r].append((step_start[r], end + 15_000))
+            cpu_ready[r] = end + 15_000 + 5_000
+            programs[r].extend(ops)
+    return programs, step_spans
+
+
+def _run_gpu(progs: dict[int, list[Op]]) -> None:
+    """Resolve start/end of every op: stream order, dependencies, and collectives that
+    end together (last arrival + transfer time) across their group."""
+    pos = dict.fromkeys(progs, 0)
+    last_on_stream: dict[tuple[int, int], int] = {}
+    arrivals: dict[str, dict[int, tuple[int, Op]]] = {}
+    while any(pos[r] < len(ops) for r, ops in progs.items()):
+        progressed = False
+        for r, ops in progs.items():
+            while pos[r] < len(ops):
+                i = pos[r]
+                op = ops[i]
+                prev = last_on_stream.get((r, op.stream))
+                blockers = op.deps + ([prev] if prev is not None else [])
+                if any(ops[d].end is None for d in blockers):
+                    break
+                ready = max([op.launch_ns + 2_000] + [ops[d].end for d in blockers])  # type: ignore[misc]
+                last_on_stream[(r, op.stream)] = i
+                pos[r] += 1
+                progressed = True
+                if op.kind == "kernel":
+                    op.start, op.end = ready, ready + op.dur_ns
+                    continue
+                members = arrivals.setdefault(op.key, {})
+                members[r] = (ready, op)
+                if len(members) == len(op.group):
+                    last = max(t for t, _ in members.values())
+                    for t, mop in members.values():
+                        mop.start, mop.end = t, last + mop.dur_ns
+        if not progressed:
+            raise RuntimeError("simulation deadlock")
+
+
+# ------------------------------------------------------------------ ground truth
+def ground_truth(cfg: Config, programs: dict[int, list[Op]],
+                 quantum: int) -> dict[str, Any]:
+    """Attribution per rank and step from the simulator's own intervals (docs/attribution.md)."""
+    per_rank = {}
+    for r, ops in programs.items():
+        ivs: list[tuple[int, int, int]] = []
+        for op in ops:
+            s, e = _q(op.start, quantum), _q(op.end, quantum)
+            if op.kind == "kernel":
+                cat = {"compute": 0, "recompute": 1, "memory": 5}[op.category]
+                ivs.append((s, e, cat))
+            elif op.kind == "p2p":
+                ivs.append((s, e, 4))
+            else:
+                d = e - s
+                d_min = min(_q(o.end, quantum) - _q(o.start, quantum)
+                            for o in _instance(programs, op))
+                ivs.append((s, s + (d - d_min), 3))
+                ivs.append((s + (d - d_min), e, 2))
+        steps = sorted({op.step for op in ops})
+        first = {k: min(_q(op.start, quantum) for op in ops if op.step == k) for k in steps}
+        last = {k: max(_q(op.end, quantum) for op in ops if op.step == k) for k in steps}
+        rows = []
+        for k in steps:
+            has_next = k + 1 in first
+            ws, we = first[k], first[k + 1] if has_next else last[k]
+            rows.append({"step": k, "has_successor": has_next, "window_start_ns": ws,
+                         "window_end_ns": we, **_sweep(ivs, ws, we)})
+        per_rank[str(r)] = rows
+    return {"categories": list(CATEGORIES), "per_rank": per_rank}
+
+
+_INSTANCES: dict[int, list[Op]] = {}
+
+
+def _instance(programs: dict[int, list[Op]], op: Op) -> list[Op]:
+    key = id(op)
+    if key not in _INSTANCES:
+        members = [o for ops in programs.values() for o in ops if o.key == op.key]
+        for o in members:
+            _INSTANCES[id(o)] = members
+    return _INSTANCES[key]
+
+
+def _q(t: int | None, quantum: int) -> int:
+    assert t is not None
+    return (t // quantum) * quantum
+
+
+def _sweep(ivs: list[tuple[int, int, int]], ws: int, we: int) -> dict[str, int]:
+    """Priority sweep of one window: each instant to the first running category."""
+    points = sorted({ws, we} | {t for s, e, _ in ivs for t in (s, e) if ws < t < we})
+    out = dict.fromkeys(CATEGORIES, 0)
+    for a, b in zip(points, points[1:], strict=False):
+        active = [c for s, e, c in ivs if s <= a and e >= b and e > s]
+        out[CATEGORIES[min(active)] if active else "idle"] += b - a
+    return {f"{k}_ns": v for k, v in out.items()}
+
+
+# ------------------------------------------------------------------ trace writing
+class TraceWriter:
+    """Kineto JSON events of one rank."""
+
+    def __init__(self, cfg: Config, rank: int) -> None:
+        self.cfg, self.rank = cfg, rank
+        self.pid, self.tid, self.bwd_tid = 1000 + rank, 1000 + rank, 5000 + rank
+        self.events: list[dict[str, Any]] = []
+        self.ext = rank * 1_000_000
+        self.corr = rank * 1_000_000
+        self.seq = 0
+        host = rank // cfg.gpus_per_node
+        self.offset = int(host * cfg.clock_offset_ms * 1e6)
+        self.quantum = 1000 if cfg.ts_style == "int_us" else 1
+
+    def ts(self, t: int) -> float | int:
+        t = _q(t, self.quantum) + self.offset
+        if self.cfg.ts_style == "int_us":
+            return (BASE_NS + t) // 1000
+        return round(t / 1000, 3)
+
+    def dur(self, s: int, e: int) -> float | int:
+        s, e = _q(s, self.quantum), _q(e, self.quantum)
+        return (e - s) // 1000 if self.cfg.ts_style == "int_us" else round((e - s) / 1000, 3)
+
+    def x(self, cat: str, name: str, s: int, e: int, tid: int | str, args: dict[str, Any],
+          pid: int | None = None) -> None:
+        self.events.append({"ph": "X", "cat": cat, "name": name,
+                            "pid": self.pid if pid is None else pid, "tid": tid,
+                            "ts": self.ts(s), "dur": self.dur(s, e), "args": args})
+
+    def cpu_op(self, name: str, s: int, e: int, tid: int, **args: Any) -> int:
+        self.ext += 1
+        self.x("cpu_op", name, s, e, tid, {"External id": self.ext, **args})
+        return self.ext
+
+    def launch(self, op: Op, t: int, tid: int, ext: int) -> None:
+        self.corr += 1
+        api = "cudaMemcpyAsync" if op.category == "memory" else "cudaLaunchKernel"
+        self.x("cuda_runtime", api, t, t + 2_000, tid,
+               {"External id": ext, "cbid": 211, "correlation": self.corr})
+        device = self.rank % self.cfg.gpus_per_node
+        gpu_args: dict[str, Any] = {"External id": ext, "device": device,
+                                    "stream": op.stream, "correlation": self.corr}
+        cat = "gpu_memcpy" if op.category == "memory" else "kernel"
+        if op.kind != "kernel":
+            gpu_args.update(self.comm_args(op))
+        assert op.start is not None and op.end is not None
+        self.x(cat, self.kernel_name(op), op.start, op.end, op.stream, gpu_args,
+               pid=self.rank % self.cfg.gpus_per_node)
+
+    def kernel_name(self, op: Op) -> str:
+        if op.kind == "kernel":
+            return op.name
+        coll = "SendRecv" if op.kind == "p2p" else "AllReduce"
+        if self.cfg.nccl_era == "2.17":
+            suffix = "_RING_SIMPLE_Sum_int8_t" if op.kind == "p2p" else "_RING_LL_Sum_bfloat16"
+            return f"ncclKernel_{coll}{suffix}(ncclDevComm*, unsigned long, ncclWork*)"
+        suffix = "" if op.kind == "p2p" else "_Sum_bf16_RING_LL"
+        return f"ncclDevKernel_{coll}{suffix}(ncclDevKernelArgsStorage<4096ul>)"
+
+    def comm_args(self, op: Op) -> dict[str, Any]:
+        g = groups(self.cfg, self.rank)
+        if op.kind == "p2p":
+            kind, members = "pp", op.group
+            name = "send" if op.name == "send" else "recv"
+            pg = pg_name(self.cfg, "pp", g["pp"])
+            peer = op.cpu["peer"]
+            args = {"Collective name": name, "Group size": len(g["pp"]),
+                    "Process Group Name": pg, "Process Group Description": PG_NAMES["pp"][1],
+                    "Process Group Ranks": str(list(g["pp"]))}
+            args["Dst Rank" if name == "send" else "Src Rank"] = peer
+        else:
+            kind = op.cpu["pg"]
+            members = g[kind]
+            args = {"Collective name": "allreduce", "Group size": len(members),
+                    "Process Group Name": pg_name(self.cfg, kind, members),
+                    "Process Group Description": PG_NAMES[kind][1],
+                    "Process Group Ranks": str(list(members))}
+        args.update({"dtype": "BFloat16", "In msg nelems": op.cpu["nelems"],
+                     "Out msg nelems": op.cpu["nelems"], "In split size": "[]",
+                     "Out split size": "[]"})
+        return args
+
+    def write_op(self, op: Op) -> None:
+        """CPU ops that launched `op`, nested like PyTorch's."""
+        # every chain fits in [launch - 3 µs, launch + 4 µs]; launches are >= 8 µs apart
+        t = op.launch_ns - 3_000
+        c = op.cpu
+        if op.kind == "kernel" and c.get("op") == "backward":
+            node = {"aten::linear": "AddmmBackward0",
+                    "aten::_flash_attention_forward": "FlashAttentionBackward0",
+                    "aten::gelu": "GeluBackward0"}.get(c["fwd_op"], "MulBackward0")
+            self.seq += 1
+            self.cpu_op(f"autograd::engine::evaluate_function: {node}", t, t + 7_000,
+                        self.bwd_tid, **{"Sequence number": self.seq, "Fwd thread id": 1})
+            self.cpu_op(node, t + 500, t + 6_500, self.bwd_tid,
+                        **{"Sequence number": self.seq, "Fwd thread id": 1})
+            ext = self.cpu_op("aten::mm", t + 1_000, t + 6_000, self.bwd_tid,
+                              **{"Input Dims": [[self.cfg.seq, self.cfg.hidden],
+                                                [self.cfg.hidden, self.cfg.hidden]]})
+            self.launch(op, t + 3_000, self.bwd_tid, ext)
+        elif op.kind == "kernel" and c.get("recompute"):
+            # a forward op re-run inside a backward node (checkpointing)
+            node = ("CheckpointFunctionBackward" if self.cfg.recompute == "reentrant"
+                    else "AddmmBackward0")
+            self.seq += 1
+            self.cpu_op(f"autograd::engine::evaluate_function: {node}", t, t + 7_000,
+                        self.bwd_tid, **{"Sequence number": self.seq, "Fwd thread id": 1})
+            self.cpu_op(node, t + 500, t + 6_500, self.bwd_tid,
+                        **{"Sequence number": self.seq, "Fwd thread id": 1})
+            self.seq += 1
+            self.cpu_op(c["op"], t + 1_000, t + 6_000, self.bwd_tid,
+                        **{"Sequence number": self.seq, "Fwd thread id": 0})
+            ext = self.cpu_op("aten::addmm", t + 1_500, t + 5_500, self.bwd_tid)
+            self.launch(op, t + 3_000, self.bwd_tid, ext)
+        elif op.kind == "kernel":
+            tid = self.tid
+            self.seq += 1
+            outer = self.cpu_op(c.get("op", "aten::add"), t, t + 7_000, tid,
+                                **{"Sequence number": self.seq, "Fwd thread id": 0,
+                                   "Input Dims": [[self.cfg.seq, self.cfg.hidden]]})
+            self.launch(op, t + 3_000, tid, outer)
+        else:
+            tid = self.bwd_tid if op.stream == DP_STREAM else self.tid
+            name = "c10d::allreduce_" if op.kind == "coll" else (
+                "c10d::send" if op.name == "send" else "c10d::recv_")
+            self.cpu_op(name, t, t + 7_500, tid)
+            args = self.comm_args(op)
+            rpc = self.cpu_op("record_param_comms", t + 500, t + 7_000, tid, **args)
+            if op.kind == "p2p":
+                me = op.group.index(self.rank) if self.rank in op.group else 0
+                peer_local = 1 - me
+                title = (f"nccl:send {me}->{peer_local}" if op.name == "send"
+                         else f"nccl:recv {me}<-{peer_local}")
+            else:
+                title = "nccl:all_reduce"
+            self.ext += 1
+            self.x("user_annotation", title, t + 1_000, t + 6_500, tid, {"External id": self.ext})
+            self.launch(op, t + 3_000, tid, rpc)
+
+    def document(self) -> dict[str, Any]:
+        cfg = self.cfg
+        g = groups(cfg, self.rank)
+        pg_config = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
+                      "pg_size": cfg.world, "ranks": list(range(cfg.world))}]
+        for kind in ("tp", "dp", "pp"):
+            if len(g[kind]) > 1:
+                pg_config.append({"pg_name": pg_name(cfg, kind, g[kind]),
+                                  "pg_desc": PG_NAMES[kind][1], "backend_config": "cuda:nccl",
+                                  "pg_size": len(g[kind]), "ranks": list(g[kind])})
+        doc: dict[str, Any] = {
+            "schemaVersion": 1,
+            "deviceProperties": [{"id": i, "name": cfg.device_name, "totalGlobalMem": 85520809984,
+                                  "computeMajor": 9, "computeMinor": 0, "numSms": 132}
+                                 for i in range(cfg.gpus_per_node)],
+            "distributedInfo": {"backend": "nccl", "rank": self.rank, "world_size": cfg.world,
+                                "pg_count": len(pg_config), "pg_config": pg_config,
+                                "nccl_version": "2.17.1" if cfg.nccl_era == "2.17" else "2.21.5"},
+            "record_shapes": 1,
+            "host_name": f"node{self.rank // cfg.gpus_per_node:03d}",
+            "traceEvents": self.events,
+            "traceName": f"rank{self.rank}.json",
+        }
+        if cfg.ts_style == "relative":
+            doc["displayTimeUnit"] = "ms"
+            doc["baseTimeNanoseconds"] = BASE_NS
+        return doc
+
+
+def write_set(cfg: Config, out_root: Path) -> Path:
+    _INSTANCES.clear()
+    programs, spans = simulate(cfg)
+    out = out_root / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    quantum = 1000 if cfg.ts_style == "int_us" else 1
+    for r, ops in programs.items():
+        w = TraceWriter(cfg, r)
+        w.events.append({"ph": "M", "name": "thread_name", "pid": w.pid, "tid": w.tid,
+                         "args": {"name": f"thread {w.tid} (python)"}})
+        for k, (s, e) in enumerate(spans[r], start=1):
+            w.ext += 1
+            w.x("user_annotation", f"ProfilerStep#{k}", s, e, w.tid, {"External id": w.ext})
+            if cfg.host_gap_ms:
+                w.ext += 1
+                w.x("user_annotation", DATALOADER,
+                    s + 5_000, s + 5_000 + int(cfg.host_gap_ms * 1e6), w.tid,
+                    {"External id": w.ext})
+        for op in ops:
+            w.write_op(op)
+        with gzip.open(out / f"rank{r}.json.gz", "wt", compresslevel=9) as fh:
+            json.dump(w.document(), fh, separators=(",", ":"))
+        del w
+    truth = ground_truth(cfg, programs, quantum)
+    truth["config"] = {k: v for k, v in vars(cfg).items()}
+    truth["world_size"] = cfg.world
+    (out / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "simulated")
+    parser.add_argument("--sets", default=",".join(SETS))
+    args = parser.parse_args(argv)
+    names = [n for n in args.sets.split(",") if n]
+    unknown = sorted(set(names) - set(SETS))
+    if unknown:
+        parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")
+    for name in names:
+        path = write_set(SETS[name], args.out)
+        print(f"{name}: {SETS[name].world} ranks -> {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
