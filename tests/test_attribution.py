@@ -127,7 +127,8 @@ def test_recompute_only_where_checkpointing(db: Path) -> None:
     with stepscope.open(db) as store:
         per_step = store.sql(
             "SELECT rank, count(*) AS n FROM recompute_ops r "
-            "JOIN cpu_ops o USING (run, rank, op_id) WHERE run = 'cpu-ckpt' AND o.name = 'aten::linear' AND o.step = 3 GROUP BY rank")
+            "JOIN cpu_ops o USING (run, rank, op_id) WHERE run = 'cpu-ckpt' "
+            "AND o.name = 'aten::linear' AND o.step = 3 GROUP BY rank")
     # 2 blocks x 4 linear layers re-run in each step's backward, on every rank
     assert sorted(per_step["n"].to_list()) == [8, 8, 8, 8]
 
