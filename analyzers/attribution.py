@@ -31,3 +31,12 @@ def step_attribution(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
     return con.sql(
         "SELECT * FROM step_attribution WHERE run = $run ORDER BY rank, step",
         params={"run": run}).pl()
+
+
+def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,
+                    hta_window: bool = True) -> pl.DataFrame:
+    """Whole-trace GPU breakdown per rank with HTA's temporal-breakdown definitions
+    (span, busy, compute, non-compute, idle in ns); `hta_window` keeps only GPU ops
+    launched before the last step, as HTA's loader does."""
+    return con.sql(sql("trace_breakdown.sql"),
+                   params={"run": run, "hta_window": hta_window}).pl()
