@@ -25,8 +25,15 @@ def chance_of_being_last(times_last: int, instances: int, group_ranks: int) -> f
     """P(a rank arrives last at least `times_last` of `instances` times by chance, when
     each of the `group_ranks` ranks is equally likely to be last)."""
     p = 1.0 / max(group_ranks, 1)
-    return sum(math.comb(instances, k) * p**k * (1 - p) ** (instances - k)
-               for k in range(times_last, instances + 1))
+    if p >= 1.0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+
+    def log_term(k: int) -> float:
+        return (math.lgamma(instances + 1) - math.lgamma(k + 1)
+                - math.lgamma(instances - k + 1) + k * log_p + (instances - k) * log_q)
+
+    return min(1.0, sum(math.exp(log_term(k)) for k in range(times_last, instances + 1)))
 
 
 def waited_on(con: duckdb.DuckDBPyConnection, run: str,

@@ -84,6 +84,12 @@ SETS: dict[str, Config] = {
     "deep_pipeline": Config("deep_pipeline", tp=1, pp=4, dp=1, microbatches=4,
                             layers_per_stage=1),
 }
+# Larger sets for benchmarks/ (not bundled; no ground truth needed there).
+BENCH_SETS: dict[str, Config] = {
+    # 64 ranks, ~1,100 GPU ops per step per rank, 10 steps
+    "bench64": Config("bench64", tp=8, pp=4, dp=2, microbatches=16, layers_per_stage=4,
+                      steps=10, gpus_per_node=8),
+}
 
 
 @dataclass
@@ -559,7 +565,7 @@ class TraceWriter:
         return doc
 
 
-def write_set(cfg: Config, out_root: Path) -> Path:
+def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
     _INSTANCES.clear()
     programs, spans = simulate(cfg)
     out = out_root / cfg.name
@@ -582,25 +588,29 @@ def write_set(cfg: Config, out_root: Path) -> Path:
         with gzip.open(out / f"rank{r}.json.gz", "wt", compresslevel=9) as fh:
             json.dump(w.document(), fh, separators=(",", ":"))
         del w
-    truth = ground_truth(cfg, programs, quantum)
-    truth["config"] = {k: v for k, v in vars(cfg).items()}
-    truth["world_size"] = cfg.world
-    (out / "ground_truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    if truth:
+        facts = ground_truth(cfg, programs, quantum)
+        facts["config"] = dict(vars(cfg))
+        facts["world_size"] = cfg.world
+        (out / "ground_truth.json").write_text(json.dumps(facts, indent=1) + "\n")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "simulated")
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default=",".join(SETS),
+                        help=f"comma-separated, from {', '.join([*SETS, *BENCH_SETS])}")
+    parser.add_argument("--no-truth", action="store_true", help="skip ground_truth.json")
     args = parser.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
-    unknown = sorted(set(names) - set(SETS))
+    known = {**SETS, **BENCH_SETS}
+    unknown = sorted(set(names) - set(known))
     if unknown:
-        parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")
+        parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     for name in names:
-        path = write_set(SETS[name], args.out)
-        print(f"{name}: {SETS[name].world} ranks -> {path}", file=sys.stderr)
+        path = write_set(known[name], args.out, truth=not args.no_truth)
+        print(f"{name}: {known[name].world} ranks -> {path}", file=sys.stderr)
     return 0
 
 

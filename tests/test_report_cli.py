@@ -1,0 +1,66 @@
+"""`stepscope report`: on a path, on a run, JSON and Markdown from the same model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SAMPLES
+
+from dashboard.render_report import report_markdown
+from stepscope.cli import main
+
+SIM = REPO / "sample_traces" / "simulated"
+
+
+def test_report_on_a_path_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(SIM / "deep_pipeline"), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["run"]["name"] == "deep_pipeline" and r["run"]["timeline"] == "gpu"
+    assert r["pipeline"]["stages"] == 4
+    assert set(r) >= {"schema_version", "run", "layout", "step_time_ms", "breakdown_ms",
+                      "per_rank", "per_step", "stragglers", "pipeline"}
+
+
+def test_report_on_a_run_in_the_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "r.duckdb"
+    assert main(["ingest", str(SAMPLES / "straggler"), "--db", str(db), "--quiet"]) == 0
+    out = tmp_path / "report.md"
+    assert main(["report", "straggler", "--db", str(db), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# stepscope report: straggler")
+    assert "## Where the step time went" in text
+    assert "- **rank 2** (vm)" in text
+    assert "| straggler wait |" in text
+    assert main(["report", "nope", "--db", str(db)]) == 2
+    assert "no run named 'nope' (runs: straggler)" in capsys.readouterr().err
+
+
+def test_markdown_renders_every_section_of_the_model() -> None:
+    model = {
+        "schema_version": 1,
+        "run": {"name": "r", "status": "complete", "world_size": 2, "ranks": 2,
+                "device": "NVIDIA H100 80GB HBM3", "hosts": ["a"], "timeline": "gpu",
+                "failed_files": "[]"},
+        "layout": {"tp": 2, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "gpus_per_node": 2,
+                   "nodes": 1, "source": "inferred"},
+        "step_time_ms": 10.0,
+        "breakdown_ms": {"compute": 6.0, "recompute": 0.0, "exposed_comm": 2.0,
+                         "straggler_wait": 1.0, "bubble": 0.0, "memory": 0.5, "idle": 0.5},
+        "per_rank": [{"rank": 0, "host": "a", "n_steps": 2, "step_time_ms": 10.0,
+                      "breakdown_ms": {"compute": 6.0, "recompute": 0.0, "exposed_comm": 2.0,
+                                       "straggler_wait": 1.0, "bubble": 0.0, "memory": 0.5,
+                                       "idle": 0.5}}],
+        "per_step": [],
+        "stragglers": [],
+        "pipeline": None,
+        "collective_matching": {},
+        "notes": ["a note"],
+    }
+    text = report_markdown(model)
+    assert "| compute | 6.00 | 60.0% |" in text
+    assert "| exposed communication | 2.00 | 20.0% |" in text
+    assert "TP 2 x PP 1 x DP 1" in text and "note: a note" in text
+    assert "none: no rank is consistently the last to arrive" in text
+    assert "no pipeline parallelism" in text
