@@ -12,6 +12,7 @@ import duckdb
 from analyzers._sql import sql
 from analyzers.attribution import CATEGORIES
 from analyzers.layout import layout
+from analyzers.mfu import ModelSpec, mfu_section
 from analyzers.pipeline import pipeline
 from analyzers.stragglers import stragglers
 
@@ -38,7 +39,8 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def build_report(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Any]:
+def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | None = None,
+                 peak_tflops: float | None = None, dtype: str = "bf16") -> dict[str, Any]:
     """The full report of one run as JSON-ready data (times in ms)."""
     info = next(iter(con.execute(RUN_SQL, {"run": run}).fetchall()), None)
     if info is None:
@@ -57,7 +59,7 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Any]:
     pipe = pipeline(con, run, per_rank)
     methods = dict(con.sql(MATCH_SQL, params={"run": run}).fetchall())
     notes = _notes(per_rank, methods, timeline)
-    return {
+    report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run": {"name": name, "status": status, "world_size": world_size, "ranks": n_ranks,
                 "device": device, "hosts": list(hosts or []), "timeline": timeline,
@@ -72,6 +74,8 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, Any]:
         "collective_matching": {k: int(v) for k, v in methods.items()},
         "notes": notes,
     }
+    report["mfu"] = mfu_section(con, run, report, spec, peak_tflops, dtype)
+    return report
 
 
 def _notes(per_rank: list[dict[str, Any]], methods: dict[str, int],

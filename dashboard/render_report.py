@@ -30,6 +30,35 @@ def _breakdown_table(breakdown: dict[str, float], step_ms: float) -> list[str]:
     return lines
 
 
+WATERFALL_LABELS = {"kernel_efficiency": "kernel efficiency (compute below peak)", **LABELS}
+
+
+def _mfu_lines(mfu: dict[str, Any] | None) -> list[str]:
+    if not mfu:
+        return []
+    out = ["", "## MFU", ""]
+    if mfu["mfu"] is None:
+        return out + [f"- not computed: {mfu['message']}"]
+    out.append(f"- **MFU {100 * mfu['mfu']:.1f}%**, HFU {100 * mfu['hfu']:.1f}% of "
+               f"{mfu['peak_flops_per_gpu'] / 1e12:.1f} TFLOP/s {mfu['dtype']} per GPU "
+               f"({mfu['device']}; peak table {mfu['peak_table_version']})")
+    out.append(f"- model FLOPs per step: {mfu['model_flops_per_step']:.4g} "
+               f"(from the {mfu['flops_source']})")
+    if mfu["flops_sources_ratio"] is not None:
+        out.append(f"- traces count {mfu['flops_from_trace']:.4g} FLOPs per step, "
+                   f"{100 * (mfu['flops_sources_ratio'] - 1):+.1f}% vs the spec")
+    if mfu["achieved_tflops_per_gpu"] is not None:
+        out.append(f"- achieved {mfu['achieved_tflops_per_gpu']:.1f} TFLOP/s per GPU while "
+                   "computing")
+    if mfu["message"]:
+        out.append(f"- note: {mfu['message']}")
+    out += ["", "| from 100% of peak, lost to | points |", "|---|---:|"]
+    for step in mfu["waterfall"]:
+        out.append(f"| {WATERFALL_LABELS[step['name']]} | {step['points']:.2f} |")
+    out.append(f"| **= MFU** | **{100 * mfu['mfu']:.2f}** |")
+    return out
+
+
 def report_markdown(report: dict[str, Any]) -> str:
     """A human report: run, layout, where the step time went, stragglers, pipeline."""
     run, lay = report["run"], report["layout"]
@@ -45,6 +74,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     step = report["step_time_ms"]
     out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
     out += _breakdown_table(report["breakdown_ms"], step)
+    out += _mfu_lines(report.get("mfu"))
     out += ["", "## Stragglers", ""]
     if report["stragglers"]:
         for s in report["stragglers"]:

@@ -50,6 +50,7 @@ class Config:
     hidden: int = 2048
     seq: int = 2048
     micro_batch: int = 1
+    heads: int = 16
     steps: int = 3
     peak_tflops: float = 989.0
     efficiency: float = 0.6
@@ -149,22 +150,25 @@ def kernel_ns(cfg: Config, flops: float, rank: int) -> int:
     return max(1000, int(ns))
 
 
-def layer_kernels(cfg: Config) -> list[tuple[str, str, float]]:
-    """(cpu op, kernel, flops) of one layer's forward on one microbatch, per TP rank."""
+def layer_kernels(cfg: Config) -> list[tuple[str, str, float, tuple[int, ...]]]:
+    """(cpu op, kernel, flops, shape) of one layer's forward on one microbatch, per TP
+    rank. Shape: (m, k, n) of a GEMM, or (batch, seq, heads, head_dim) of attention."""
     b, s, h, t = cfg.micro_batch, cfg.seq, cfg.hidden, cfg.tp
+    heads, d = cfg.heads // t, h // cfg.heads
     return [
         ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_qkv",
-         2 * b * s * h * 3 * h / t),
-        ("aten::_flash_attention_forward", "flash_fwd_kernel", 4 * b * s * s * h / t),
+         2 * b * s * h * 3 * h / t, (b * s, h, 3 * h // t)),
+        ("aten::_flash_attention_forward", "flash_fwd_kernel", 4 * b * s * s * h / t,
+         (b, s, heads, d)),
         ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_proj",
-         2 * b * s * h * h / t),
-        ("tp_all_reduce", "", 0),
+         2 * b * s * h * h / t, (b * s, h // t, h)),
+        ("tp_all_reduce", "", 0, ()),
         ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_fc1",
-         2 * b * s * h * 4 * h / t),
-        ("aten::gelu", "vectorized_elementwise_kernel_gelu", 0),
+         2 * b * s * h * 4 * h / t, (b * s, h, 4 * h // t)),
+        ("aten::gelu", "vectorized_elementwise_kernel_gelu", 0, ()),
         ("aten::linear", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_fc2",
-         2 * b * s * 4 * h * h / t),
-        ("tp_all_reduce", "", 0),
+         2 * b * s * 4 * h * h / t, (b * s, 4 * h // t, h)),
+        ("tp_all_reduce", "", 0, ()),
     ]
 
 
@@ -205,7 +209,7 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
                f"tp{g['tp']}-s{step}-{tag}", cpu={"pg": "tp", "nelems": nbytes // 2}))
 
     def layer_pass(direction: str, mb: int, layer: int, recompute: bool = False) -> None:
-        for j, (cpu_op, kname, flops) in enumerate(layer_kernels(cfg)):
+        for j, (cpu_op, kname, flops, shape) in enumerate(layer_kernels(cfg)):
             if cpu_op == "tp_all_reduce":
                 tp_all_reduce(f"{direction}{'r' if recompute else ''}-mb{mb}-l{layer}-{j}")
                 continue
@@ -216,11 +220,13 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
             if direction == "fwd":
                 cat = "recompute" if recompute else "compute"
                 add(Op("kernel", kname, COMPUTE_STREAM, cat, dur, flops=flops,
-                       cpu={"op": cpu_op, "recompute": recompute, "layer": layer}))
+                       cpu={"op": cpu_op, "recompute": recompute, "layer": layer,
+                            "shape": shape}))
             else:
                 add(Op("kernel", kname.replace("_tn_", "_nt_") + "_bwd", COMPUTE_STREAM,
                        "compute", dur, flops=2 * flops,
-                       cpu={"op": "backward", "fwd_op": cpu_op, "layer": layer}))
+                       cpu={"op": "backward", "fwd_op": cpu_op, "layer": layer,
+                            "shape": shape}))
 
     for direction, mb in one_f_one_b(cfg, stage):
         pp_prev = g["pp"][stage - 1] if stage > 0 else None
@@ -368,6 +374,40 @@ def ground_truth(cfg: Config, programs: dict[int, list[Op]],
     return {"categories": list(CATEGORIES), "per_rank": per_rank}
 
 
+H100_SXM_BF16 = 989.4e12  # analyzers/data/peaks.json, H100-SXM
+
+
+def model_spec(cfg: Config) -> dict[str, Any]:
+    """The model as a stepscope --model spec (PaLM convention, full attention): the
+    simulated layers have 12 h^2 weights each and no embedding."""
+    layers = cfg.layers_per_stage * cfg.pp
+    return {"n_params": 12 * cfg.hidden**2 * layers, "n_layers": layers,
+            "hidden": cfg.hidden, "seq_len": cfg.seq,
+            "global_batch_tokens": cfg.microbatches * cfg.micro_batch * cfg.seq * cfg.dp,
+            "attention": "full", "convention": "palm"}
+
+
+def mfu_truth(cfg: Config, programs: dict[int, list[Op]], facts: dict[str, Any]
+              ) -> dict[str, Any]:
+    """MFU / HFU from the simulator's own FLOPs and the ground-truth step times."""
+    model = sum(op.flops for ops in programs.values() for op in ops
+                if op.step == 1 and op.kind == "kernel" and op.category == "compute")
+    recompute = sum(op.flops for ops in programs.values() for op in ops
+                    if op.step == 1 and op.category == "recompute")
+    # FlashAttention backward re-computes QK^T: 2.5x forward instead of the model's 2x
+    fa_extra = sum(0.25 * op.flops for ops in programs.values() for op in ops
+                   if op.step == 1 and op.cpu.get("fwd_op") == "aten::_flash_attention_forward")
+    per_rank = []
+    for rows in facts["per_rank"].values():
+        full = [r for r in rows if r["has_successor"]]
+        per_rank.append(sum(r["window_end_ns"] - r["window_start_ns"] for r in full) / len(full))
+    step_s = sum(per_rank) / len(per_rank) / 1e9
+    denom = step_s * cfg.world * H100_SXM_BF16
+    return {"model_flops_per_step": model, "recompute_flops_per_step": recompute,
+            "peak_flops_per_gpu": H100_SXM_BF16, "step_time_ms": step_s * 1e3,
+            "mfu": model / denom, "hfu": (model + recompute + fa_extra) / denom}
+
+
 _INSTANCES: dict[int, list[Op]] = {}
 
 
@@ -396,6 +436,36 @@ def _sweep(ivs: list[tuple[int, int, int]], ws: int, we: int) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------ trace writing
+def _forward_dims(op: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """Input Dims of a forward op as PyTorch records them (record_shapes)."""
+    if op == "aten::linear" and shape:
+        m, k, n = shape
+        return {"Input Dims": [[m, k], [n, k], [n]]}
+    if op == "aten::_flash_attention_forward" and shape:
+        return {"Input Dims": [list(shape), list(shape), list(shape)]}
+    return {}
+
+
+def _forward_primitive(op: str, shape: tuple[int, ...]) -> tuple[str | None, dict[str, Any]]:
+    """The primitive a forward op calls (the one that launches the kernel)."""
+    if op == "aten::linear" and shape:
+        m, k, n = shape
+        return "aten::addmm", {"Input Dims": [[n], [m, k], [k, n]]}
+    return None, {}
+
+
+def _backward_op(fwd_op: str, shape: tuple[int, ...]) -> tuple[str, dict[str, Any]]:
+    """The op launching a backward kernel, shaped so its FLOPs are 2x the forward's
+    (the simulator fuses data and weight gradients into one kernel)."""
+    if fwd_op == "aten::_flash_attention_forward" and shape:
+        return "aten::_flash_attention_backward", {"Input Dims": [list(shape)] * 4}
+    if fwd_op == "aten::linear" and shape:
+        m, k, n = shape
+        return "aten::mm", {"Input Dims": [[m, 2 * k], [2 * k, n]]}
+    return "aten::mul", {}
+
+
+
 class TraceWriter:
     """Kineto JSON events of one rank."""
 
@@ -493,9 +563,8 @@ class TraceWriter:
                         self.bwd_tid, **{"Sequence number": self.seq, "Fwd thread id": 1})
             self.cpu_op(node, t + 500, t + 6_500, self.bwd_tid,
                         **{"Sequence number": self.seq, "Fwd thread id": 1})
-            ext = self.cpu_op("aten::mm", t + 1_000, t + 6_000, self.bwd_tid,
-                              **{"Input Dims": [[self.cfg.seq, self.cfg.hidden],
-                                                [self.cfg.hidden, self.cfg.hidden]]})
+            name, dims = _backward_op(c["fwd_op"], c["shape"])
+            ext = self.cpu_op(name, t + 1_000, t + 6_000, self.bwd_tid, **dims)
             self.launch(op, t + 3_000, self.bwd_tid, ext)
         elif op.kind == "kernel" and c.get("recompute"):
             # a forward op re-run inside a backward node (checkpointing)
@@ -507,17 +576,23 @@ class TraceWriter:
             self.cpu_op(node, t + 500, t + 6_500, self.bwd_tid,
                         **{"Sequence number": self.seq, "Fwd thread id": 1})
             self.seq += 1
-            self.cpu_op(c["op"], t + 1_000, t + 6_000, self.bwd_tid,
-                        **{"Sequence number": self.seq, "Fwd thread id": 0})
-            ext = self.cpu_op("aten::addmm", t + 1_500, t + 5_500, self.bwd_tid)
+            outer = self.cpu_op(c["op"], t + 1_000, t + 6_000, self.bwd_tid,
+                                **{"Sequence number": self.seq, "Fwd thread id": 0,
+                                   **_forward_dims(c["op"], c["shape"])})
+            name, dims = _forward_primitive(c["op"], c["shape"])
+            ext = (self.cpu_op(name, t + 1_500, t + 5_500, self.bwd_tid, **dims)
+                   if name else outer)
             self.launch(op, t + 3_000, self.bwd_tid, ext)
         elif op.kind == "kernel":
             tid = self.tid
             self.seq += 1
+            shape = c.get("shape", ())
             outer = self.cpu_op(c.get("op", "aten::add"), t, t + 7_000, tid,
                                 **{"Sequence number": self.seq, "Fwd thread id": 0,
-                                   "Input Dims": [[self.cfg.seq, self.cfg.hidden]]})
-            self.launch(op, t + 3_000, tid, outer)
+                                   **_forward_dims(c.get("op", ""), shape)})
+            name, dims = _forward_primitive(c.get("op", ""), shape)
+            ext = self.cpu_op(name, t + 1_000, t + 6_000, tid, **dims) if name else outer
+            self.launch(op, t + 3_000, tid, ext)
         else:
             tid = self.bwd_tid if op.stream == DP_STREAM else self.tid
             name = "c10d::allreduce_" if op.kind == "coll" else (
@@ -588,8 +663,10 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         with gzip.open(out / f"rank{r}.json.gz", "wt", compresslevel=9) as fh:
             json.dump(w.document(), fh, separators=(",", ":"))
         del w
+    (out / "model.json").write_text(json.dumps(model_spec(cfg), indent=1) + "\n")
     if truth:
         facts = ground_truth(cfg, programs, quantum)
+        facts["mfu"] = mfu_truth(cfg, programs, facts)
         facts["config"] = dict(vars(cfg))
         facts["world_size"] = cfg.world
         (out / "ground_truth.json").write_text(json.dumps(facts, indent=1) + "\n")

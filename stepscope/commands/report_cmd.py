@@ -7,6 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from analyzers.mfu import load_spec
+from analyzers.peaks import DTYPES
 from analyzers.report import build_report
 from dashboard.render_report import report_json, report_markdown
 from ingest import DEFAULT_DB
@@ -26,6 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
     p.add_argument("--out", type=Path, help="write the report here instead of stdout")
+    p.add_argument("--model", type=Path, help="model spec (JSON or YAML): n_params, n_layers, "
+                   "hidden, seq_len, global_batch_tokens [, n_active_params, attention, "
+                   "convention, vocab]; without it, FLOPs come from the traces' shapes")
+    p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16",
+                   help="which peak of the table to use (default: bf16)")
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -35,7 +43,15 @@ def _emit(text: str, out: Path | None) -> None:
         out.write_text(text)
 
 
+def _build(store: Store, run: str, args: argparse.Namespace) -> str:
+    spec = load_spec(args.model) if args.model else None
+    report = build_report(store.con, run, spec, args.peak_tflops, args.dtype)
+    return RENDERERS[args.format](report)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.model is not None:
+        load_spec(args.model)  # fail on a bad spec before any ingest
     target = Path(args.target)
     if target.exists():
         with tempfile.TemporaryDirectory(prefix="stepscope-report-") as tmp:
@@ -44,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
             for file, problem in result.failures:
                 print(f"error: {file}: {problem}", file=sys.stderr)
             with Store(db) as store:
-                text = RENDERERS[args.format](build_report(store.con, default_run_name([target])))
+                text = _build(store, default_run_name([target]), args)
             _emit(text, args.out)
             return result.exit_code
     with Store(args.db) as store:
         store.require_run(args.target)
-        text = RENDERERS[args.format](build_report(store.con, args.target))
+        text = _build(store, args.target, args)
     _emit(text, args.out)
     return 0

@@ -1,0 +1,245 @@
+"""MFU and HFU against hardware peaks, with a waterfall of where the lost points went.
+
+Model FLOPs come from a model spec (`--model FILE`, formulas below) and/or from the
+traces (matmul / attention / convolution shapes, analyzers/sql/flops.sql). Sources:
+
+* palm (default): per token 6N + 12*L*h*s (PaLM, Chowdhery et al. 2022, App. B: 6N
+  for the weight matmuls forward+backward, 12*L*h*s for the two attention matmuls over
+  the full square); `attention: causal` halves the attention term.
+* megatron: per token 72*L*h^2 * (1 + s/(6h) + V/(12*L*h)) (Korthikanti et al. 2022,
+  model FLOPs without recompute; V = `vocab`, 0 when not given); causal: s/(12h).
+* torchtitan: 6N + 12*L*h*s, attention never halved (torchtitan's
+  `get_dense_model_nparams_and_flops`; N excludes the embedding, as the spec's n_params).
+MoE: N is `n_active_params` when given (palm, torchtitan).
+
+MFU = model FLOPs per step / (step time x world size x peak per GPU); HFU adds the
+FLOPs re-executed for activation checkpointing (and FlashAttention's backward
+re-computation). The waterfall starts at 100% of peak, loses 1 - F/(P*T_compute) to
+kernel efficiency (compute running below peak), then X/T_step * F/(P*T_compute) to each
+non-compute category X of the attribution, and ends exactly at MFU.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analyzers._sql import sql
+from analyzers.attribution import CATEGORIES
+from analyzers.peaks import DTYPES, DevicePeak, lookup, table_version
+from ingest.errors import UsageError
+
+CONVENTIONS = ("palm", "megatron", "torchtitan")
+ATTENTION = ("full", "causal")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    n_params: float
+    n_layers: int
+    hidden: int
+    seq_len: int
+    global_batch_tokens: float
+    n_active_params: float | None = None
+    attention: str = "full"
+    convention: str = "palm"
+    vocab: int = 0
+
+
+def load_spec(path: Path) -> ModelSpec:
+    """Read a model spec (JSON or YAML); errors name the file and the field."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the model spec ({exc.strerror})") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            raw = yaml.safe_load(text)
+        else:
+            raw = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse error is the user's file
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        kind = path.suffix.lstrip(".").upper() or "JSON"
+        raise UsageError(f"{path}: not valid {kind} ({first})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: the model spec must be a mapping of fields")
+    return spec_from_mapping(raw, str(path))
+
+
+def spec_from_mapping(raw: dict[str, Any], where: str = "model spec") -> ModelSpec:
+    required = ("n_params", "n_layers", "hidden", "seq_len", "global_batch_tokens")
+    missing = [k for k in required if k not in raw]
+    if missing:
+        raise UsageError(f"{where}: missing field(s) {', '.join(missing)} "
+                         f"(needs {', '.join(required)})")
+    unknown = sorted(set(raw) - set(ModelSpec.__dataclass_fields__))
+    if unknown:
+        raise UsageError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    try:
+        spec = ModelSpec(
+            n_params=float(raw["n_params"]), n_layers=int(raw["n_layers"]),
+            hidden=int(raw["hidden"]), seq_len=int(raw["seq_len"]),
+            global_batch_tokens=float(raw["global_batch_tokens"]),
+            n_active_params=(float(raw["n_active_params"])
+                             if raw.get("n_active_params") is not None else None),
+            attention=str(raw.get("attention", "full")),
+            convention=str(raw.get("convention", "palm")),
+            vocab=int(raw.get("vocab", 0)))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: a field is not a number ({exc})") from None
+    if spec.attention not in ATTENTION:
+        raise UsageError(f"{where}: attention must be one of {', '.join(ATTENTION)}")
+    if spec.convention not in CONVENTIONS:
+        raise UsageError(f"{where}: convention must be one of {', '.join(CONVENTIONS)}")
+    if min(spec.n_params, spec.n_layers, spec.hidden, spec.seq_len,
+           spec.global_batch_tokens) <= 0:
+        raise UsageError(f"{where}: sizes must be positive")
+    return spec
+
+
+def flops_per_token(spec: ModelSpec) -> float:
+    """Training (forward + backward) model FLOPs per token under the spec's convention."""
+    n = spec.n_active_params or spec.n_params
+    L, h, s = spec.n_layers, spec.hidden, spec.seq_len
+    causal = spec.attention == "causal"
+    if spec.convention == "megatron":
+        attn = s / (12 * h) if causal else s / (6 * h)
+        return 72.0 * L * h * h * (1 + attn + spec.vocab / (12 * L * h))
+    if spec.convention == "torchtitan":
+        return 6.0 * n + 12.0 * L * h * s
+    return 6.0 * n + (6.0 if causal else 12.0) * L * h * s
+
+
+def flops_per_step(spec: ModelSpec) -> float:
+    return flops_per_token(spec) * spec.global_batch_tokens
+
+
+TRACE_FLOPS_SQL = """
+WITH f AS ({flops}),
+complete AS (
+    SELECT rank, step FROM step_attribution
+    WHERE run = $run AND (has_successor OR NOT EXISTS (
+        SELECT 1 FROM step_attribution x WHERE x.run = $run AND x.rank = step_attribution.rank
+                                          AND x.has_successor))
+),
+per_rank AS (
+    SELECT c.rank, count(DISTINCT c.step) AS n_steps,
+        coalesce(sum(f.model_flops) FILTER (WHERE NOT f.is_recompute), 0) AS model,
+        coalesce(sum(f.model_flops) FILTER (WHERE f.is_recompute), 0) AS recompute,
+        coalesce(sum(f.hardware_extra), 0) AS extra,
+        count(f.op_id) AS n_ops
+    FROM complete c LEFT JOIN f ON f.rank = c.rank AND f.step = c.step
+    GROUP BY c.rank
+)
+SELECT sum(model / n_steps), sum(recompute / n_steps), sum(extra / n_steps), sum(n_ops)
+FROM per_rank
+"""
+
+
+def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | None:
+    """Model, recompute and extra hardware FLOPs per step summed over ranks (mean over
+    complete steps), or None when no op had shapes to count."""
+    query = TRACE_FLOPS_SQL.format(flops=sql("flops.sql"))
+    model, recompute, extra, n_ops = con.execute(query, {"run": run}).fetchall()[0]
+    if not n_ops:
+        return None
+    return {"model": float(model), "recompute": float(recompute), "extra": float(extra),
+            "n_ops": int(n_ops)}
+
+
+DEVICE_SQL = """
+SELECT device_name, any_value(device_properties) AS props, count(*) AS n
+FROM ranks WHERE run = $run GROUP BY device_name ORDER BY n DESC
+"""
+
+
+def _device(con: duckdb.DuckDBPyConnection, run: str) -> tuple[str | None, dict[str, Any], int]:
+    rows = con.execute(DEVICE_SQL, {"run": run}).fetchall()
+    if not rows:
+        return None, {}, 0
+    name, props, _ = rows[0]
+    return name, json.loads(props) if props else {}, len(rows)
+
+
+def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
+              step_ms: float) -> list[dict[str, Any]]:
+    """Points (percent of peak) lost at each stage; 100 + sum(points) == 100 * mfu."""
+    out = [{"name": "kernel_efficiency", "points": -100.0 * (1.0 - efficiency)}]
+    for cat in CATEGORIES:
+        if cat == "compute":
+            continue
+        out.append({"name": cat,
+                    "points": -100.0 * breakdown[cat] / step_ms * efficiency if step_ms else 0.0})
+    return out
+
+
+def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
+                spec: ModelSpec | None = None, peak_tflops: float | None = None,
+                dtype: str = "bf16") -> dict[str, Any]:
+    """The `mfu` object of the report (docs/report.md); `mfu` is None with a `message`
+    when it cannot be computed honestly."""
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}")
+    world = int(report["run"]["world_size"] or report["run"]["ranks"] or 1)
+    step_ms = float(report["step_time_ms"])
+    from_trace = trace_flops(con, run)
+    from_spec = flops_per_step(spec) if spec else None
+    out: dict[str, Any] = {
+        "mfu": None, "hfu": None, "model_flops_per_step": None, "flops_source": None,
+        "flops_from_spec": from_spec,
+        "flops_from_trace": from_trace["model"] if from_trace else None,
+        "recompute_flops_per_step": from_trace["recompute"] if from_trace else None,
+        "flops_sources_ratio": None, "peak_flops_per_gpu": None, "device": None,
+        "peak_table_version": table_version(), "dtype": dtype,
+        "achieved_tflops_per_gpu": None, "waterfall": [], "message": None,
+    }
+    if from_spec and from_trace and from_trace["model"] > 0:
+        out["flops_sources_ratio"] = from_trace["model"] / from_spec
+    model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
+    out["flops_source"] = "spec" if from_spec else ("trace" if model else None)
+    out["model_flops_per_step"] = model
+    name, props, n_kinds = _device(con, run)
+    peak_entry: DevicePeak | None = lookup(name, props) if name else None
+    out["device"] = peak_entry.name if peak_entry else name
+    if peak_tflops is not None:
+        if peak_tflops <= 0:
+            raise UsageError("--peak-tflops must be positive")
+        peak = peak_tflops * 1e12
+        out["device"] = f"{name or 'unknown device'} (--peak-tflops {peak_tflops:g})"
+    elif peak_entry is None:
+        out["message"] = (f"unknown device '{name or 'CPU only'}': no peak in the table "
+                          f"(version {table_version()}); pass --peak-tflops")
+        return out
+    else:
+        peak_or_none = peak_entry.flops(dtype)
+        if peak_or_none is None:
+            out["message"] = (f"{peak_entry.name} has no {dtype} peak; pass --dtype "
+                              f"(e.g. fp16) or --peak-tflops")
+            return out
+        peak = peak_or_none
+    if n_kinds > 1:
+        out["message"] = "ranks run on different devices; MFU uses the most common one"
+    out["peak_flops_per_gpu"] = peak
+    if not model or step_ms <= 0:
+        out["message"] = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, "
+                          "seq_len, global_batch_tokens) or profile with record_shapes=True")
+        return out
+    step_s = step_ms / 1e3
+    mfu = model / (step_s * world * peak)
+    hw = model + (from_trace["recompute"] + from_trace["extra"] if from_trace else 0.0)
+    compute_ms = float(report["breakdown_ms"]["compute"])
+    efficiency = (model / world) / (peak * compute_ms / 1e3) if compute_ms > 0 else 0.0
+    out.update({
+        "mfu": mfu,
+        "hfu": hw / (step_s * world * peak),
+        "achieved_tflops_per_gpu": (model / world) / (compute_ms / 1e3) / 1e12
+        if compute_ms > 0 else None,
+        "waterfall": waterfall(mfu, efficiency, report["breakdown_ms"], step_ms),
+    })
+    return out

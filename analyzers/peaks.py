@@ -1,0 +1,76 @@
+"""Hardware peaks (analyzers/data/peaks.json): a versioned table with provenance.
+
+A device is matched from its `deviceProperties` name (patterns are whole tokens, so
+"H20" never matches "H200" and "B200" never matches "GB200"), or for ROCm devices that
+report a generic name, from properties. An unknown device never falls back to another.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    id: str
+    name: str
+    tflops: dict[str, float | None]
+    hbm_gbs: float | None
+    interconnect: str | None
+    interconnect_gbs: float | None
+    source: str
+    confidence: str
+
+    def flops(self, dtype: str) -> float | None:
+        """Peak FLOP/s for a dtype, or None when the device has no such peak."""
+        value = self.tflops.get(dtype)
+        return None if value is None else value * 1e12
+
+
+@cache
+def table() -> dict[str, Any]:
+    text = resources.files("analyzers").joinpath("data/peaks.json").read_text()
+    return json.loads(text)
+
+
+def table_version() -> str:
+    return str(table()["version"])
+
+
+def _pattern(token: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _entry(raw: dict[str, Any]) -> DevicePeak:
+    return DevicePeak(
+        id=raw["id"], name=raw["name"], tflops={d: raw.get(d) for d in DTYPES},
+        hbm_gbs=raw.get("hbm_gbs"), interconnect=raw.get("interconnect"),
+        interconnect_gbs=raw.get("interconnect_gbs"), source=raw["source"],
+        confidence=raw["confidence"])
+
+
+def lookup(device_name: str | None, properties: dict[str, Any] | None = None
+           ) -> DevicePeak | None:
+    """The table entry for a device, or None when it is not known."""
+    props = properties or {}
+    for raw in table()["devices"]:
+        if device_name and any(_pattern(tok).search(device_name) for tok in raw["match"]):
+            return _entry(raw)
+        want = raw.get("match_properties")
+        if want and all(props.get(k) == v for k, v in want.items()):
+            return _entry(raw)
+    return None
+
+
+def by_id(device_id: str) -> DevicePeak | None:
+    for raw in table()["devices"]:
+        if raw["id"].lower() == device_id.lower():
+            return _entry(raw)
+    return None

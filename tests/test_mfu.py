@@ -1,0 +1,187 @@
+"""MFU / HFU: formulas, peak table, trace FLOPs, waterfall, against simulated truth."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SAMPLES, shared_trace_files
+
+import stepscope
+from analyzers.mfu import flops_per_token, load_spec, spec_from_mapping, waterfall
+from analyzers.peaks import lookup, table
+from analyzers.report import build_report
+from ingest import UsageError
+from stepscope.cli import main
+
+SIM = REPO / "sample_traces" / "simulated"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mfu") / "m.duckdb"
+    for name in ("healthy", "recompute", "recompute_reentrant", "deep_pipeline", "straggler"):
+        stepscope.ingest(SIM / name, db=path, run=name)
+    stepscope.ingest(SAMPLES / "ddp", db=path, run="cpu-ddp")
+    return path
+
+
+def mfu(db: Path, run: str, **kwargs: object) -> dict:
+    with stepscope.open(db) as store:
+        return build_report(store.con, run, **kwargs)["mfu"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["healthy", "recompute", "recompute_reentrant",
+                                  "deep_pipeline", "straggler"])
+def test_mfu_and_hfu_match_simulated_truth(db: Path, name: str) -> None:
+    truth = json.loads((SIM / name / "ground_truth.json").read_text())["mfu"]
+    got = mfu(db, name)
+    assert got["flops_source"] == "trace" and got["device"] == "NVIDIA H100 SXM5"
+    assert got["mfu"] == pytest.approx(truth["mfu"], rel=0.01)
+    assert got["hfu"] == pytest.approx(truth["hfu"], rel=0.01)
+    assert got["model_flops_per_step"] == pytest.approx(truth["model_flops_per_step"], rel=1e-9)
+    spec = load_spec(SIM / name / "model.json")
+    with_spec = mfu(db, name, spec=spec)
+    assert with_spec["flops_source"] == "spec"
+    assert with_spec["mfu"] == pytest.approx(truth["mfu"], rel=0.01)
+    assert with_spec["flops_sources_ratio"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_recompute_counts_for_hfu_only(db: Path) -> None:
+    got = mfu(db, "recompute")
+    assert got["hfu"] > got["mfu"] * 1.2
+    assert got["recompute_flops_per_step"] > 0
+    plain = mfu(db, "healthy")
+    assert plain["recompute_flops_per_step"] == 0
+
+
+@pytest.mark.parametrize("run", ["healthy", "recompute", "straggler"])
+def test_waterfall_adds_up_to_mfu(db: Path, run: str) -> None:
+    got = mfu(db, run)
+    names = [w["name"] for w in got["waterfall"]]
+    assert names == ["kernel_efficiency", "recompute", "exposed_comm", "straggler_wait",
+                     "bubble", "memory", "idle"]
+    assert 100 + sum(w["points"] for w in got["waterfall"]) == pytest.approx(
+        100 * got["mfu"], abs=1e-9)
+    assert all(w["points"] <= 0 for w in got["waterfall"])
+
+
+def test_waterfall_by_hand() -> None:
+    # F/(P*T_c) = 0.5; compute 6 of a 10 ms step: MFU = 0.5 * 0.6 = 0.3
+    breakdown = {"compute": 6.0, "recompute": 1.0, "exposed_comm": 2.0, "straggler_wait": 0.0,
+                 "bubble": 0.5, "memory": 0.0, "idle": 0.5}
+    steps = {w["name"]: w["points"] for w in waterfall(0.3, 0.5, breakdown, 10.0)}
+    assert steps["kernel_efficiency"] == pytest.approx(-50.0)
+    assert steps["exposed_comm"] == pytest.approx(-10.0)
+    assert steps["recompute"] == pytest.approx(-5.0)
+    assert 100 + sum(steps.values()) == pytest.approx(30.0)
+
+
+def test_palm_540b_formula() -> None:
+    # PaLM App. B: 6N + 12 L H Q T with L=118, H=48, Q=256, T=2048
+    spec = spec_from_mapping({"n_params": 540e9, "n_layers": 118, "hidden": 48 * 256,
+                              "seq_len": 2048, "global_batch_tokens": 1})
+    assert flops_per_token(spec) == pytest.approx(6 * 540e9 + 12 * 118 * 48 * 256 * 2048)
+    causal = spec_from_mapping({**spec.__dict__, "attention": "causal"})
+    assert flops_per_token(causal) == pytest.approx(6 * 540e9 + 6 * 118 * 48 * 256 * 2048)
+
+
+def test_megatron_and_torchtitan_and_moe() -> None:
+    base = {"n_params": 1e9, "n_layers": 24, "hidden": 2048, "seq_len": 4096,
+            "global_batch_tokens": 1e6}
+    mega = spec_from_mapping({**base, "convention": "megatron", "vocab": 50304})
+    L, h, s, V = 24, 2048, 4096, 50304
+    assert flops_per_token(mega) == pytest.approx(
+        72 * L * h * h * (1 + s / (6 * h) + V / (12 * L * h)))
+    titan = spec_from_mapping({**base, "convention": "torchtitan", "attention": "causal"})
+    assert flops_per_token(titan) == pytest.approx(6e9 + 12 * L * h * s)  # never halved
+    moe = spec_from_mapping({**base, "n_params": 671e9, "n_active_params": 37e9})
+    assert flops_per_token(moe) == pytest.approx(6 * 37e9 + 12 * L * h * s)
+
+
+def test_spec_errors_name_the_file_and_field(tmp_path: Path) -> None:
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"n_params": 1}))
+    with pytest.raises(UsageError, match=r"m.json: missing field\(s\) n_layers, hidden"):
+        load_spec(bad)
+    bad.write_text("{not json")
+    with pytest.raises(UsageError, match="m.json: not valid JSON"):
+        load_spec(bad)
+    yml = tmp_path / "m.yaml"
+    yml.write_text("n_params: 7e9\nn_layers: 32\nhidden: 4096\nseq_len: 4096\n"
+                   "global_batch_tokens: 4194304\nconvention: nope\n")
+    with pytest.raises(UsageError, match="convention must be one of palm, megatron"):
+        load_spec(yml)
+
+
+EXPECTED_DEVICES = {
+    "NVIDIA A100-PG509-200": "A100-SXM", "NVIDIA A100-SXM4-80GB": "A100-SXM",
+    "NVIDIA B200": "B200", "AMD Instinct MI300X": "MI300X",
+    "Tesla V100-SXM2-32GB": "V100-SXM2", "Tesla V100-SXM2-16GB": "V100-SXM2",
+    "Tesla V100-DGXS-32GB": "V100-SXM2", "AMD Radeon Graphics": "MI250-GCD",
+    "NVIDIA H100 80GB HBM3": "H100-SXM",
+}
+
+
+def test_every_device_in_the_bundled_and_shared_traces_is_known() -> None:
+    names: dict[str, dict] = {}
+    files = shared_trace_files() + sorted((SIM).rglob("rank0.json.gz"))
+    for f in files:
+        doc = json.loads(gzip.open(f).read())
+        for props in doc.get("deviceProperties", []):
+            names[props["name"]] = props
+    for name, props in names.items():
+        entry = lookup(name, props)
+        assert entry is not None, name
+        assert entry.id == EXPECTED_DEVICES[name], name
+
+
+@pytest.mark.parametrize("name,device_id", [
+    ("NVIDIA H100 PCIe", "H100-PCIe"), ("NVIDIA H100 NVL", "H100-NVL"),
+    ("NVIDIA H200", "H200-SXM"), ("NVIDIA H200 NVL", "H200-NVL"), ("NVIDIA H800", "H800"),
+    ("NVIDIA H20", "H20"), ("NVIDIA GB200", "GB200"), ("NVIDIA B300 SXM6 AC", "B300"),
+    ("NVIDIA L40S", "L40S"), ("NVIDIA L4", "L4"), ("NVIDIA A100-PCIE-40GB", "A100-PCIe"),
+    ("AMD Instinct MI250X", "MI250X-GCD"), ("AMD Instinct MI325X", "MI325X"),
+    ("AMD Instinct MI355X", "MI355X"),
+])
+def test_variants_are_told_apart(name: str, device_id: str) -> None:
+    entry = lookup(name)
+    assert entry is not None and entry.id == device_id
+
+
+def test_table_has_provenance_and_dense_peaks() -> None:
+    t = table()
+    assert t["version"]
+    for d in t["devices"]:
+        assert d["source"] and d["confidence"] in ("H", "M", "L")
+    h100 = lookup("NVIDIA H100 80GB HBM3")
+    assert h100 is not None and h100.flops("bf16") == 989.4e12  # dense, not 1979 (sparse)
+    assert h100.flops("tf32") == 494.7e12
+
+
+def test_unknown_device_gives_no_mfu(db: Path) -> None:
+    got = mfu(db, "cpu-ddp")
+    assert got["mfu"] is None
+    assert "unknown device 'CPU only'" in got["message"] and "--peak-tflops" in got["message"]
+    forced = mfu(db, "cpu-ddp", peak_tflops=1.0)
+    assert forced["mfu"] is not None and 0 < forced["mfu"] < 1
+    assert forced["flops_source"] == "trace"
+
+
+def test_dtype_without_peak_asks_for_another(db: Path) -> None:
+    got = mfu(db, "healthy", dtype="fp8")
+    assert got["peak_flops_per_gpu"] == 1978.9e12
+    assert lookup("Tesla V100-SXM2-32GB").flops("bf16") is None  # type: ignore[union-attr]
+
+
+def test_cli_report_with_yaml_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = json.loads((SIM / "healthy" / "model.json").read_text())
+    yml = tmp_path / "model.yaml"
+    yml.write_text("".join(f"{k}: {v}\n" for k, v in spec.items()))
+    assert main(["report", str(SIM / "healthy"), "--model", str(yml), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)["mfu"]
+    assert got["flops_source"] == "spec" and got["flops_sources_ratio"] == pytest.approx(1.0)
+    assert main(["report", str(SIM / "healthy"), "--model", str(tmp_path / "none.json")]) == 2
+    assert "cannot read the model spec" in capsys.readouterr().err
