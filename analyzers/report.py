@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.advisor import gather, recommendations
 from analyzers.attribution import CATEGORIES
 from analyzers.layout import layout
 from analyzers.mfu import ModelSpec, mfu_section
@@ -75,6 +76,9 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
         "notes": notes,
     }
     report["mfu"] = mfu_section(con, run, report, spec, peak_tflops, dtype)
+    ctx = gather(con, run, report, spec)
+    report["collectives"] = ctx.collectives
+    report["recommendations"] = recommendations(ctx)
     return report
 
 

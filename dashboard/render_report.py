@@ -59,6 +59,41 @@ def _mfu_lines(mfu: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def recommendation_lines(recs: list[dict[str, Any]] | None) -> list[str]:
+    if recs is None:
+        return []
+    out = ["", "## Recommendations", ""]
+    if not recs:
+        return out + ["- none: no category costs enough for a fix to pay off"]
+    for r in recs:
+        pts = (f", about +{r['expected_mfu_points']:.1f} MFU points"
+               if r["expected_mfu_points"] is not None else "")
+        out.append(f"- **[{r['severity']}] {r['title']}** (`{r['id']}`): expected gain "
+                   f"{r['expected_gain_ms']:.2f} ms/step{pts}.")
+        out.append(f"  - evidence: {r['evidence']}")
+        out.append(f"  - {r['detail']}")
+    return out
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def collective_lines(rows: list[dict[str, Any]] | None) -> list[str]:
+    if not rows:
+        return []
+    out = ["", "## Communication (per rank and step)", "",
+           "| collective | group | calls | MB | time ms | exposed ms | bus GB/s "
+           "| link (peak GB/s) |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    for c in rows:
+        link = f"{c['link']} ({_num(c['link_peak_gbs'], '.0f')})"
+        out.append(f"| {c['collective']} | {c['group_label']} | {c['calls_per_step']:.1f} | "
+                   f"{c['bytes_per_step'] / 1e6:.1f} | {c['time_ms']:.2f} | "
+                   f"{c['exposed_ms']:.2f} | {_num(c['bus_bw_gbs'], '.1f')} | {link} |")
+    return out
+
+
 def report_markdown(report: dict[str, Any]) -> str:
     """A human report: run, layout, where the step time went, stragglers, pipeline."""
     run, lay = report["run"], report["layout"]
@@ -75,6 +110,8 @@ def report_markdown(report: dict[str, Any]) -> str:
     out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
     out += _breakdown_table(report["breakdown_ms"], step)
     out += _mfu_lines(report.get("mfu"))
+    out += recommendation_lines(report.get("recommendations"))
+    out += collective_lines(report.get("collectives"))
     out += ["", "## Stragglers", ""]
     if report["stragglers"]:
         for s in report["stragglers"]:

@@ -45,8 +45,8 @@ class Config:
     tp: int = 2
     pp: int = 2
     dp: int = 2
-    microbatches: int = 4
-    layers_per_stage: int = 2
+    microbatches: int = 16
+    layers_per_stage: int = 1
     hidden: int = 2048
     seq: int = 2048
     micro_batch: int = 1
@@ -63,8 +63,8 @@ class Config:
     nccl_era: str = "2.21"  # "2.17": ncclKernel_*, "2.21": ncclDevKernel_*
     ts_style: str = "relative"  # relative | int_us
     tp_bw_gbs: float = 300.0
-    dp_bw_gbs: float = 40.0
-    p2p_bw_gbs: float = 40.0
+    dp_bw_gbs: float = 200.0
+    p2p_bw_gbs: float = 200.0
     device_name: str = "NVIDIA H100 80GB HBM3"
 
     @property
@@ -73,17 +73,21 @@ class Config:
 
 
 SETS: dict[str, Config] = {
-    "healthy": Config("healthy", microbatches=8, dp_bw_gbs=200.0),
-    "straggler": Config("straggler", microbatches=8, dp_bw_gbs=200.0, slow_rank=3,
-                        slow_factor=1.5),
+    "healthy": Config("healthy"),
+    "straggler": Config("straggler", slow_rank=3, slow_factor=1.5),
     "recompute": Config("recompute", recompute="non_reentrant", nccl_era="2.17"),
-    "recompute_reentrant": Config("recompute_reentrant", recompute="reentrant", pp=1, dp=2,
-                                  tp=2),
-    "input_bound": Config("input_bound", host_gap_ms=12.0, pp=1, tp=2, dp=2, ts_style="int_us"),
+    "recompute_reentrant": Config("recompute_reentrant", recompute="reentrant", pp=1),
+    "input_bound": Config("input_bound", host_gap_ms=12.0, pp=1, ts_style="int_us"),
     "tp_across_nodes": Config("tp_across_nodes", tp=4, pp=1, dp=2, gpus_per_node=2,
-                              tp_bw_gbs=25.0),
+                              tp_bw_gbs=25.0, dp_bw_gbs=25.0),
     "deep_pipeline": Config("deep_pipeline", tp=1, pp=4, dp=1, microbatches=4,
                             layers_per_stage=1),
+    "dp_exposed": Config("dp_exposed", tp=2, pp=1, dp=4, gpus_per_node=2, dp_bw_gbs=5.0),
+    # a pair for `stepscope diff`: the same model and global batch on twice the nodes,
+    # with a slower network and a straggler
+    "diff_base": Config("diff_base", tp=2, pp=1, dp=4, gpus_per_node=4, dp_bw_gbs=100.0),
+    "diff_scaled": Config("diff_scaled", tp=2, pp=1, dp=8, gpus_per_node=4, microbatches=8,
+                          dp_bw_gbs=20.0, slow_rank=13, slow_factor=1.3),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {

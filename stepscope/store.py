@@ -12,7 +12,8 @@ from ingest import UsageError, connect_read_only
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
-    "steps", "collectives", "recompute_ops", "collective_waits", "step_attribution",
+    "steps", "collectives", "recompute_ops", "collective_waits", "collective_exposure",
+    "step_attribution",
 )
 
 

@@ -225,3 +225,28 @@ SELECT $run AS run, *,
     step_ns - compute_ns - recompute_ns - exposed_comm_ns - straggler_wait_ns - bubble_ns
         - memory_ns AS idle_ns
 FROM a_attr;
+
+-- ------------------------------------------------------------------ per-collective exposure
+-- The time of each collective's interval that the sweep gave to a communication category
+-- (two collectives running at once both claim the shared time).
+CREATE OR REPLACE TEMP TABLE a_coll_exposure AS
+SELECT c.rank, c.coll_id, w.step,
+    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 3)
+        AS exposed_ns,
+    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 4)
+        AS straggler_wait_ns,
+    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 5)
+        AS bubble_ns
+FROM collectives c
+JOIN a_segments g ON g.rank = c.rank AND g.s < c.work_end_ns AND g.e > c.work_start_ns
+                 AND g.cat IN (3, 4, 5)
+JOIN a_windows w ON w.rank = c.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
+WHERE c.run = $run AND c.work_start_ns IS NOT NULL
+GROUP BY c.rank, c.coll_id, w.step;
+
+DELETE FROM collective_exposure WHERE run = $run;
+INSERT INTO collective_exposure BY NAME
+SELECT $run AS run, rank, coll_id, step,
+    coalesce(exposed_ns, 0) AS exposed_ns, coalesce(straggler_wait_ns, 0) AS straggler_wait_ns,
+    coalesce(bubble_ns, 0) AS bubble_ns
+FROM a_coll_exposure;

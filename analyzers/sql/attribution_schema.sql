@@ -38,3 +38,13 @@ CREATE TABLE IF NOT EXISTS step_attribution (
     memory_ns BIGINT,
     idle_ns BIGINT
 );
+
+CREATE TABLE IF NOT EXISTS collective_exposure (
+    run VARCHAR,
+    rank INTEGER,
+    coll_id BIGINT,              -- collectives.coll_id
+    step INTEGER,                -- the step window the time fell in
+    exposed_ns BIGINT,           -- time of its interval attributed to exposed_comm
+    straggler_wait_ns BIGINT,    -- ... to straggler_wait
+    bubble_ns BIGINT             -- ... to bubble (point-to-point)
+);

@@ -1,0 +1,291 @@
+"""Recommendations with predicted gains, each grounded in measured numbers and the
+standard formulas (docs/advisor.md). No recommendation without evidence, and none whose
+expected gain is under MIN_GAIN of the step.
+
+Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, straggler, recompute,
+input-bound, launch-bound.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from analyzers._sql import sql
+from analyzers.collectives import (
+    collective_stats,
+    median_kernel_us,
+    nvlink_gbs,
+    step_gap_ms,
+)
+from analyzers.mfu import ModelSpec
+from analyzers.pipeline import bubble_theory
+
+TRIGGER = 0.10          # a category must take at least this share of the step
+MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
+BUBBLE_TARGET = 0.05    # pipeline-bubble aims under this theoretical bubble
+LAUNCH_BOUND_KERNEL_US = 10.0
+
+
+@dataclass
+class Context:
+    """What the advisor looks at, gathered once per run."""
+    report: dict[str, Any]
+    collectives: list[dict[str, Any]]
+    step_gap_ms: float
+    median_kernel_us: float | None
+    recompute_attention_share: float | None
+    device_memory_bytes: int | None
+    nvlink_gbs: float | None = None
+    spec: ModelSpec | None = None
+
+
+def gather(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
+           spec: ModelSpec | None = None) -> Context:
+    rows = con.execute("SELECT any_value(device_properties) FROM ranks WHERE run = $run",
+                       {"run": run}).fetchall()
+    props = json.loads(rows[0][0]) if rows and rows[0][0] else {}
+    return Context(
+        report=report,
+        collectives=collective_stats(con, run),
+        step_gap_ms=step_gap_ms(con, run) if report["run"]["timeline"] == "gpu" else 0.0,
+        median_kernel_us=median_kernel_us(con, run),
+        recompute_attention_share=_recompute_attention_share(con, run),
+        device_memory_bytes=props.get("totalGlobalMem"),
+        nvlink_gbs=nvlink_gbs(con, run),
+        spec=spec,
+    )
+
+
+def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
+    query = ("SELECT sum(model_flops) FILTER (WHERE name LIKE '%attention%'), sum(model_flops) "
+             f"FROM ({sql('flops.sql')}) WHERE is_recompute")
+    attn, total = con.execute(query, {"run": run}).fetchall()[0]
+    return float(attn or 0) / float(total) if total else None
+
+
+def _points(report: dict[str, Any], gain_ms: float) -> float | None:
+    """MFU points gained if the step got `gain_ms` shorter at the same work."""
+    mfu = (report.get("mfu") or {}).get("mfu")
+    step = report["step_time_ms"]
+    if mfu is None or step <= gain_ms or gain_ms <= 0:
+        return None
+    return 100.0 * mfu * (step / (step - gain_ms) - 1.0)
+
+
+def _rec(report: dict[str, Any], rid: str, title: str, detail: str, evidence: str,
+         gain_ms: float) -> dict[str, Any] | None:
+    step = report["step_time_ms"]
+    if step <= 0 or gain_ms < MIN_GAIN * step:
+        return None
+    share = gain_ms / step
+    return {"id": rid, "severity": "high" if share >= 0.15 else "medium", "title": title,
+            "detail": detail, "evidence": evidence, "expected_gain_ms": gain_ms,
+            "expected_mfu_points": _points(report, gain_ms)}
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+# ------------------------------------------------------------------ the checks
+def straggler(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    out = []
+    for s in r["stragglers"]:
+        gain = s["slowdown"] * r["step_time_ms"]
+        rec = _rec(r, "straggler", f"Fix or replace straggling rank {s['rank']} "
+                   f"(host {s['host'] or 'unknown'})",
+                   "The other ranks wait for this rank at their collectives. Check its host "
+                   "(thermals, clocks, ECC/XID errors, a noisy neighbour, a slow data shard); "
+                   "if it persists, cordon the host and restart from the checkpoint.",
+                   s["evidence"], gain)
+        if rec:
+            out.append(rec)
+    return out
+
+
+def pipeline_bubble(ctx: Context) -> list[dict[str, Any]]:
+    r, pipe = ctx.report, ctx.report["pipeline"]
+    if not pipe:
+        return []
+    step, bubble = r["step_time_ms"], r["breakdown_ms"]["bubble"]
+    if step <= 0 or bubble < TRIGGER * step:
+        return []
+    s, m = pipe["stages"], pipe["microbatches"]
+    now = bubble_theory(s, m)
+    if now <= 0:
+        return []
+    m_target = 19 * (s - 1) + 1  # (S-1)/(S-1+M) < 5%
+    v = max(2, math.ceil(now / BUBBLE_TARGET))
+    new = bubble_theory(s, m_target)
+    gain = bubble * (1 - new / now)
+    rec = _rec(r, "pipeline-bubble",
+               f"Cut the pipeline bubble: {m} -> {m_target} microbatches per step",
+               f"1F1B with S={s} stages and M={m} microbatches idles (S-1)/(S-1+M) = "
+               f"{100 * now:.1f}% of the step in theory. M={m_target} brings it to "
+               f"{100 * new:.1f}% (same global batch with a smaller micro-batch, or a larger "
+               f"global batch); alternatively an interleaved schedule with {v} model chunks "
+               f"per stage divides the bubble by about {v}.",
+               f"measured bubble {bubble:.2f} ms/step ({_pct(bubble, step)} of the step) on "
+               f"{pipe['pipelines']} pipeline(s) of {s} stages, theory {100 * now:.1f}%",
+               gain)
+    return [rec] if rec else []
+
+
+def _is_dp(row: dict[str, Any], layout: dict[str, Any]) -> bool:
+    label = str(row["group_label"]).upper()
+    if row.get("is_p2p"):
+        return False
+    if "DATA" in label:
+        return True
+    if any(k in label for k in ("TENSOR", "PIPELINE", "CONTEXT", "EXPERT")):
+        return False
+    simple = (layout["tp"] or 1) * (layout["pp"] or 1) * (layout["cp"] or 1) == 1
+    return simple or row["group_size"] == layout["dp"]
+
+
+def zero_state_bytes_per_param(stage: int, dp: int) -> float:
+    """Mixed-precision Adam training state per parameter (ZeRO paper): 2 (bf16 weights)
+    + 2 (grads) + 12 (fp32 master weights, momentum, variance) = 16 bytes, sharded over
+    the DP group by stage: 16, 4 + 12/N, 2 + 14/N, 16/N."""
+    return {0: 16.0, 1: 4 + 12 / dp, 2: 2 + 14 / dp, 3: 16 / dp}[stage]
+
+
+def exposed_dp_comm(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    step, lay = r["step_time_ms"], r["layout"]
+    rows = [c for c in ctx.collectives if _is_dp(c, lay)]
+    exposed = sum(c["exposed_ms"] for c in rows)
+    if step <= 0 or exposed < TRIGGER * step:
+        return []
+    backward = 2 / 3 * (r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"])
+    gain = min(exposed, backward)
+    worst = max(rows, key=lambda c: c["exposed_ms"])
+    link = ""
+    if worst["bus_bw_gbs"] and worst["link_peak_gbs"]:
+        link = (f"; bus bandwidth {worst['bus_bw_gbs']:.0f} GB/s of "
+                f"{worst['link_peak_gbs']:.0f} GB/s ({worst['link']})")
+    memory = _zero_memory_note(ctx)
+    rec = _rec(r, "exposed-dp-comm", "Overlap the data-parallel gradient communication",
+               "The gradient reduction runs after backward instead of under it. Overlap it "
+               "(DDP buckets / Megatron overlap_grad_reduce, FSDP backward prefetch) with "
+               "buckets sized so the first ones start early in backward (e.g. 25-100 MB); "
+               "reduce the bytes that cross the network with HSDP (shard inside the node, "
+               "replicate across nodes). Moving to ZeRO-3 costs about 1.5x the DDP traffic "
+               "(an extra all-gather of the weights), so only do it for memory." + memory,
+               f"data-parallel collectives exposed {exposed:.2f} ms/step "
+               f"({_pct(exposed, step)} of the step): {worst['collective']} on "
+               f"{worst['group_label']} {worst['exposed_ms']:.2f} ms{link}", gain)
+    return [rec] if rec else []
+
+
+def _zero_memory_note(ctx: Context) -> str:
+    spec, mem = ctx.spec, ctx.device_memory_bytes
+    lay = ctx.report["layout"]
+    if spec is None or not mem:
+        return (" Memory check: no model spec (--model) or device memory in the traces, so "
+                "the ZeRO stage that fits is not checked.")
+    shard = spec.n_params / ((lay["tp"] or 1) * (lay["pp"] or 1))
+    dp = lay["dp"] or 1
+    parts = []
+    for stage in (0, 1, 2, 3):
+        gb = zero_state_bytes_per_param(stage, dp) * shard / 1e9
+        parts.append(f"ZeRO-{stage} {gb:.1f} GB")
+    return (f" Memory check (training state per GPU, before activations, of "
+            f"{mem / 1e9:.0f} GB): " + ", ".join(parts) + ".")
+
+
+def recompute(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    step, rc = r["step_time_ms"], r["breakdown_ms"]["recompute"]
+    if step <= 0 or rc < TRIGGER * step:
+        return []
+    attn = ctx.recompute_attention_share
+    keep = attn if attn is not None else 0.0
+    gain = rc * (1 - keep)
+    share = f"{100 * attn:.0f}% of the recomputed FLOPs are attention" if attn is not None \
+        else "the share of attention in the recomputed work is unknown (no shapes)"
+    rec = _rec(r, "recompute", "Use selective activation recomputation",
+               "Full activation checkpointing re-runs the whole forward of each layer in "
+               "backward. Selective recomputation (Korthikanti et al. 2022) keeps the "
+               "activations of the linear layers and recomputes only the attention core, "
+               "whose activations are large and cheap to recompute. Memory check: the "
+               "traces carry no memory events (profile_memory off); with selective "
+               "recompute, activations take about 34*s*b*h/TP bytes per layer and "
+               "micro-batch, so verify they fit before switching.",
+               f"recompute {rc:.2f} ms/step ({_pct(rc, step)} of the step); {share}", gain)
+    return [rec] if rec else []
+
+
+def input_bound(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    step, gap = r["step_time_ms"], ctx.step_gap_ms
+    if step <= 0 or r["breakdown_ms"]["idle"] < TRIGGER * step or gap < TRIGGER * step:
+        return []
+    rec = _rec(r, "input-bound", "Feed the GPUs: the host delays every step",
+               "Between steps the GPU waits while the host prepares the next batch. Prefetch "
+               "and pin the next batch (DataLoader num_workers, pin_memory, "
+               "prefetch_factor, non_blocking copies) and move host work off the critical "
+               "path.",
+               f"GPU idle {gap:.2f} ms between consecutive steps ({_pct(gap, step)} of the "
+               f"step); total idle {r['breakdown_ms']['idle']:.2f} ms/step", gap)
+    return [rec] if rec else []
+
+
+def launch_bound(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    step = r["step_time_ms"]
+    inner_idle = r["breakdown_ms"]["idle"] - ctx.step_gap_ms
+    med = ctx.median_kernel_us
+    if step <= 0 or med is None or med >= LAUNCH_BOUND_KERNEL_US or inner_idle < TRIGGER * step:
+        return []
+    rec = _rec(r, "launch-bound", "Launch fewer, larger kernels",
+               "Most kernels run for a few microseconds and the GPU idles between them while "
+               "the CPU launches the next: capture the step with CUDA graphs, fuse "
+               "elementwise work (torch.compile), or raise the work per kernel.",
+               f"median compute kernel {med:.1f} us; GPU idle inside steps "
+               f"{inner_idle:.2f} ms/step ({_pct(inner_idle, step)})", inner_idle * 0.8)
+    return [rec] if rec else []
+
+
+def tp_spans_nodes(ctx: Context) -> list[dict[str, Any]]:
+    r = ctx.report
+    lay = r["layout"]
+    rows = [c for c in ctx.collectives if c["crosses_nodes"] and not c.get("is_p2p") and (
+        "TENSOR" in str(c["group_label"]).upper()
+        or ((lay["tp"] or 1) > 1 and c["group_size"] == lay["tp"]
+            and "DATA" not in str(c["group_label"]).upper()))]
+    if not rows:
+        return []
+    step = r["step_time_ms"]
+    exposed = sum(c["exposed_ms"] for c in rows)
+    worst = max(rows, key=lambda c: c["exposed_ms"])
+    nvlink = ctx.nvlink_gbs
+    bw = worst["bus_bw_gbs"]
+    speedup = (nvlink / bw) if nvlink and bw else None
+    gain = exposed * (1 - 1 / speedup) if speedup and speedup > 1 else 0.0
+    per_node = lay["gpus_per_node"] or "?"
+    rec = _rec(r, "tp-spans-nodes", "Keep tensor parallelism inside the NVLink domain",
+               f"A tensor-parallel group of {worst['group_size']} ranks spans hosts with "
+               f"{per_node} GPUs each, so every layer's TP all-reduces cross the network. "
+               f"Use TP <= {per_node} and move the remaining factor to pipeline or data "
+               "parallelism.",
+               f"TP collectives on {worst['group_label']} cross nodes: {exposed:.2f} ms/step "
+               f"exposed ({_pct(exposed, step)} of the step) at "
+               f"{bw or 0:.0f} GB/s bus bandwidth vs {nvlink or 0:.0f} GB/s on NVLink", gain)
+    return [rec] if rec else []
+
+
+CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, straggler, recompute,
+          input_bound, launch_bound)
+
+
+def recommendations(ctx: Context) -> list[dict[str, Any]]:
+    """All recommendations, largest expected gain first."""
+    out = [rec for check in CHECKS for rec in check(ctx)]
+    return sorted(out, key=lambda x: -x["expected_gain_ms"])

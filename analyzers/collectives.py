@@ -1,0 +1,95 @@
+"""Collective statistics per type and process-group kind, with the link they ran on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from analyzers._sql import sql
+from analyzers.peaks import lookup
+
+# Per-GPU network bandwidth assumed across nodes when nothing better is known:
+# one 400 Gb/s NIC per GPU (GB/s, one direction).
+DEFAULT_NETWORK_GBS = 50.0
+
+STEP_GAPS_SQL = """
+-- Idle between steps: from the last GPU end of step k's own ops to the first GPU start
+-- of step k+1 (the host preparing the next step), per rank and complete step.
+WITH s AS (
+    SELECT rank, step, gpu_end_ns,
+        lead(gpu_start_ns) OVER (PARTITION BY rank ORDER BY step) AS next_start,
+        lead(step) OVER (PARTITION BY rank ORDER BY step) AS next_step
+    FROM steps WHERE run = $run AND gpu_start_ns IS NOT NULL
+)
+SELECT avg(greatest(0, next_start - gpu_end_ns)) / 1e6 FROM s
+WHERE next_step = step + 1
+"""
+KERNEL_MEDIAN_SQL = """
+SELECT median(dur_ns) / 1e3 FROM gpu_ops WHERE run = $run AND kind = 'compute'
+"""
+
+
+def nvlink_gbs(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
+    """Scale-up bandwidth per direction of the run's device (table figures are
+    bidirectional totals)."""
+    rows = con.execute("SELECT mode(device_name), any_value(device_properties) FROM ranks "
+                       "WHERE run = $run", {"run": run}).fetchall()
+    name = rows[0][0] if rows else None
+    entry = lookup(name) if name else None
+    if entry is None or entry.interconnect_gbs is None:
+        return None
+    return entry.interconnect_gbs / 2
+
+
+def collective_stats(con: duckdb.DuckDBPyConnection, run: str,
+                     network_gbs: float = DEFAULT_NETWORK_GBS) -> list[dict[str, Any]]:
+    """Per (collective, group) per rank and step: calls, bytes, time, exposed time, bus
+    bandwidth and the peak of the link (NVLink inside a node, network across nodes)."""
+    nvlink = nvlink_gbs(con, run)
+    rows = con.sql(sql("collective_stats.sql"), params={"run": run}).pl().to_dicts()
+    for row in rows:
+        row["link"] = "network" if row["crosses_nodes"] else "nvlink"
+        row["link_peak_gbs"] = network_gbs if row["crosses_nodes"] else nvlink
+        bw, peak = row["bus_bw_gbs"], row["link_peak_gbs"]
+        row["link_utilization"] = bw / peak if bw is not None and peak else None
+    return rows
+
+
+def step_gap_ms(con: duckdb.DuckDBPyConnection, run: str) -> float:
+    (value,), = con.execute(STEP_GAPS_SQL, {"run": run}).fetchall()
+    return float(value or 0.0)
+
+
+def median_kernel_us(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
+    (value,), = con.execute(KERNEL_MEDIAN_SQL, {"run": run}).fetchall()
+    return float(value) if value is not None else None
+
+
+TOP_OPS_SQL = """
+-- Time per rank and step of each GPU kernel name (arguments stripped), over complete
+-- steps; CPU-only runs use their leaf CPU ops.
+WITH complete AS (
+    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+), n AS (SELECT count(*) AS n FROM complete),
+gpu AS (
+    SELECT regexp_replace(g.name, '\\(.*$', '') AS op, sum(g.dur_ns) AS t
+    FROM gpu_ops g JOIN complete c ON c.rank = g.rank AND c.step = g.step
+    WHERE g.run = $run GROUP BY 1
+), cpu AS (
+    SELECT o.name AS op, sum(o.dur_ns) AS t
+    FROM cpu_ops o JOIN complete c ON c.rank = o.rank AND c.step = o.step
+    WHERE o.run = $run AND o.category = 'cpu_op'
+      AND NOT EXISTS (SELECT 1 FROM cpu_ops k WHERE k.run = o.run AND k.rank = o.rank
+                                                AND k.parent_id = o.op_id)
+      AND NOT EXISTS (SELECT 1 FROM gpu_ops WHERE run = $run)
+    GROUP BY 1
+)
+SELECT op, t / (SELECT n FROM n) / 1e6 AS ms_per_step
+FROM (SELECT * FROM gpu UNION ALL SELECT * FROM cpu)
+"""
+
+
+def op_times(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float]:
+    """ms per rank and step of each kernel (or leaf CPU op) name."""
+    return {op: float(ms) for op, ms in con.execute(TOP_OPS_SQL, {"run": run}).fetchall()}

@@ -1,0 +1,55 @@
+-- Per collective type and process-group kind of run $run, over complete steps, per rank
+-- and step: calls, bytes, time, exposed time, and the achieved bus bandwidth.
+-- Bus bandwidth (nccl-tests convention) = bytes x factor / transfer time, factor
+-- 2(n-1)/n for all_reduce, (n-1)/n for all_gather / reduce_scatter / all_to_all, 1 for
+-- broadcast and reduce (none for send/recv, whose time includes the wait for the
+-- peer); the transfer time is d_min (the instance's duration
+-- without waiting for late ranks); bytes: the larger of input and output.
+WITH complete AS (
+    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+), rank_steps AS (
+    SELECT count(*) AS n FROM complete
+), host_of AS (
+    SELECT rank, host FROM ranks WHERE run = $run
+), group_hosts AS (
+    SELECT p.pg_name, count(DISTINCT h.host) AS hosts
+    FROM process_groups p, unnest(p.ranks) AS u(r)
+    JOIN host_of h ON h.rank = u.r
+    WHERE p.run = $run GROUP BY p.pg_name
+), calls AS (
+    SELECT c.rank, c.coll_id, c.collective, c.is_p2p, c.group_size,
+        CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
+             THEN CASE WHEN c.group_size IS NULL THEN 'unknown group'
+                       ELSE 'group of ' || c.group_size END
+             ELSE c.pg_desc END AS group_label,
+        coalesce(gh.hosts, 1) > 1 AS crosses_nodes,
+        greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
+        c.work_end_ns - c.work_start_ns AS dur_ns,
+        w.min_dur_ns,
+        coalesce(e.exposed_ns, 0) + coalesce(e.straggler_wait_ns, 0) AS exposed_ns,
+        coalesce(e.bubble_ns, 0) AS bubble_ns
+    FROM collectives c
+    JOIN complete s ON s.rank = c.rank AND s.step = c.step
+    LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
+    LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
+    LEFT JOIN (SELECT rank, coll_id, sum(exposed_ns) AS exposed_ns,
+                      sum(straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns) AS bubble_ns
+               FROM collective_exposure WHERE run = $run GROUP BY rank, coll_id) e
+           ON e.rank = c.rank AND e.coll_id = c.coll_id
+    WHERE c.run = $run AND c.work_start_ns IS NOT NULL
+)
+SELECT collective, group_label, bool_or(crosses_nodes) AS crosses_nodes,
+    max(group_size) AS group_size,
+    count(*) / any_value(rs.n) AS calls_per_step,
+    sum(nbytes) / any_value(rs.n) AS bytes_per_step,
+    sum(dur_ns) / any_value(rs.n) / 1e6 AS time_ms,
+    sum(exposed_ns + bubble_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
+    median(CASE WHEN is_p2p THEN NULL ELSE nbytes * CASE
+        WHEN collective = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
+        WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
+            THEN 1.0 * (group_size - 1) / group_size
+        ELSE 1.0 END / nullif(coalesce(min_dur_ns, dur_ns), 0) END) AS bus_bw_gbs,
+    bool_or(is_p2p) AS is_p2p
+FROM calls CROSS JOIN rank_steps rs
+GROUP BY collective, group_label
+ORDER BY exposed_ms DESC, time_ms DESC;
