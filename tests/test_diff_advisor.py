@@ -1,0 +1,153 @@
+"""Run diff against a simulated pair with a known change, and the advisor's matrix:
+each recommendation fires on the set built to trigger it and nowhere else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, SAMPLES
+
+import stepscope
+from analyzers.advisor import zero_state_bytes_per_param
+from analyzers.collectives import op_times
+from analyzers.diff import STAGES, build_diff
+from analyzers.mfu import load_spec
+from analyzers.report import build_report
+from stepscope.cli import main
+
+SIM = REPO / "sample_traces" / "simulated"
+TRIGGERS = {
+    "tp_across_nodes": "tp-spans-nodes",
+    "deep_pipeline": "pipeline-bubble",
+    "dp_exposed": "exposed-dp-comm",
+    "straggler": "straggler",
+    "recompute": "recompute",
+    "recompute_reentrant": "recompute",
+    "input_bound": "input-bound",
+    "healthy": None,
+}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("diff") / "d.duckdb"
+    for name in [*TRIGGERS, "diff_base", "diff_scaled"]:
+        stepscope.ingest(SIM / name, db=path, run=name)
+    stepscope.ingest(SAMPLES / "straggler", db=path, run="cpu-straggler")
+    stepscope.ingest(SAMPLES / "ddp", db=path, run="cpu-ddp")
+    return path
+
+
+def report(db: Path, run: str, spec_from: str | None = None) -> dict[str, Any]:
+    spec = load_spec(SIM / spec_from / "model.json") if spec_from else None
+    with stepscope.open(db) as store:
+        return build_report(store.con, run, spec)
+
+
+@pytest.mark.parametrize("name", sorted(TRIGGERS))
+def test_each_recommendation_fires_only_on_its_set(db: Path, name: str) -> None:
+    ids = {r["id"] for r in report(db, name)["recommendations"]}
+    expected = {TRIGGERS[name]} if TRIGGERS[name] else set()
+    assert ids == expected
+
+
+def test_recommendations_are_grounded(db: Path) -> None:
+    for name, rid in TRIGGERS.items():
+        if rid is None:
+            continue
+        r = report(db, name)
+        (rec,) = [x for x in r["recommendations"] if x["id"] == rid]
+        assert rec["evidence"] and rec["detail"] and rec["title"]
+        assert rec["severity"] in ("high", "medium")
+        assert 0.05 * r["step_time_ms"] <= rec["expected_gain_ms"] <= r["step_time_ms"]
+        assert rec["expected_mfu_points"] is not None and rec["expected_mfu_points"] > 0
+
+
+def test_pipeline_bubble_numbers(db: Path) -> None:
+    (rec,) = report(db, "deep_pipeline")["recommendations"]
+    # S=4, M=4: (S-1)/(S-1+M) = 3/7; M = 19*(S-1)+1 = 58 brings it under 5%
+    assert "4 -> 58 microbatches" in rec["title"]
+    assert "42.9%" in rec["detail"] and "4.9%" in rec["detail"]
+
+
+def test_straggler_names_rank_and_host(db: Path) -> None:
+    (rec,) = report(db, "straggler")["recommendations"]
+    assert "rank 3" in rec["title"] and "node000" in rec["title"]
+    (cpu,) = [x for x in report(db, "cpu-straggler")["recommendations"]
+              if x["id"] == "straggler"]
+    assert "rank 2" in cpu["title"]
+
+
+def test_zero_state_formulas() -> None:
+    assert zero_state_bytes_per_param(0, 8) == 16
+    assert zero_state_bytes_per_param(1, 8) == pytest.approx(4 + 12 / 8)
+    assert zero_state_bytes_per_param(2, 8) == pytest.approx(2 + 14 / 8)
+    assert zero_state_bytes_per_param(3, 8) == pytest.approx(2.0)
+
+
+def test_memory_check_with_a_spec(db: Path) -> None:
+    (rec,) = report(db, "dp_exposed", spec_from="dp_exposed")["recommendations"]
+    assert "ZeRO-0" in rec["detail"] and "ZeRO-3" in rec["detail"] and "GB" in rec["detail"]
+
+
+def test_diff_against_the_known_change(db: Path) -> None:
+    a, b = report(db, "diff_base", "diff_base"), report(db, "diff_scaled", "diff_base")
+    with stepscope.open(db) as store:
+        d = build_diff(a, b, op_times(store.con, "diff_base"), op_times(store.con, "diff_scaled"))
+    truth_a = json.loads((SIM / "diff_base" / "ground_truth.json").read_text())
+    truth_b = json.loads((SIM / "diff_scaled" / "ground_truth.json").read_text())
+    assert d["mfu_delta_points"] == pytest.approx(
+        100 * (truth_b["mfu"]["mfu"] - truth_a["mfu"]["mfu"]), abs=0.2)
+    # per-category points add up exactly to the MFU change
+    assert sum(d["mfu_points_by_category"].values()) == pytest.approx(
+        d["mfu_delta_points"], abs=1e-9)
+    assert set(d["mfu_points_by_category"]) == set(STAGES)
+    # the breakdown deltas match the ground truth of both sets (per category, 1% of step)
+    for cat, delta in d["breakdown_delta_ms"].items():
+        want = _truth_mean(truth_b, cat) - _truth_mean(truth_a, cat)
+        assert delta == pytest.approx(want, abs=0.01 * a["step_time_ms"]), cat
+    worst = min(d["mfu_points_by_category"], key=d["mfu_points_by_category"].get)
+    assert worst == "exposed_comm"
+    assert d["mfu_points_by_category"]["straggler_wait"] < -1
+    changes = {c["what"]: (c["a"], c["b"]) for c in d["setup_changes"]}
+    assert changes["world_size"] == (8, 16) and changes["dp"] == (4, 8)
+    assert changes["nodes"] == (2, 4)
+    dp = next(c for c in d["collectives"] if c["group"] == "DATA_PARALLEL_GROUP")
+    assert dp["a"]["bus_bw_gbs"] == pytest.approx(100, rel=0.01)
+    assert dp["b"]["bus_bw_gbs"] == pytest.approx(20, rel=0.01)
+    assert dp["b"]["link"] == "network"
+    assert [s["rank"] for s in d["stragglers"]["new"]] == [13]
+    assert d["top_ops"][0]["op"].startswith("ncclDevKernel_AllReduce")
+    text = d["narrative"]
+    assert text.startswith("MFU fell 45.9% -> 24.6%")
+    assert "exposed communication" in text and "bus bandwidth 100 -> 20 GB/s" in text
+    assert "rank 13 (host node003)" in text and "dp 4 -> 8" in text
+    assert {"a", "b", "mfu_delta_points", "step_time_delta_ms", "breakdown_delta_ms",
+            "mfu_points_by_category", "setup_changes", "collectives",
+            "narrative"} <= set(d)
+
+
+def _truth_mean(truth: dict[str, Any], cat: str) -> float:
+    per_rank = []
+    for rows in truth["per_rank"].values():
+        full = [r for r in rows if r["has_successor"]]
+        per_rank.append(sum(r[f"{cat}_ns"] for r in full) / len(full) / 1e6)
+    return sum(per_rank) / len(per_rank)
+
+
+def test_diff_cli_on_paths_and_runs(db: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "d.json"
+    assert main(["diff", str(SIM / "diff_base"), str(SIM / "diff_scaled"), "--format", "json",
+                 "--out", str(out)]) == 0
+    d = json.loads(out.read_text())
+    assert d["a"]["run"] == "diff_base" and d["b"]["run"] == "diff_scaled"
+    assert main(["diff", "cpu-ddp", "cpu-straggler", "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# stepscope diff: cpu-ddp -> cpu-straggler")
+    assert "no MFU" in text and "new: rank 2 (vm)" in text
+    assert main(["diff", "cpu-ddp", "nope", "--db", str(db)]) == 2
+    assert "no run named 'nope'" in capsys.readouterr().err
