@@ -1,0 +1,187 @@
+"""Layout planner: enumerate TP x PP x DP x ZeRO layouts for a dense transformer and
+rank the feasible ones by predicted MFU (docs/planner.md). The same standard formulas
+back the advisor's predicted gains.
+
+Per GPU and step, with N parameters, L layers, hidden h, sequence s, micro-batch b,
+global batch G tokens, M = G / (DP * b * s) microbatches per pipeline:
+
+* memory: training state 16 bytes/param under mixed-precision Adam, sharded by ZeRO
+  stage over DP (16, 4 + 12/DP, 2 + 14/DP, 16/DP bytes) on N/(TP*PP) parameters; plus
+  activations with selective recompute and sequence parallelism, 34*s*b*h/TP bytes per
+  layer and in-flight microbatch (Korthikanti et al. 2022), L/PP layers, min(PP, M)
+  microbatches in flight under 1F1B;
+* compute: (6N + 12*L*h*s) * G / GPUs FLOPs at an assumed kernel efficiency;
+* pipeline bubble: compute * (PP-1)/(v*M) with v <= 4 model chunks per stage
+  (interleaved 1F1B, v = 1 plain 1F1B: the bubble is then (S-1)/(S-1+M) of the step); interleaving
+  needs M to be a multiple of PP;
+* recompute: selective when the activations fit, else full recomputation (each layer
+  keeps only its 2*s*b*h/TP input; one more forward pass: compute x 4/3);
+* tensor parallel: 4 all-reduces of s*b*h bf16 values per layer and microbatch (2 forward,
+  2 backward), ring 2(TP-1)/TP * bytes over NVLink inside a node, the network otherwise,
+  on the critical path;
+* data parallel: the gradients (2 bytes * N/(TP*PP)), ring 2(DP-1)/DP * bytes over the
+  network (NVLink when the whole DP group sits in one node); ZeRO-3 moves 1.5x that;
+  hidden behind the last microbatch's backward (2/3 of its compute), the rest exposed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from analyzers.advisor import zero_state_bytes_per_param
+from analyzers.peaks import DevicePeak
+
+DEFAULT_EFFICIENCY = 0.55     # share of peak that large GEMMs reach in practice
+DEFAULT_NETWORK_GBS = 50.0    # 400 Gb/s per GPU, one direction
+MEMORY_HEADROOM = 0.9         # usable share of device memory
+MAX_INTERLEAVE = 4            # model chunks per stage (more costs P2P traffic)
+
+
+@dataclass(frozen=True)
+class Job:
+    params: float
+    gpus: int
+    gpus_per_node: int
+    seq: int
+    global_batch_tokens: float
+    layers: int
+    hidden: int
+    heads: int
+    micro_batch: int = 1
+    network_gbs: float = DEFAULT_NETWORK_GBS
+    efficiency: float = DEFAULT_EFFICIENCY
+
+
+def default_shape(params: float) -> tuple[int, int, int]:
+    """(layers, hidden, heads) of a dense transformer with ~params weights when not
+    given: 12*L*h^2 = N with h ~ 110 L (Llama-like aspect), h a multiple of 128."""
+    layers = max(1, round((params / (12 * 110**2)) ** (1 / 3)))
+    hidden = max(128, round(math.sqrt(params / (12 * layers)) / 128) * 128)
+    return layers, hidden, max(1, hidden // 128)
+
+
+@dataclass
+class Plan:
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    microbatches: int
+    interleave: int
+    recompute: str
+    memory_gb: float
+    state_gb: float
+    activation_gb: float
+    compute_ms: float
+    bubble_ms: float
+    tp_comm_ms: float
+    dp_comm_ms: float
+    dp_exposed_ms: float
+    step_ms: float
+    mfu: float
+    tp_link: str
+    dp_link: str
+    fits: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
+             recompute: str = "selective") -> Plan | None:
+    """The predicted step of one layout, or None when it is not a valid layout."""
+    if job.gpus % (tp * pp) or job.heads % tp or pp > job.layers:
+        return None
+    dp = job.gpus // (tp * pp)
+    tokens_per_mb = job.micro_batch * job.seq
+    microbatches = int(job.global_batch_tokens // (dp * tokens_per_mb))
+    if microbatches < 1:
+        return None
+    layers_per_stage = math.ceil(job.layers / pp)
+    interleave = (min(MAX_INTERLEAVE, layers_per_stage)
+                  if pp > 1 and microbatches % pp == 0 else 1)
+    peak = device.flops("bf16") or 0.0
+    mem_total = (device_memory_gb(device) or 80.0) * 1e9
+    shard = job.params / (tp * pp)
+    state = zero_state_bytes_per_param(zero, dp) * shard
+    sbh_t = job.seq * job.micro_batch * job.hidden / tp
+    in_flight = min(pp, microbatches) * layers_per_stage
+    if recompute == "full":
+        act = 2.0 * sbh_t * in_flight + 34.0 * sbh_t
+    else:
+        act = 34.0 * sbh_t * in_flight
+    model_flops = (6 * job.params + 12 * job.layers * job.hidden * job.seq) \
+        * job.global_batch_tokens
+    compute = model_flops / job.gpus / (peak * job.efficiency)
+    if recompute == "full":
+        compute *= 4 / 3
+    bubble = compute * (pp - 1) / (interleave * microbatches)
+    nvlink = (device.interconnect_gbs or 0) / 2 * 1e9 or job.network_gbs * 1e9
+    net = job.network_gbs * 1e9
+    tp_bw = nvlink if tp <= job.gpus_per_node else net
+    tp_bytes = 2 * job.seq * job.micro_batch * job.hidden
+    tp_comm = (0.0 if tp == 1 else layers_per_stage * microbatches * 4
+               * 2 * (tp - 1) / tp * tp_bytes / tp_bw)
+    dp_in_node = tp * dp <= job.gpus_per_node and pp == 1
+    dp_bw = nvlink if dp_in_node else net
+    dp_bytes = 2 * shard * (1.5 if zero == 3 else 1.0)
+    dp_comm = 0.0 if dp == 1 else 2 * (dp - 1) / dp * dp_bytes / dp_bw
+    overlap = (2 / 3) * compute / microbatches
+    dp_exposed = max(0.0, dp_comm - overlap)
+    step = compute + bubble + tp_comm + dp_exposed
+    return Plan(
+        tp=tp, pp=pp, dp=dp, zero=zero, microbatches=microbatches, interleave=interleave,
+        recompute=recompute,
+        memory_gb=(state + act) / 1e9, state_gb=state / 1e9, activation_gb=act / 1e9,
+        compute_ms=compute * 1e3, bubble_ms=bubble * 1e3, tp_comm_ms=tp_comm * 1e3,
+        dp_comm_ms=dp_comm * 1e3, dp_exposed_ms=dp_exposed * 1e3, step_ms=step * 1e3,
+        mfu=model_flops / job.gpus / (step * peak) if step > 0 and peak else 0.0,
+        tp_link="nvlink" if tp <= job.gpus_per_node else "network",
+        dp_link="nvlink" if dp_in_node else "network",
+        fits=state + act <= MEMORY_HEADROOM * mem_total)
+
+
+def device_memory_gb(device: DevicePeak) -> float | None:
+    """HBM capacity per device, from the table's known parts."""
+    return MEMORY_GB.get(device.id)
+
+
+MEMORY_GB = {
+    "A100-SXM": 80, "A100-PCIe": 80, "H100-SXM": 80, "H100-PCIe": 80, "H100-NVL": 94,
+    "H200-SXM": 141, "H200-NVL": 141, "H800": 80, "H20": 96, "B200": 180, "GB200": 186,
+    "B300": 288, "L40S": 48, "L4": 24, "V100-SXM2": 32, "V100-PCIe": 32, "MI250X-GCD": 64,
+    "MI250-GCD": 64, "MI300X": 192, "MI325X": 256, "MI355X": 288,
+}
+
+
+def plan(job: Job, device: DevicePeak) -> list[Plan]:
+    """Every valid layout, feasible ones first, by predicted MFU; for each (TP, PP, DP)
+    the first setting that fits in the order selective recompute with ZeRO 0..3, then
+    full recompute with ZeRO 0..3 (later settings only add traffic or compute)."""
+    tps = [t for t in (1, 2, 4, 8, 16, 32) if t <= max(job.gpus_per_node, 8) * 2]
+    pps = [p for p in _divisors(job.gpus) if p <= job.layers]
+    out: list[Plan] = []
+    for tp in tps:
+        for pp in pps:
+            candidates = [p for rc in ("selective", "full") for z in (0, 1, 2, 3)
+                          if (p := evaluate(job, device, tp, pp, z, rc)) is not None]
+            if not candidates:
+                continue
+            fitting = [p for p in candidates if p.fits]
+            out.append(fitting[0] if fitting else candidates[-1])
+    return sorted(out, key=lambda p: (not p.fits, -p.mfu, p.memory_gb))
+
+
+def rank_of(plans: list[Plan], tp: int, pp: int, dp: int) -> int | None:
+    """1-based position of a layout among the feasible plans."""
+    feasible = [p for p in plans if p.fits]
+    for i, p in enumerate(feasible, start=1):
+        if (p.tp, p.pp, p.dp) == (tp, pp, dp):
+            return i
+    return None

@@ -1,0 +1,31 @@
+"""Rendering of planner results (analyzers.planner.plan)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def plan_json(model: dict[str, Any]) -> str:
+    return json.dumps(model, indent=2)
+
+
+def plan_markdown(model: dict[str, Any]) -> str:
+    job = model["job"]
+    out = [f"# stepscope plan: {job['params'] / 1e9:.0f}B parameters on {job['gpus']} "
+           f"{model['device']} ({job['gpus_per_node']} per node)", "",
+           f"- model: {job['layers']} layers, hidden {job['hidden']}, {job['heads']} heads, "
+           f"sequence {job['seq']}, global batch {job['global_batch_tokens'] / 2**20:.1f} Mi "
+           f"tokens, micro-batch {job['micro_batch']}",
+           f"- assumptions: kernel efficiency {job['efficiency']:.0%}, network "
+           f"{job['network_gbs']:.0f} GB/s per GPU, NVLink from the peak table",
+           f"- {model['feasible']} feasible layouts of {model['evaluated']} evaluated", "",
+           "| # | TP | PP | DP | ZeRO | recompute | v | M | memory GB | bubble ms | TP comm ms "
+           "| DP exposed ms | step ms | MFU |",
+           "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for i, p in enumerate(model["plans"], start=1):
+        out.append(f"| {i} | {p['tp']} | {p['pp']} | {p['dp']} | {p['zero']} | "
+                   f"{p['recompute']} | {p['interleave']} | {p['microbatches']} | "
+                   f"{p['memory_gb']:.0f} | {p['bubble_ms']:.0f} | {p['tp_comm_ms']:.0f} | "
+                   f"{p['dp_exposed_ms']:.0f} | {p['step_ms']:.0f} | {100 * p['mfu']:.1f}% |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,70 @@
+"""`stepscope plan --params N --gpus G --gpu NAME --gpus-per-node K --seq S [...]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from analyzers.peaks import DevicePeak, by_id, lookup
+from analyzers.planner import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, default_shape, plan
+from dashboard.render_plan import plan_json, plan_markdown
+from ingest import UsageError
+
+HELP = "rank TP/PP/DP/ZeRO layouts for a model and cluster by predicted MFU"
+RENDERERS = {"json": plan_json, "md": plan_markdown}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("plan", help=HELP, description=HELP + ".")
+    p.add_argument("--params", type=float, required=True, help="parameters, e.g. 70e9")
+    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--gpu", required=True, help="device, e.g. H100, 'NVIDIA H200', MI300X")
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--seq", type=int, required=True, help="sequence length")
+    p.add_argument("--global-batch-tokens", type=float, default=4 * 2**20,
+                   help="tokens per step across the job (default 4 Mi)")
+    p.add_argument("--layers", type=int, help="default: derived from --params")
+    p.add_argument("--hidden", type=int, help="default: derived from --params")
+    p.add_argument("--heads", type=int, help="default: hidden / 128")
+    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument("--network-gbs", type=float, default=DEFAULT_NETWORK_GBS,
+                   help=f"per-GPU network bandwidth, GB/s (default {DEFAULT_NETWORK_GBS:g})")
+    p.add_argument("--efficiency", type=float, default=DEFAULT_EFFICIENCY,
+                   help=f"kernel efficiency, share of peak (default {DEFAULT_EFFICIENCY})")
+    p.add_argument("--top", type=int, default=10, help="layouts to show (default 10)")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
+    p.add_argument("--out", type=Path)
+
+
+def resolve_device(name: str) -> DevicePeak:
+    for guess in (lookup(name), by_id(name), by_id(f"{name}-SXM"),
+                  lookup(f"NVIDIA {name}"), lookup(f"AMD Instinct {name}")):
+        if guess is not None:
+            return guess
+    raise UsageError(f"--gpu {name}: not in the peak table; use a name such as H100, "
+                     "H200, B200, A100-SXM, MI300X")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.params <= 0 or args.gpus <= 0 or args.seq <= 0 or args.gpus_per_node <= 0:
+        raise UsageError("--params, --gpus, --gpus-per-node and --seq must be positive")
+    device = resolve_device(args.gpu)
+    layers, hidden, heads = default_shape(args.params)
+    job = Job(params=args.params, gpus=args.gpus, gpus_per_node=args.gpus_per_node,
+              seq=args.seq, global_batch_tokens=args.global_batch_tokens,
+              layers=args.layers or layers, hidden=args.hidden or hidden,
+              heads=args.heads or max(1, (args.hidden or hidden) // 128),
+              micro_batch=args.micro_batch, network_gbs=args.network_gbs,
+              efficiency=args.efficiency)
+    plans = plan(job, device)
+    feasible = [p for p in plans if p.fits]
+    model = {"job": vars(job) | {}, "device": device.name, "evaluated": len(plans),
+             "feasible": len(feasible), "plans": [p.as_dict() for p in feasible[:args.top]]}
+    model["job"] = {k: getattr(job, k) for k in job.__dataclass_fields__}
+    text = RENDERERS[args.format](model)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0 if feasible else 1

@@ -1,0 +1,82 @@
+"""Planner: the standard formulas, and the published layouts among the top predictions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyzers.peaks import lookup
+from analyzers.pipeline import bubble_theory
+from analyzers.planner import Job, evaluate, plan, rank_of
+from stepscope.cli import main
+
+H100 = lookup("NVIDIA H100 80GB HBM3")
+LLAMA_405B = dict(params=405e9, gpus_per_node=8, seq=8192, global_batch_tokens=16 * 2**20,
+                  layers=126, hidden=16384, heads=128)
+LLAMA_70B = dict(params=70e9, gpus=1024, gpus_per_node=8, seq=8192,
+                 global_batch_tokens=4 * 2**20, layers=80, hidden=8192, heads=64)
+
+
+def test_bubble_formula() -> None:
+    assert bubble_theory(4, 4) == pytest.approx(3 / 7)
+    assert bubble_theory(1, 8) == 0
+    assert bubble_theory(2, 19) == pytest.approx(0.05)
+
+
+def test_memory_formulas() -> None:
+    job = Job(**LLAMA_70B)
+    assert H100 is not None
+    z0 = evaluate(job, H100, tp=8, pp=4, zero=0)
+    z1 = evaluate(job, H100, tp=8, pp=4, zero=1)
+    assert z0 is not None and z1 is not None
+    shard = 70e9 / 32
+    assert z0.state_gb == pytest.approx(16 * shard / 1e9)
+    assert z1.state_gb == pytest.approx((4 + 12 / 32) * shard / 1e9)
+    # activations: 34*s*b*h/TP per layer, L/PP layers, PP microbatches in flight (1F1B)
+    assert z0.activation_gb == pytest.approx(34 * 8192 * 8192 / 8 * 20 * 4 / 1e9)
+    z3 = evaluate(job, H100, tp=8, pp=4, zero=3)
+    assert z3 is not None and z3.dp_comm_ms == pytest.approx(1.5 * z0.dp_comm_ms)
+    # ring all-reduce of the bf16 gradients: 2(N-1)/N * bytes over the network
+    assert z0.dp_comm_ms == pytest.approx(2 * 31 / 32 * 2 * shard / 50e9 * 1e3)
+    assert z0.dp_link == "network" and z0.tp_link == "nvlink"
+
+
+def test_tp_beyond_the_node_uses_the_network() -> None:
+    job = Job(**LLAMA_70B)
+    assert H100 is not None
+    inside = evaluate(job, H100, tp=8, pp=4, zero=1)
+    across = evaluate(job, H100, tp=16, pp=2, zero=1)
+    assert inside is not None and across is not None
+    assert across.tp_link == "network" and across.tp_comm_ms > 5 * inside.tp_comm_ms
+
+
+@pytest.mark.parametrize("gpus,layout", [(16384, (8, 16, 128)), (8192, (8, 16, 64))])
+def test_llama3_405b_layout_is_near_the_top(gpus: int, layout: tuple[int, int, int]) -> None:
+    assert H100 is not None
+    plans = plan(Job(gpus=gpus, **LLAMA_405B), H100)
+    rank = rank_of(plans, *layout)
+    assert rank is not None and rank <= 5
+    best = plans[0].mfu
+    ref = next(p for p in plans if (p.tp, p.pp, p.dp) == layout)
+    assert best - ref.mfu < 0.03  # within 3 MFU points of the best prediction
+    assert all(p.tp <= 8 for p in plans[:5])  # TP stays inside the NVLink domain
+
+
+def test_llama3_70b_layout_is_near_the_top() -> None:
+    assert H100 is not None
+    plans = plan(Job(**LLAMA_70B), H100)
+    rank = rank_of(plans, 8, 4, 32)
+    assert rank is not None and rank <= 8
+    ref = next(p for p in plans if (p.tp, p.pp, p.dp) == (8, 4, 32))
+    assert ref.fits and plans[0].mfu - ref.mfu < 0.03
+
+
+def test_plan_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--params", "70e9", "--gpus", "1024", "--gpu", "H100",
+                 "--gpus-per-node", "8", "--seq", "8192", "--format", "json", "--top", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["device"] == "NVIDIA H100 SXM5" and len(out["plans"]) == 3
+    assert out["plans"][0]["mfu"] >= out["plans"][1]["mfu"] >= out["plans"][2]["mfu"]
+    assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "TPU9000", "--seq", "4096"]) == 2
+    assert "--gpu TPU9000: not in the peak table" in capsys.readouterr().err
