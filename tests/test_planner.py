@@ -78,5 +78,6 @@ def test_plan_cli(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["device"] == "NVIDIA H100 SXM5" and len(out["plans"]) == 3
     assert out["plans"][0]["mfu"] >= out["plans"][1]["mfu"] >= out["plans"][2]["mfu"]
-    assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "TPU9000", "--seq", "4096"]) == 2
+    assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "TPU9000",
+                 "--seq", "4096"]) == 2
     assert "--gpu TPU9000: not in the peak table" in capsys.readouterr().err
