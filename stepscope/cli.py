@@ -10,6 +10,7 @@ Exit codes (stable, for scripts):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -68,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
+        if os.environ.get("STEPSCOPE_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for "
+              "the traceback, and please report it)", file=sys.stderr)
+        return EXIT_NOTHING
 
 
 if __name__ == "__main__":

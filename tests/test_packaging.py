@@ -1,0 +1,33 @@
+"""Packaging: every data file the packages read ships in the wheel; the CLI's help
+lists every subcommand the docs mention."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+
+from conftest import REPO
+
+from stepscope.cli import COMMANDS, build_parser
+
+
+def test_package_data_covers_every_non_python_file() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data = config["package-data"]
+    for package in config["packages"]:
+        root = REPO / package.replace(".", "/")
+        for path in root.rglob("*"):
+            if path.is_dir() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+                continue
+            rel = path.relative_to(root).as_posix()
+            globs = data.get(package, [])
+            assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{package}: {rel} not shipped"
+
+
+def test_help_lists_every_command() -> None:
+    text = build_parser().format_help()
+    for name in COMMANDS:
+        assert name in text
+    readme = (REPO / "README.md").read_text()
+    for name in ("ingest", "summary", "report", "diff", "plan"):
+        assert f"stepscope {name}" in readme
