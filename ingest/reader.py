@@ -233,9 +233,8 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1) -> Rank
     distributed = meta.get("distributedInfo")
     distributed = distributed if isinstance(distributed, dict) else None
 
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config={"threads": max(1, int(threads))})
     try:
-        con.execute(f"SET threads = {int(threads)}")
         con.execute(_sql("macros.sql"))
         with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
             events_file = Path(tmp) / "events.json"
