@@ -90,7 +90,8 @@ def collective_changes(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, A
 
 def op_changes(ops_a: dict[str, float], ops_b: dict[str, float],
                top: int = 10) -> list[dict[str, Any]]:
-    rows = [{"op": op, "a_ms": ops_a.get(op, 0.0), "b_ms": ops_b.get(op, 0.0),
+    rows: list[dict[str, Any]] = [
+            {"op": op, "a_ms": ops_a.get(op, 0.0), "b_ms": ops_b.get(op, 0.0),
              "delta_ms": ops_b.get(op, 0.0) - ops_a.get(op, 0.0)}
             for op in set(ops_a) | set(ops_b)]
     return sorted(rows, key=lambda r: (-abs(r["delta_ms"]), r["op"]))[:top]

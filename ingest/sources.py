@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from ingest.errors import UsageError
 
@@ -97,43 +98,45 @@ def _safe_member(name: str) -> PurePosixPath | None:
 def _unpack(archive: Path, out: TraceSet, unpack_dir: Path) -> None:
     """Extract the trace files of a zip / tar archive; skip unsafe member paths."""
     target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
-    found = 0
     try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf:
-                for info in zf.infolist():
-                    member = _safe_member(info.filename)
-                    if info.is_dir() or member is None or not is_trace_name(member.name):
-                        continue
-                    dest = target / member
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(info) as src, open(dest, "wb") as dst:
-                        while chunk := src.read(1 << 20):
-                            dst.write(chunk)
-                    out.files.append(TraceFile(dest, f"{archive}!{member}"))
-                    found += 1
-        else:
-            with tarfile.open(archive, "r:*") as tf:
-                for info in tf:
-                    member = _safe_member(info.name)
-                    if not info.isfile() or member is None or not is_trace_name(member.name):
-                        continue
-                    src = tf.extractfile(info)
-                    if src is None:
-                        continue
-                    dest = target / member
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    with src, open(dest, "wb") as dst:
-                        while chunk := src.read(1 << 20):
-                            dst.write(chunk)
-                    out.files.append(TraceFile(dest, f"{archive}!{member}"))
-                    found += 1
+        members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
+        found = 0
+        for member, src in members:
+            dest = target / member
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with src, open(dest, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+            out.files.append(TraceFile(dest, f"{archive}!{member}"))
+            found += 1
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         out.failures.append((str(archive), f"unreadable archive ({detail})"))
         return
     if found == 0:
         out.failures.append((str(archive), "archive holds no .json or .json.gz trace files"))
+
+
+def _zip_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
+    """Trace members of a zip archive, with safe relative paths."""
+    with zipfile.ZipFile(archive) as zf:
+        for zinfo in zf.infolist():
+            member = _safe_member(zinfo.filename)
+            if zinfo.is_dir() or member is None or not is_trace_name(member.name):
+                continue
+            yield member, zf.open(zinfo)
+
+
+def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
+    """Trace members of a (compressed) tar archive, with safe relative paths."""
+    with tarfile.open(archive, "r:*") as tf:
+        for tinfo in tf:
+            member = _safe_member(tinfo.name)
+            if not tinfo.isfile() or member is None or not is_trace_name(member.name):
+                continue
+            src = tf.extractfile(tinfo)
+            if src is not None:
+                yield member, src
 
 
 @contextmanager
