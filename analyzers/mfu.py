@@ -154,17 +154,19 @@ def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | 
 
 
 DEVICE_SQL = """
-SELECT device_name, any_value(device_properties) AS props, count(*) AS n
+SELECT device_name, any_value(device_properties) AS props, count(*) AS n,
+       bool_or(device IS NOT NULL) AS has_gpu
 FROM ranks WHERE run = $run GROUP BY device_name ORDER BY n DESC
 """
 
 
-def _device(con: duckdb.DuckDBPyConnection, run: str) -> tuple[str | None, dict[str, Any], int]:
+def _device(con: duckdb.DuckDBPyConnection, run: str
+            ) -> tuple[str | None, dict[str, Any], int, bool]:
     rows = con.execute(DEVICE_SQL, {"run": run}).fetchall()
     if not rows:
-        return None, {}, 0
-    name, props, _ = rows[0]
-    return name, json.loads(props) if props else {}, len(rows)
+        return None, {}, 0, False
+    name, props, _, has_gpu = rows[0]
+    return name, json.loads(props) if props else {}, len(rows), bool(has_gpu)
 
 
 def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
@@ -204,7 +206,7 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
     out["flops_source"] = "spec" if from_spec else ("trace" if model else None)
     out["model_flops_per_step"] = model
-    name, props, n_kinds = _device(con, run)
+    name, props, n_kinds, has_gpu = _device(con, run)
     peak_entry: DevicePeak | None = lookup(name, props) if name else None
     out["device"] = peak_entry.name if peak_entry else name
     if peak_tflops is not None:
@@ -213,8 +215,12 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
         peak = peak_tflops * 1e12
         out["device"] = f"{name or 'unknown device'} (--peak-tflops {peak_tflops:g})"
     elif peak_entry is None:
-        out["message"] = (f"unknown device '{name or 'CPU only'}': no peak in the table "
-                          f"(version {table_version()}); pass --peak-tflops")
+        if name is None and has_gpu:
+            out["message"] = ("the traces do not name the GPU (no deviceProperties); "
+                              "pass --peak-tflops")
+        else:
+            out["message"] = (f"unknown device '{name or 'CPU only'}': no peak in the table "
+                              f"(version {table_version()}); pass --peak-tflops")
         return out
     else:
         peak_or_none = peak_entry.flops(dtype)

@@ -21,7 +21,9 @@ REPORT_SCHEMA_VERSION = 1
 
 RUN_SQL = """
 SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
-    (SELECT mode(coalesce(device_name, 'CPU only')) FROM ranks WHERE run = $run) AS device,
+    (SELECT mode(coalesce(device_name, CASE WHEN device IS NULL THEN 'CPU only'
+                                            ELSE 'GPU (unnamed)' END))
+     FROM ranks WHERE run = $run) AS device,
     (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)
         AS hosts,
     (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline

@@ -73,7 +73,7 @@ def _version() -> str:
 def _ordered_parallel(
     files: Sequence[TraceFile], jobs: int
 ) -> Iterator[tuple[TraceFile, RankTables | TraceFileError]]:
-    """Parse files in parallel, yield in input order, at most 2*jobs files in flight."""
+    """Parse files in parallel, yield in input order, at most jobs + 1 files in flight."""
     threads_each = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(files))))
 
     def task(tf: TraceFile) -> RankTables | TraceFileError:
@@ -86,7 +86,7 @@ def _ordered_parallel(
         pending: list[tuple[TraceFile, Future[RankTables | TraceFileError]]] = []
         queue = list(files)
         while queue or pending:
-            while queue and len(pending) < 2 * jobs:
+            while queue and len(pending) < jobs + 1:
                 tf = queue.pop(0)
                 pending.append((tf, pool.submit(task, tf)))
             tf, fut = pending.pop(0)

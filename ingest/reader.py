@@ -223,12 +223,12 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1) -> Rank
         raise TraceFileError(display, "empty file")
     text = _load_bytes(path, display)
     meta, start, end = _split_trace(text, display)
-    events = text[start:end]
-    del text
-    head = events[:HEAD_BYTES]
+    head = text[start:start + HEAD_BYTES]
     exact = _needs_exact_text(head)
+    events: bytes | memoryview = memoryview(text)[start:end]  # no copy on the fast path
     if exact:
-        events = _TS_NUMBER.sub(rb'\1"\2"', events.replace(b'"external id"', b'"External id"'))
+        events = _TS_NUMBER.sub(rb'\1"\2"',
+                                bytes(events).replace(b'"external id"', b'"External id"'))
     base_ns = _parse_base(meta.get("baseTimeNanoseconds"), display)
     distributed = meta.get("distributedInfo")
     distributed = distributed if isinstance(distributed, dict) else None
@@ -239,7 +239,7 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1) -> Rank
         with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
             events_file = Path(tmp) / "events.json"
             events_file.write_bytes(events)
-            del events
+            del events, text
             try:
                 con.execute(READ_EXACT if exact else READ_FAST, {"path": str(events_file)})
             except duckdb.Error as exc:
@@ -271,6 +271,7 @@ def _rank_tables(con: duckdb.DuckDBPyConnection,
     try:
         con.execute(_sql("rank_tables.sql"))
         con.execute(_sql("collectives.sql"))
+        con.execute("DROP TABLE raw_events")
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {

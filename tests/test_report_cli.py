@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, shared_trace_files
 
 from dashboard.render_report import report_markdown
 from stepscope.cli import main
@@ -64,3 +64,20 @@ def test_markdown_renders_every_section_of_the_model() -> None:
     assert "TP 2 x PP 1 x DP 1" in text and "note: a note" in text
     assert "none: no rank is consistently the last to arrive" in text
     assert "no pipeline parallelism" in text
+
+
+@pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
+def test_full_report_on_every_shared_trace(path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Ingest, attribution, MFU, advisor and rendering run on every real trace."""
+    assert main(["report", str(path), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["run"]["ranks"] == 1
+    assert abs(sum(r["breakdown_ms"].values()) - r["step_time_ms"]) < 1e-6
+    mfu = r["mfu"]
+    assert (mfu["mfu"] is None) == bool(mfu["message"]) or mfu["mfu"] is not None
+    if mfu["mfu"] is None:
+        assert "--peak-tflops" in mfu["message"] or "--model" in mfu["message"] \
+            or "--dtype" in mfu["message"]
+    assert main(["report", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("# stepscope report:")

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 pytest.importorskip("mypy", reason="mypy is part of the dev extra")

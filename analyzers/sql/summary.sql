@@ -1,8 +1,11 @@
 -- One row per run: what was ingested. Parameter: $run (NULL = every run).
 WITH rk AS (
+    -- a rank without a device name: 'GPU (unnamed)' when it ran GPU ops, else 'CPU only'
     SELECT run,
         count(DISTINCT host) AS hosts,
-        string_agg(DISTINCT coalesce(device_name, 'CPU only'), ', ' ORDER BY coalesce(device_name, 'CPU only')) AS devices
+        string_agg(DISTINCT coalesce(device_name,
+                                     CASE WHEN device IS NULL THEN 'CPU only'
+                                          ELSE 'GPU (unnamed)' END), ', ') AS devices
     FROM ranks GROUP BY run
 ), st AS (
     SELECT run, count(DISTINCT step) AS steps, count(*) AS rank_steps,
