@@ -166,3 +166,27 @@ def test_report_json_shape(db: Path) -> None:
     assert [s["step"] for s in r["per_step"]] == [1, 2, 3]
     assert r["per_step"][-1]["complete"] is False
     json.dumps(r)
+
+
+def test_nccl_seq_is_the_preferred_match_key(tmp_path: Path) -> None:
+    """With Kineto's `Seq` arg, instances match on (group, Seq) even when one rank's
+    trace starts a call later (its ordinal would be off by one)."""
+    for r in range(2):
+        trace = kineto_trace(rank=r, steps=2)
+        seq = 7 if r == 0 else 8  # rank 1's window began one collective later
+        for e in trace["traceEvents"]:
+            if e.get("name") == "record_param_comms" or "ncclDevKernel" in e.get("name", ""):
+                e["args"]["Seq"] = seq
+                if e.get("cat") == "kernel":
+                    seq += 1
+        write_trace(tmp_path / "j" / f"rank{r}.json.gz", trace)
+    db = tmp_path / "s.duckdb"
+    stepscope.ingest(tmp_path / "j", db=db, run="s")
+    with stepscope.open(db) as store:
+        waits = store.table("collective_waits", run="s").sort("rank", "coll_id")
+    assert set(waits["match_method"]) == {"nccl_seq"}
+    keys = waits.group_by("rank").agg(pl.col("instance_key")).sort("rank")["instance_key"]
+    assert list(keys[0]) == ["pg 0 seq 7", "pg 0 seq 8"]
+    assert list(keys[1]) == ["pg 0 seq 8", "pg 0 seq 9"]
+    # only seq 8 exists on both ranks: one matched instance of two ranks
+    assert sorted(waits["n_ranks"].to_list()) == [1, 1, 2, 2]
