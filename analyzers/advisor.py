@@ -23,7 +23,7 @@ from analyzers.collectives import (
     step_gap_ms,
 )
 from analyzers.mfu import ModelSpec
-from analyzers.pipeline import bubble_theory
+from analyzers.planner import bubble_theory, zero_state_bytes_per_param
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
@@ -147,13 +147,6 @@ def _is_dp(row: dict[str, Any], layout: dict[str, Any]) -> bool:
         return False
     simple = (layout["tp"] or 1) * (layout["pp"] or 1) * (layout["cp"] or 1) == 1
     return simple or row["group_size"] == layout["dp"]
-
-
-def zero_state_bytes_per_param(stage: int, dp: int) -> float:
-    """Mixed-precision Adam training state per parameter (ZeRO paper): 2 (bf16 weights)
-    + 2 (grads) + 12 (fp32 master weights, momentum, variance) = 16 bytes, sharded over
-    the DP group by stage: 16, 4 + 12/N, 2 + 14/N, 16/N."""
-    return {0: 16.0, 1: 4 + 12 / dp, 2: 2 + 14 / dp, 3: 16 / dp}[stage]
 
 
 def exposed_dp_comm(ctx: Context) -> list[dict[str, Any]]:

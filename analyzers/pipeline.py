@@ -8,13 +8,7 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
-
-
-def bubble_theory(stages: int, microbatches: int) -> float:
-    """1F1B / GPipe bubble fraction (S-1)/(S-1+M)."""
-    if stages <= 1 or microbatches <= 0:
-        return 0.0
-    return (stages - 1) / (stages - 1 + microbatches)
+from analyzers.planner import bubble_theory
 
 
 def _components(edges: set[tuple[int, int]]) -> list[set[int]]:

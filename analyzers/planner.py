@@ -30,13 +30,26 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from analyzers.advisor import zero_state_bytes_per_param
 from analyzers.peaks import DevicePeak
 
 DEFAULT_EFFICIENCY = 0.55     # share of peak that large GEMMs reach in practice
 DEFAULT_NETWORK_GBS = 50.0    # 400 Gb/s per GPU, one direction
 MEMORY_HEADROOM = 0.9         # usable share of device memory
 MAX_INTERLEAVE = 4            # model chunks per stage (more costs P2P traffic)
+
+
+def zero_state_bytes_per_param(stage: int, dp: int) -> float:
+    """Mixed-precision Adam training state per parameter (ZeRO paper): 2 (bf16 weights)
+    + 2 (grads) + 12 (fp32 master weights, momentum, variance) = 16 bytes, sharded over
+    the DP group by stage: 16, 4 + 12/N, 2 + 14/N, 16/N."""
+    return {0: 16.0, 1: 4 + 12 / dp, 2: 2 + 14 / dp, 3: 16 / dp}[stage]
+
+
+def bubble_theory(stages: int, microbatches: int, interleave: int = 1) -> float:
+    """Share of a 1F1B / GPipe step lost to the pipeline bubble, (S-1)/(S-1+v*M)."""
+    if stages <= 1 or microbatches <= 0:
+        return 0.0
+    return (stages - 1) / (stages - 1 + interleave * microbatches)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import pytest
 from conftest import REPO, SAMPLES
 
 import stepscope
-from analyzers.advisor import zero_state_bytes_per_param
 from analyzers.collectives import op_times
 from analyzers.diff import STAGES, build_diff
 from analyzers.mfu import load_spec
+from analyzers.planner import zero_state_bytes_per_param
 from analyzers.report import build_report
 from stepscope.cli import main
 

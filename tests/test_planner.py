@@ -7,8 +7,7 @@ import json
 import pytest
 
 from analyzers.peaks import lookup
-from analyzers.pipeline import bubble_theory
-from analyzers.planner import Job, evaluate, plan, rank_of
+from analyzers.planner import Job, bubble_theory, evaluate, plan, rank_of
 from stepscope.cli import main
 
 H100 = lookup("NVIDIA H100 80GB HBM3")
