@@ -26,13 +26,6 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
     run_script(con, "attribution.sql", {"run": run})
 
 
-def step_attribution(con: duckdb.DuckDBPyConnection, run: str) -> pl.DataFrame:
-    """One row per rank and step, times in ns (see step_attribution in docs/schema.md)."""
-    return con.sql(
-        "SELECT * FROM step_attribution WHERE run = $run ORDER BY rank, step",
-        params={"run": run}).pl()
-
-
 def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,
                     hta_window: bool = True) -> pl.DataFrame:
     """Whole-trace GPU breakdown per rank with HTA's temporal-breakdown definitions

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.db import connect_write, ensure_schema
-from ingest.errors import NothingIngestedError, StepscopeError, TraceFileError
+from ingest.errors import NothingIngestedError, TraceFileError
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
     KNOWN_IGNORED_CATEGORIES,
@@ -294,4 +294,4 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     })
 
 
-__all__ = ["IngestResult", "ingest", "StepscopeError"]
+__all__ = ["IngestResult", "ingest"]
