@@ -16,12 +16,11 @@ TEXT_COLUMNS = (
     ("hosts", "hosts"),
     ("devices", "devices"),
     ("steps", "steps"),
-    ("median_step_ms", "step ms (median)"),
     ("gpu_ops", "GPU ops"),
-    ("comm_kernels", "comm kernels"),
     ("collectives", "collectives"),
-    ("collective_types", "collective types"),
-    ("process_groups", "groups"),
+    ("attributed_step_ms", "step ms"),
+    ("compute_share", "compute"),
+    ("top_loss", "largest loss"),
 )
 
 
@@ -33,9 +32,19 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _row_cells(row: dict[str, Any]) -> dict[str, str]:
+    cells = {col: _cell(row.get(col)) for col, _ in TEXT_COLUMNS}
+    if row.get("compute_share") is not None:
+        cells["compute_share"] = f"{100 * row['compute_share']:.0f}%"
+    if row.get("top_loss") and row.get("top_loss_share") is not None:
+        cells["top_loss"] = f"{row['top_loss']} {100 * row['top_loss_share']:.0f}%"
+    return cells
+
+
 def _rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     headers = [header for _, header in TEXT_COLUMNS]
-    rows = [[_cell(row[col]) for col, _ in TEXT_COLUMNS] for row in summary.iter_rows(named=True)]
+    rows = [[_row_cells(row)[col] for col, _ in TEXT_COLUMNS]
+            for row in summary.iter_rows(named=True)]
     return headers, rows
 
 
