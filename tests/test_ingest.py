@@ -303,3 +303,14 @@ def test_reader_open_does_not_block_other_readers(tmp_path: Path) -> None:
     stepscope.ingest(SAMPLES / "ddp", db=db)
     with stepscope.open(db) as a, stepscope.open(db) as b:
         assert a.runs() == b.runs() == ["ddp"]
+
+
+def test_run_per_dir_names_collisions_by_parent(tmp_path: Path) -> None:
+    for parent in ("cpu", "sim"):
+        write_trace(tmp_path / parent / "straggler" / "rank0.json.gz", kineto_trace(rank=0))
+    write_trace(tmp_path / "sim" / "healthy" / "rank0.json.gz", kineto_trace(rank=0))
+    db = tmp_path / "c.duckdb"
+    assert main(["ingest", str(tmp_path / "cpu"), str(tmp_path / "sim"), "--run-per-dir",
+                 "--db", str(db), "--quiet"]) == 0
+    assert q(db, "SELECT run FROM runs ORDER BY run") == [
+        ("cpu-straggler",), ("healthy",), ("sim-straggler",)]

@@ -63,7 +63,9 @@ def _report(result: IngestResult, quiet: bool) -> None:
     print(line)
 
 
-def _run_dirs(paths: list[str]) -> list[Path]:
+def _run_dirs(paths: list[str]) -> list[tuple[Path, str]]:
+    """(directory, run name) for each subdirectory holding traces; a name that two
+    PATHs share gets its parent's name as a prefix ('cpu-straggler')."""
     dirs: list[Path] = []
     for raw in paths:
         root = Path(raw)
@@ -74,7 +76,9 @@ def _run_dirs(paths: list[str]) -> list[Path]:
                 dirs.append(child)
     if not dirs:
         raise UsageError(f"no subdirectory with trace files in {', '.join(paths)}")
-    return dirs
+    names = [d.name for d in dirs]
+    return [(d, d.name if names.count(d.name) == 1 else f"{d.parent.name}-{d.name}")
+            for d in dirs]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run_per_dir:
         if args.run:
             raise UsageError("--run and --run-per-dir exclude each other")
-        jobs = [([str(d)], d.name) for d in _run_dirs(args.paths)]
+        jobs = [([str(d)], name) for d, name in _run_dirs(args.paths)]
     else:
         jobs = [(args.paths, args.run)]
     results: list[IngestResult] = []
