@@ -8,7 +8,6 @@ input-bound, launch-bound.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -16,13 +15,9 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
-from analyzers.collectives import (
-    collective_stats,
-    median_kernel_us,
-    nvlink_gbs,
-    step_gap_ms,
-)
+from analyzers.collectives import collective_stats, median_kernel_us, step_gap_ms
 from analyzers.mfu import ModelSpec
+from analyzers.peaks import run_device
 from analyzers.planner import bubble_theory, zero_state_bytes_per_param
 
 TRIGGER = 0.10          # a category must take at least this share of the step
@@ -46,17 +41,15 @@ class Context:
 
 def gather(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
            spec: ModelSpec | None = None) -> Context:
-    rows = con.execute("SELECT any_value(device_properties) FROM ranks WHERE run = $run",
-                       {"run": run}).fetchall()
-    props = json.loads(rows[0][0]) if rows and rows[0][0] else {}
+    device = run_device(con, run)
     return Context(
         report=report,
         collectives=collective_stats(con, run),
         step_gap_ms=step_gap_ms(con, run) if report["run"]["timeline"] == "gpu" else 0.0,
         median_kernel_us=median_kernel_us(con, run),
         recompute_attention_share=_recompute_attention_share(con, run),
-        device_memory_bytes=props.get("totalGlobalMem"),
-        nvlink_gbs=nvlink_gbs(con, run),
+        device_memory_bytes=device.properties.get("totalGlobalMem"),
+        nvlink_gbs=device.nvlink_gbs,
         spec=spec,
     )
 

@@ -7,7 +7,7 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
-from analyzers.peaks import lookup
+from analyzers.peaks import run_device
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction).
@@ -30,23 +30,11 @@ SELECT median(dur_ns) / 1e3 FROM gpu_ops WHERE run = $run AND kind = 'compute'
 """
 
 
-def nvlink_gbs(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
-    """Scale-up bandwidth per direction of the run's device (table figures are
-    bidirectional totals)."""
-    rows = con.execute("SELECT mode(device_name), any_value(device_properties) FROM ranks "
-                       "WHERE run = $run", {"run": run}).fetchall()
-    name = rows[0][0] if rows else None
-    entry = lookup(name) if name else None
-    if entry is None or entry.interconnect_gbs is None:
-        return None
-    return entry.interconnect_gbs / 2
-
-
 def collective_stats(con: duckdb.DuckDBPyConnection, run: str,
                      network_gbs: float = DEFAULT_NETWORK_GBS) -> list[dict[str, Any]]:
     """Per (collective, group) per rank and step: calls, bytes, time, exposed time, bus
     bandwidth and the peak of the link (NVLink inside a node, network across nodes)."""
-    nvlink = nvlink_gbs(con, run)
+    nvlink = run_device(con, run).nvlink_gbs
     rows = con.sql(sql("collective_stats.sql"), params={"run": run}).pl().to_dicts()
     for row in rows:
         row["link"] = "network" if row["crosses_nodes"] else "nvlink"

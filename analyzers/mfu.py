@@ -30,7 +30,7 @@ import duckdb
 
 from analyzers._sql import sql
 from analyzers.attribution import CATEGORIES
-from analyzers.peaks import DTYPES, DevicePeak, lookup, table_version
+from analyzers.peaks import DTYPES, DevicePeak, run_device, table_version
 from ingest.errors import UsageError
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
@@ -153,22 +153,6 @@ def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | 
             "n_ops": int(n_ops)}
 
 
-DEVICE_SQL = """
-SELECT device_name, any_value(device_properties) AS props, count(*) AS n,
-       bool_or(device IS NOT NULL) AS has_gpu
-FROM ranks WHERE run = $run GROUP BY device_name ORDER BY n DESC
-"""
-
-
-def _device(con: duckdb.DuckDBPyConnection, run: str
-            ) -> tuple[str | None, dict[str, Any], int, bool]:
-    rows = con.execute(DEVICE_SQL, {"run": run}).fetchall()
-    if not rows:
-        return None, {}, 0, False
-    name, props, _, has_gpu = rows[0]
-    return name, json.loads(props) if props else {}, len(rows), bool(has_gpu)
-
-
 def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
               step_ms: float) -> list[dict[str, Any]]:
     """Points (percent of peak) lost at each stage; 100 + sum(points) == 100 * mfu."""
@@ -206,8 +190,9 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
     out["flops_source"] = "spec" if from_spec else ("trace" if model else None)
     out["model_flops_per_step"] = model
-    name, props, n_kinds, has_gpu = _device(con, run)
-    peak_entry: DevicePeak | None = lookup(name, props) if name else None
+    device = run_device(con, run)
+    name, n_kinds, has_gpu = device.name, device.kinds, device.has_gpu
+    peak_entry: DevicePeak | None = device.peak
     out["device"] = peak_entry.name if peak_entry else name
     if peak_tflops is not None:
         if peak_tflops <= 0:

@@ -14,6 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+import duckdb
+
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 
@@ -74,3 +76,37 @@ def by_id(device_id: str) -> DevicePeak | None:
         if raw["id"].lower() == device_id.lower():
             return _entry(raw)
     return None
+
+
+@dataclass(frozen=True)
+class RunDevice:
+    """The device most ranks of a run ran on, and its table entry."""
+    name: str | None
+    properties: dict[str, Any]
+    peak: DevicePeak | None
+    kinds: int          # distinct device names among the ranks
+    has_gpu: bool       # some rank ran GPU ops (even if the trace does not name the GPU)
+
+    @property
+    def nvlink_gbs(self) -> float | None:
+        """Scale-up bandwidth per direction (the table gives bidirectional totals)."""
+        if self.peak is None or self.peak.interconnect_gbs is None:
+            return None
+        return self.peak.interconnect_gbs / 2
+
+
+RUN_DEVICE_SQL = """
+SELECT device_name, any_value(device_properties) AS props, count(*) AS n,
+       bool_or(device IS NOT NULL) AS has_gpu
+FROM ranks WHERE run = $run GROUP BY device_name ORDER BY n DESC
+"""
+
+
+def run_device(con: duckdb.DuckDBPyConnection, run: str) -> RunDevice:
+    rows = con.execute(RUN_DEVICE_SQL, {"run": run}).fetchall()
+    if not rows:
+        return RunDevice(None, {}, None, 0, False)
+    name, props_raw, _, has_gpu = rows[0]
+    props = json.loads(props_raw) if props_raw else {}
+    peak = lookup(name, props) if name else None
+    return RunDevice(name, props, peak, len(rows), bool(has_gpu))

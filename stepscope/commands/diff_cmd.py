@@ -10,7 +10,7 @@ from typing import Any
 
 from analyzers.collectives import op_times
 from analyzers.diff import build_diff
-from analyzers.mfu import load_spec
+from analyzers.mfu import ModelSpec, load_spec
 from analyzers.peaks import DTYPES
 from analyzers.report import build_report
 from dashboard.render_diff import diff_json, diff_markdown
@@ -35,9 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", type=Path, help="write the diff here instead of stdout")
 
 
-def _side(target: str, args: argparse.Namespace, tmp: Path, failures: list[str],
-          other: str) -> tuple[dict[str, Any], dict[str, float]]:
-    spec = load_spec(args.model) if args.model else None
+def _side(target: str, args: argparse.Namespace, spec: ModelSpec | None, tmp: Path,
+          failures: list[str], other: str) -> tuple[dict[str, Any], dict[str, float]]:
     path = Path(target)
     if path.exists():
         name = default_run_name([path])
@@ -55,14 +54,13 @@ def _side(target: str, args: argparse.Namespace, tmp: Path, failures: list[str],
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.model is not None:
-        load_spec(args.model)
+    spec = load_spec(args.model) if args.model else None
     if args.run_a == args.run_b:
         raise UsageError("RUN_A and RUN_B are the same; pass two runs or two trace paths")
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="stepscope-diff-") as tmp:
-        a, ops_a = _side(args.run_a, args, Path(tmp), failures, "")
-        b, ops_b = _side(args.run_b, args, Path(tmp), failures, a["run"]["name"])
+        a, ops_a = _side(args.run_a, args, spec, Path(tmp), failures, "")
+        b, ops_b = _side(args.run_b, args, spec, Path(tmp), failures, a["run"]["name"])
     for line in failures:
         print(f"error: {line}", file=sys.stderr)
     text = RENDERERS[args.format](build_diff(a, b, ops_a, ops_b))

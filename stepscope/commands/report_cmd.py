@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analyzers.mfu import load_spec
+from analyzers.mfu import ModelSpec, load_spec
 from analyzers.peaks import DTYPES
 from analyzers.report import build_report
 from dashboard.render_report import report_json, report_markdown
@@ -43,15 +43,13 @@ def _emit(text: str, out: Path | None) -> None:
         out.write_text(text)
 
 
-def _build(store: Store, run: str, args: argparse.Namespace) -> str:
-    spec = load_spec(args.model) if args.model else None
+def _build(store: Store, run: str, args: argparse.Namespace, spec: ModelSpec | None) -> str:
     report = build_report(store.con, run, spec, args.peak_tflops, args.dtype)
     return RENDERERS[args.format](report)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.model is not None:
-        load_spec(args.model)  # fail on a bad spec before any ingest
+    spec = load_spec(args.model) if args.model else None  # fails before any ingest
     target = Path(args.target)
     if target.exists():
         with tempfile.TemporaryDirectory(prefix="stepscope-report-") as tmp:
@@ -60,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
             for file, problem in result.failures:
                 print(f"error: {file}: {problem}", file=sys.stderr)
             with Store(db) as store:
-                text = _build(store, default_run_name([target]), args)
+                text = _build(store, default_run_name([target]), args, spec)
             _emit(text, args.out)
             return result.exit_code
     with Store(args.db) as store:
         store.require_run(args.target)
-        text = _build(store, args.target, args)
+        text = _build(store, args.target, args, spec)
     _emit(text, args.out)
     return 0
