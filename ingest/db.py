@@ -10,6 +10,7 @@ from ingest.errors import UsageError
 
 SCHEMA_VERSION = "1"
 SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"
+NCCL_SCHEMA_SQL = Path(__file__).parent / "sql" / "nccl_schema.sql"
 DEFAULT_DB = "stepscope.duckdb"
 
 
@@ -52,5 +53,6 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables; record the schema version."""
     con.execute(SCHEMA_SQL.read_text())
+    con.execute(NCCL_SCHEMA_SQL.read_text())
     con.execute(
         "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', $v)", {"v": SCHEMA_VERSION})

@@ -23,6 +23,8 @@ import pyarrow.compute as pc
 
 from ingest.db import connect_write, ensure_schema
 from ingest.errors import NothingIngestedError, TraceFileError
+from ingest.nccl.load import READERS as NCCL_READERS
+from ingest.nccl.load import ingest_nccl_files
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
     KNOWN_IGNORED_CATEGORIES,
@@ -51,6 +53,7 @@ class IngestResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     n_files: int = 0
+    nccl_files: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -221,13 +224,16 @@ def ingest(
     with collect_traces(paths) as traces:
         result.failures.extend(traces.failures)
         result.skipped = traces.skipped
-        result.n_files = len(traces.files) + len(traces.failures)
+        nccl = [f for f in traces.nccl if f.kind in NCCL_READERS]
+        result.skipped += [f.display for f in traces.nccl if f.kind not in NCCL_READERS]
+        result.n_files = len(traces.files) + len(traces.failures) + len(nccl)
         con = connect_write(db)
         try:
             ensure_schema(con)
             con.execute("BEGIN TRANSACTION")
             try:
                 _ingest_files(con, run_name, traces.files, result, strict, jobs, progress)
+                result.nccl_files = ingest_nccl_files(con, run_name, nccl, result.failures)
                 _finish_run(con, run_name, [str(p) for p in paths], result, strict)
                 if after_load is not None:
                     after_load(con, run_name)
@@ -273,14 +279,14 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     if strict and result.failures:
         file, problem = result.failures[0]
         raise NothingIngestedError(f"{file}: {problem} (--strict: nothing was ingested)")
-    if not result.ranks:
+    if not result.ranks and not result.nccl_files:
         raise NothingIngestedError(
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
             "could be read (see the errors above)")
     con.execute(INSERT_ARG_GROUPS, {"run": run})
     (world,), = con.execute(
         "SELECT max(world_size) FROM ranks WHERE run = $run", {"run": run}).fetchall()
-    world_size = world or len(result.ranks)
+    world_size = world or _nccl_world_size(con, run) or len(result.ranks)
     con.execute(INSERT_RUN_ROW, {
         "run": run,
         "ingested_at": datetime.now(UTC).replace(tzinfo=None),
@@ -292,6 +298,13 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         "failed": json.dumps([{"file": f, "error": e} for f, e in result.failures]),
         "version": _version(),
     })
+
+
+def _nccl_world_size(con: duckdb.DuckDBPyConnection, run: str) -> int | None:
+    """Without Kineto ranks: the largest process group the Flight Recorder dumps name."""
+    (size,), = con.execute(
+        "SELECT max(len(ranks)) FROM fr_groups WHERE run = $run", {"run": run}).fetchall()
+    return int(size) if size else None
 
 
 __all__ = ["IngestResult", "ingest"]

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from ingest.errors import UsageError
+from ingest.nccl.sniff import sniff
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -33,9 +34,19 @@ class TraceFile:
     display: str
 
 
+@dataclass(frozen=True)
+class NcclFile:
+    """A file of NCCL evidence (ingest.nccl.sniff kinds) found next to the traces."""
+
+    path: Path
+    display: str
+    kind: str
+
+
 @dataclass
 class TraceSet:
     files: list[TraceFile] = field(default_factory=list)
+    nccl: list[NcclFile] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (display, problem)
     skipped: list[str] = field(default_factory=list)
 
@@ -79,7 +90,11 @@ def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path) -> None:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
-        if is_trace_name(path.name):
+        lower = path.name.lower()
+        kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(path)
+        if kind is not None:
+            out.nccl.append(NcclFile(path, str(path), kind))
+        elif is_trace_name(path.name):
             if _looks_like_other_json(path):
                 out.skipped.append(str(path))
             else:
@@ -154,11 +169,14 @@ def collect_traces(paths: Sequence[str | Path]) -> Iterator[TraceSet]:
                 _scan_directory(path, out, Path(tmp))
             elif is_archive_name(path.name):
                 _unpack(path, out, Path(tmp))
+            elif (kind := sniff(path, named=True)) is not None:
+                out.nccl.append(NcclFile(path, str(path), kind))
             else:
                 out.files.append(TraceFile(path, str(path)))
-        if not out.files and not out.failures:
+        if not out.files and not out.failures and not out.nccl:
             raise UsageError(
-                f"no trace files (.json, .json.gz, or archives of them) found in "
+                f"no trace files (.json, .json.gz, archives of them, Flight Recorder "
+                f"dumps or NCCL logs) found in "
                 f"{', '.join(str(p) for p in paths)}"
             )
         yield out

@@ -16,7 +16,14 @@ from collections.abc import Sequence
 
 from ingest import NothingIngestedError, StepscopeError, UsageError
 from stepscope import __version__
-from stepscope.commands import diff_cmd, ingest_cmd, plan_cmd, report_cmd, summary_cmd
+from stepscope.commands import (
+    diff_cmd,
+    hang_cmd,
+    ingest_cmd,
+    plan_cmd,
+    report_cmd,
+    summary_cmd,
+)
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
@@ -26,6 +33,7 @@ COMMANDS = {
     "report": report_cmd,
     "diff": diff_cmd,
     "plan": plan_cmd,
+    "hang": hang_cmd,
 }
 
 

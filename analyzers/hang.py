@@ -1,0 +1,395 @@
+"""Why did the job hang? Flight Recorder dumps of every rank -> one typed HangReport.
+
+Per process group (keyed by pg_name, which is the same on every rank; pg_id is local):
+* the last collective every member completed;
+* the first collective some members never entered (the **missing ranks**), or that all
+  entered and some or none completed;
+* completion lag: collectives some members saw complete and others did not. A
+  collective cannot finish on one rank unless every rank's GPU took part, so a rank
+  that never observed the completion its peers observed has a stalled GPU, driver or
+  watchdog;
+* desync: the same sequence number issued with a different op, dtype or shape;
+* P2P ops left open, and whether the peer posted the matching op.
+
+The verdict names suspect ranks, best first: ranks missing from a stuck collective with
+nothing in flight anywhere (stuck outside NCCL: host code, a lock, data loading, a
+crash), ranks that lag in completions, then the other missing ranks. SQL does the
+per-rank work (analyzers/sql/hang_*.sql); this module only assembles the verdict.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from analyzers._sql import sql
+
+
+@dataclass(frozen=True)
+class GroupProgress:
+    """How far one process group got."""
+
+    pg_name: str
+    pg_desc: str
+    ranks: tuple[int, ...]
+    last_completed_by_all: int | None   # collective seq every dumped member completed
+    last_enqueued_max: int | None
+    ranks_without_dump: tuple[int, ...]
+    membership_conflict: bool           # dumps disagree on the member list
+
+
+@dataclass(frozen=True)
+class StuckCollective:
+    """The first collective of a group that did not finish everywhere."""
+
+    pg_name: str
+    pg_desc: str
+    op: str | None                      # e.g. all_to_all (None: no dump holds the entry)
+    profiling_name: str | None          # e.g. nccl:all_to_all
+    seq: int
+    sizes: list[list[int]] | None       # input sizes, from the lowest rank holding it
+    output_sizes: list[list[int]] | None
+    dtype: str | None
+    state: str | None                   # scheduled | started | completed (lowest rank)
+    kind: str                           # not_entered | not_completed
+    first_created_ns: int | None        # when the first rank enqueued it (epoch ns)
+    missing_ranks: list[int]            # members that never entered it
+    waiting_ranks: list[int]            # members that entered it and wait
+    ranks_without_dump: list[int]
+
+
+@dataclass(frozen=True)
+class RankOps:
+    """What one rank issued for a sequence number (desync evidence)."""
+
+    rank: int
+    ops: list[str]
+    sizes: list[list[list[int]] | None]
+    dtypes: list[list[str] | None]
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One sequence number of one group issued differently across ranks."""
+
+    pg_name: str
+    pg_desc: str
+    seq: int
+    fields: list[str]                   # op | dtype | sizes
+    ranks: list[RankOps]
+
+
+@dataclass(frozen=True)
+class CompletionLag:
+    """Members that did not see collectives complete that other members completed."""
+
+    pg_name: str
+    pg_desc: str
+    lagging_ranks: list[int]
+    ahead_ranks: list[int]
+    first_seq: int                      # first collective the laggards did not complete
+    last_seq: int                       # last collective the others completed
+
+
+@dataclass(frozen=True)
+class P2PWait:
+    """A send or recv that did not complete."""
+
+    pg_name: str
+    pg_desc: str
+    rank: int
+    op: str                             # send | recv
+    peer_rank: int | None
+    state: str
+    sizes: list[list[int]] | None
+    dtype: str | None
+    peer_posted: bool | None            # None: the peer left no dump
+
+
+@dataclass(frozen=True)
+class Suspect:
+    rank: int
+    idle: bool                          # nothing in flight: stuck outside NCCL
+    reasons: list[str]
+
+
+@dataclass(frozen=True)
+class HangReport:
+    """Everything `stepscope hang` says about one run."""
+
+    run: str
+    verdict: str
+    suspect_ranks: list[int]
+    suspects: list[Suspect]
+    stuck: list[StuckCollective]
+    mismatches: list[Mismatch]
+    completion_lags: list[CompletionLag]
+    p2p_waits: list[P2PWait]
+    groups: list[GroupProgress]
+    dump_ranks: list[int]
+    fr_versions: list[str]
+    nccl_versions: list[str]
+    notes: list[str]
+
+
+class NoFlightRecorderError(LookupError):
+    """The run has no Flight Recorder dump."""
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]
+          ) -> list[dict[str, Any]]:
+    cur = con.execute(sql(name), params)
+    cols = [d[0] for d in cur.description or []]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def build_hang_report(con: duckdb.DuckDBPyConnection, run: str) -> HangReport:
+    """Analyse the Flight Recorder entries of `run`; raises NoFlightRecorderError."""
+    params = {"run": run}
+    sources = con.execute(
+        "SELECT list(rank ORDER BY rank), list(DISTINCT version), list(DISTINCT nccl_version)"
+        " FROM nccl_sources WHERE run = $run AND kind = 'flight_recorder'", params).fetchone()
+    if sources is None or not sources[0]:
+        raise NoFlightRecorderError(run)
+    dump_ranks, versions, nccl = (list(v or []) for v in sources)
+    members = _rows(con, "hang_members.sql", params)
+    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for m in members:
+        by_group[m["pg_name"]].append(m)
+    groups = [_progress(rows) for rows in by_group.values()]
+    stuck = [s for rows in by_group.values() if (s := _stuck(con, run, rows)) is not None]
+    # the collective that hung first (enqueued earliest) leads; the rest follow from it
+    stuck.sort(key=lambda s: (s.kind != "not_entered", s.first_created_ns or 1 << 63,
+                              s.pg_name))
+    lags = [lag for rows in by_group.values() if (lag := _lag(rows)) is not None]
+    mismatches = [_mismatch(r) for r in _rows(con, "hang_mismatches.sql", params)]
+    waits = [_p2p(r) for r in _rows(con, "hang_p2p.sql", params)]
+    idle = _idle_ranks(con, run, dump_ranks)
+    suspects = _suspects(stuck, lags, mismatches, idle)
+    notes = _notes(groups, versions, dump_ranks, members)
+    return HangReport(
+        run=run, verdict=_verdict(suspects, stuck, mismatches, lags),
+        suspect_ranks=[s.rank for s in suspects], suspects=suspects, stuck=stuck,
+        mismatches=mismatches, completion_lags=lags, p2p_waits=waits,
+        groups=sorted(groups, key=_group_key), dump_ranks=dump_ranks,
+        fr_versions=sorted(str(v) for v in versions if v is not None),
+        nccl_versions=sorted(str(v) for v in nccl if v is not None), notes=notes)
+
+
+def _group_key(g: GroupProgress) -> tuple[int, str]:
+    return (int(g.pg_name), "") if g.pg_name.isdigit() else (1 << 62, g.pg_name)
+
+
+def _known(rows: list[dict[str, Any]], key: str) -> list[int]:
+    return [r[key] for r in rows if r["has_dump"] and r[key] is not None]
+
+
+def _progress(rows: list[dict[str, Any]]) -> GroupProgress:
+    completed, enqueued = _known(rows, "completed"), _known(rows, "enqueued")
+    return GroupProgress(
+        pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"],
+        ranks=tuple(r["rank"] for r in rows),
+        last_completed_by_all=min(completed) if completed else None,
+        last_enqueued_max=max(enqueued) if enqueued else None,
+        ranks_without_dump=tuple(r["rank"] for r in rows if not r["has_dump"]),
+        membership_conflict=bool(rows[0]["membership_conflict"]))
+
+
+def _stuck(con: duckdb.DuckDBPyConnection, run: str,
+           rows: list[dict[str, Any]]) -> StuckCollective | None:
+    known = [r for r in rows if r["has_dump"] and r["enqueued"] is not None]
+    if not known:
+        return None
+    low = min(r["enqueued"] for r in known)
+    high = max(r["enqueued"] for r in known)
+    if high > low:
+        seq, kind = low + 1, "not_entered"
+        missing = [r["rank"] for r in known if r["enqueued"] < seq]
+    else:
+        done = [r["completed"] for r in known if r["completed"] is not None]
+        if not done or min(done) >= high:
+            return None
+        seq, kind, missing = min(done) + 1, "not_completed", []
+    waiting = [r["rank"] for r in known
+               if r["enqueued"] >= seq and (r["completed"] is None or r["completed"] < seq)]
+    entry = _entry(con, run, rows[0]["pg_name"], seq)
+    dtypes = entry.get("input_dtypes") or []
+    return StuckCollective(
+        pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"], op=entry.get("op"),
+        profiling_name=entry.get("profiling_name"), seq=seq,
+        sizes=entry.get("input_sizes"), output_sizes=entry.get("output_sizes"),
+        dtype=dtypes[0] if dtypes else None, state=entry.get("state"), kind=kind,
+        first_created_ns=entry.get("first_created_ns"),
+        missing_ranks=missing, waiting_ranks=waiting,
+        ranks_without_dump=[r["rank"] for r in rows if not r["has_dump"]])
+
+
+def _entry(con: duckdb.DuckDBPyConnection, run: str, pg: str, seq: int) -> dict[str, Any]:
+    found = _rows(con, "hang_entry.sql", {"run": run, "pg": pg, "seq": seq})
+    return found[0] if found else {}
+
+
+def _lag(rows: list[dict[str, Any]]) -> CompletionLag | None:
+    known = [r for r in rows if r["has_dump"] and r["completed"] is not None]
+    if len(known) < 2:
+        return None
+    top = max(r["completed"] for r in known)
+    behind = [r for r in known if r["completed"] < top]
+    if not behind:
+        return None
+    return CompletionLag(
+        pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"],
+        lagging_ranks=[r["rank"] for r in behind],
+        ahead_ranks=[r["rank"] for r in known if r["completed"] == top],
+        first_seq=min(r["completed"] for r in behind) + 1, last_seq=top)
+
+
+def _mismatch(row: dict[str, Any]) -> Mismatch:
+    fields = [name for name, flag in (("op", row["op_differs"]), ("dtype", row["dtype_differs"]),
+                                      ("sizes", row["sizes_differ"])) if flag]
+    ranks = [RankOps(rank=r, ops=list(o), sizes=list(s), dtypes=list(d))
+             for r, o, s, d in zip(row["ranks"], row["ops"], row["sizes"], row["dtypes"],
+                                   strict=True)]
+    return Mismatch(pg_name=row["pg_name"], pg_desc=row["pg_desc"], seq=row["seq"],
+                    fields=fields, ranks=ranks)
+
+
+def _p2p(row: dict[str, Any]) -> P2PWait:
+    dtypes = row["input_dtypes"] or []
+    return P2PWait(pg_name=row["pg_name"], pg_desc=row["pg_desc"], rank=row["rank"],
+                   op=row["op"], peer_rank=row["peer_rank"], state=row["state"],
+                   sizes=row["input_sizes"], dtype=dtypes[0] if dtypes else None,
+                   peer_posted=row["peer_posted"])
+
+
+def _idle_ranks(con: duckdb.DuckDBPyConnection, run: str, dump_ranks: list[int]) -> set[int]:
+    """Dumped ranks with no collective or P2P op in flight."""
+    busy = {r for (r,) in con.execute(
+        "SELECT DISTINCT rank FROM fr_entries WHERE run = $run AND state <> 'completed'",
+        {"run": run}).fetchall()}
+    return set(dump_ranks) - busy
+
+
+def _label(pg_desc: str, pg_name: str) -> str:
+    return f"{pg_desc} (pg {pg_name})"
+
+
+def _suspects(stuck: list[StuckCollective], lags: list[CompletionLag],
+              mismatches: list[Mismatch], idle: set[int]) -> list[Suspect]:
+    reasons: dict[int, list[str]] = defaultdict(list)
+    missing_in: dict[int, int] = defaultdict(int)
+    for s in stuck:
+        for r in s.missing_ranks:
+            missing_in[r] += 1
+            reasons[r].append(
+                f"never entered {s.profiling_name or s.op or 'collective'} #{s.seq} of "
+                f"{_label(s.pg_desc, s.pg_name)} while {_who(s.waiting_ranks)} waited in it")
+    lagging: set[int] = set()
+    for lag in lags:
+        for r in lag.lagging_ranks:
+            lagging.add(r)
+            reasons[r].append(
+                f"did not see {_seq_range(lag.first_seq, lag.last_seq)} of "
+                f"{_label(lag.pg_desc, lag.pg_name)} complete, which "
+                f"{_who(lag.ahead_ranks)} completed (its GPU, driver or watchdog stalled)")
+    for m in mismatches:
+        odd = _odd_ranks(m)
+        for r in odd:
+            reasons[r].append(f"issued {', '.join(m.fields)} different from its peers for "
+                              f"#{m.seq} of {_label(m.pg_desc, m.pg_name)} (desync)")
+    for r in idle & set(missing_in):
+        reasons[r].insert(0, "has no collective or P2P op in flight: it is stuck outside "
+                             "NCCL (host code, a lock, data loading, a crash)")
+    primary = {r for r in missing_in if r in idle} | lagging | {
+        r for m in mismatches for r in _odd_ranks(m)}
+    ordered = sorted(reasons, key=lambda r: (
+        r not in idle or r not in missing_in, r not in lagging, r not in primary,
+        -missing_in.get(r, 0), r))
+    keep = [r for r in ordered if r in primary] or ordered
+    return [Suspect(rank=r, idle=r in idle, reasons=reasons[r]) for r in keep]
+
+
+def _odd_ranks(m: Mismatch) -> list[int]:
+    """The ranks in the minority for a desync (all of them when there is a tie)."""
+    variants: dict[str, list[int]] = defaultdict(list)
+    for r in m.ranks:
+        variants[repr((r.ops, r.dtypes, r.sizes if "sizes" in m.fields else None))].append(
+            r.rank)
+    if len(variants) < 2:
+        return []
+    top = max(len(v) for v in variants.values())
+    majority = [v for v in variants.values() if len(v) == top]
+    if len(majority) > 1:
+        return sorted(r.rank for r in m.ranks)
+    return sorted(r for v in variants.values() if len(v) < top for r in v)
+
+
+def _ranks(ranks: list[int]) -> str:
+    """[0, 1, 2, 3, 5] -> '0-3, 5'."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out) if out else "none"
+
+
+def _seq_range(first: int, last: int) -> str:
+    return f"collective #{first}" if first == last else f"collectives #{first}-#{last}"
+
+
+def _who(ranks: list[int]) -> str:
+    """'rank 12' or 'ranks 13-15'."""
+    return ("rank " if len(ranks) == 1 else "ranks ") + _ranks(ranks)
+
+
+def _verdict(suspects: list[Suspect], stuck: list[StuckCollective],
+             mismatches: list[Mismatch], lags: list[CompletionLag]) -> str:
+    if not stuck and not mismatches and not lags:
+        return ("No hang in the Flight Recorder dumps: every member of every process group "
+                "reached the same collective and completed it.")
+    parts = []
+    first = next((s for s in stuck if s.missing_ranks), None)
+    if first is not None:
+        parts.append(
+            f"{_label(first.pg_desc, first.pg_name)} is stuck in "
+            f"{first.profiling_name or first.op or 'collective'} #{first.seq}: "
+            f"{_who(first.waiting_ranks)} wait in it, {_who(first.missing_ranks)} "
+            "never entered it.")
+    elif stuck:
+        s = stuck[0]
+        parts.append(f"{_label(s.pg_desc, s.pg_name)} is stuck in "
+                     f"{s.profiling_name or s.op or 'collective'} #{s.seq}: every member "
+                     "entered it and it never completed.")
+    if mismatches:
+        parts.append(f"{len(mismatches)} collective(s) were issued differently across ranks "
+                     "(desync).")
+    if suspects:
+        idle = [s.rank for s in suspects if s.idle]
+        parts.append(f"Suspect {_who([s.rank for s in suspects])}"
+                     + (f"; {_who(idle)} had nothing in flight (stuck outside NCCL)"
+                        if idle else "") + ".")
+    return " ".join(parts)
+
+
+def _notes(groups: list[GroupProgress], versions: list[Any], dump_ranks: list[int],
+           members: list[dict[str, Any]]) -> list[str]:
+    notes = []
+    if len({str(v) for v in versions}) > 1:
+        notes.append(f"dumps disagree on the Flight Recorder format version ({versions}); "
+                     "they may come from different runs")
+    missing = sorted({r["rank"] for r in members if not r["has_dump"]})
+    if missing:
+        notes.append(f"no dump for rank(s) {_ranks(missing)}: what they did is unknown")
+    conflicts = [g.pg_name for g in groups if g.membership_conflict]
+    if conflicts:
+        notes.append(f"dumps disagree on the members of group(s) {', '.join(conflicts)}")
+    unknown = sorted({r["pg_name"] for r in members if r["has_dump"] and r["enqueued"] is None})
+    if unknown:
+        notes.append(f"{len(unknown)} group(s) have only P2P ops or no entries; their "
+                     "collective progress is unknown (see p2p_waits)")
+    return notes

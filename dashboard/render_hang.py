@@ -1,0 +1,120 @@
+"""`stepscope hang` output: JSON (schema: docs/hang.schema.json) and Markdown, pure
+functions of one analyzers.hang.HangReport."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+
+from analyzers.hang import HangReport, StuckCollective
+
+
+def hang_json(report: HangReport) -> str:
+    return json.dumps(dataclasses.asdict(report), indent=2)
+
+
+def _shape(sizes: list[list[int]] | None) -> str:
+    """[[4027, 5120]] -> '4027x5120' (the form torch's and NVRx's tables print)."""
+    if not sizes:
+        return "-"
+    return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in sizes)
+
+
+def _ranks(ranks: list[int] | tuple[int, ...]) -> str:
+    return ", ".join(str(r) for r in ranks) if ranks else "-"
+
+
+def _when(ns: int | None) -> str:
+    if not ns:
+        return "-"
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _stuck_table(stuck: list[StuckCollective]) -> list[str]:
+    lines = ["| group | description | op | seq | sizes | dtype | state | missing ranks "
+             "| waiting ranks | enqueued (UTC) |", "|---|---|---|---:|---|---|---|---|---|---|"]
+    for s in stuck:
+        lines.append(
+            f"| {s.pg_name} | {s.pg_desc} | {s.profiling_name or s.op or '?'} | {s.seq} | "
+            f"{_shape(s.sizes)} | {s.dtype or '-'} | {s.state or '-'} | "
+            f"**{_ranks(s.missing_ranks)}** | {_ranks(s.waiting_ranks)} | "
+            f"{_when(s.first_created_ns)} |")
+    return lines
+
+
+def _suspect_lines(report: HangReport) -> list[str]:
+    lines = ["", "## Suspect ranks", ""]
+    if not report.suspects:
+        return [*lines, "None."]
+    for s in report.suspects:
+        lines.append(f"* **rank {s.rank}**" + (" (nothing in flight)" if s.idle else ""))
+        lines += [f"  * {reason}" for reason in s.reasons]
+    return lines
+
+
+def _mismatch_lines(report: HangReport) -> list[str]:
+    if not report.mismatches:
+        return []
+    lines = ["", "## Desync: same sequence number, different collective", "",
+             "| group | seq | differs in | rank | ops | sizes | dtypes |",
+             "|---|---:|---|---:|---|---|---|"]
+    for m in report.mismatches:
+        for r in m.ranks:
+            sizes = "; ".join(_shape(s) for s in r.sizes)
+            dtypes = "; ".join(",".join(d or []) for d in r.dtypes)
+            lines.append(f"| {m.pg_desc} ({m.pg_name}) | {m.seq} | {', '.join(m.fields)} | "
+                         f"{r.rank} | {', '.join(r.ops)} | {sizes} | {dtypes} |")
+    return lines
+
+
+def _lag_lines(report: HangReport) -> list[str]:
+    if not report.completion_lags:
+        return []
+    lines = ["", "## Completion lag (peers completed, these ranks did not see it)", "",
+             "| group | lagging ranks | ahead ranks | collectives |", "|---|---|---|---|"]
+    for lag in report.completion_lags:
+        lines.append(f"| {lag.pg_desc} ({lag.pg_name}) | **{_ranks(lag.lagging_ranks)}** | "
+                     f"{_ranks(lag.ahead_ranks)} | #{lag.first_seq}-#{lag.last_seq} |")
+    return lines
+
+
+def _p2p_lines(report: HangReport) -> list[str]:
+    if not report.p2p_waits:
+        return []
+    lines = ["", "## P2P ops left open", "",
+             "| group | rank | op | peer | sizes | dtype | state | peer posted its side |",
+             "|---|---:|---|---:|---|---|---|---|"]
+    posted = {True: "yes", False: "**no**", None: "unknown (no dump)"}
+    for w in report.p2p_waits:
+        lines.append(f"| {w.pg_desc} ({w.pg_name}) | {w.rank} | {w.op} | "
+                     f"{'-' if w.peer_rank is None else w.peer_rank} | {_shape(w.sizes)} | "
+                     f"{w.dtype or '-'} | {w.state} | {posted[w.peer_posted]} |")
+    return lines
+
+
+def _group_lines(report: HangReport) -> list[str]:
+    lines = ["", "## Process groups", "",
+             "| group | description | members | last completed by all | last enqueued |",
+             "|---|---|---|---:|---:|"]
+    for g in report.groups:
+        done = "-" if g.last_completed_by_all is None else str(g.last_completed_by_all)
+        enq = "-" if g.last_enqueued_max is None else str(g.last_enqueued_max)
+        lines.append(f"| {g.pg_name} | {g.pg_desc} | {_ranks(g.ranks)} | {done} | {enq} |")
+    return lines
+
+
+def hang_markdown(report: HangReport) -> str:
+    versions = ", ".join(report.fr_versions) or "?"
+    nccl = ", ".join(report.nccl_versions) or "?"
+    lines = [f"# Why did `{report.run}` hang?", "", report.verdict, "",
+             f"Flight Recorder dumps from {len(report.dump_ranks)} rank(s); format "
+             f"{versions}, NCCL {nccl}."]
+    lines += _suspect_lines(report)
+    lines += ["", "## Stuck collectives (first to hang first)", ""]
+    lines += _stuck_table(report.stuck) if report.stuck else ["None."]
+    lines += _lag_lines(report) + _mismatch_lines(report) + _p2p_lines(report)
+    lines += _group_lines(report)
+    if report.notes:
+        lines += ["", "## Notes", ""] + [f"* {n}" for n in report.notes]
+    return "\n".join(lines) + "\n"

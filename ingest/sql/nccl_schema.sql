@@ -1,0 +1,62 @@
+-- NCCL evidence outside Kineto (documented column by column in docs/schema.md):
+-- PyTorch Flight Recorder dumps (fr_*), NCCL_DEBUG=INFO logs (nccl_*), NCCL Inspector /
+-- profiler-plugin output (nccl_ops). Every table carries `run`.
+
+CREATE TABLE IF NOT EXISTS nccl_sources (
+    run VARCHAR,
+    source_file VARCHAR,
+    kind VARCHAR,                -- flight_recorder | nccl_log | nccl_inspector | nccl_profiler
+    format VARCHAR,              -- pickle | json | text | jsonl
+    rank INTEGER,                -- the rank the file speaks for, when it is one rank's
+    rank_source VARCHAR,
+    version VARCHAR,             -- FR format version / Inspector output format version
+    nccl_version VARCHAR,
+    host VARCHAR,
+    n_records BIGINT,
+    note VARCHAR                 -- identity conflicts and other warnings, or NULL
+);
+
+CREATE TABLE IF NOT EXISTS fr_groups (
+    run VARCHAR,
+    rank INTEGER,
+    pg_name VARCHAR,
+    pg_desc VARCHAR,
+    ranks INTEGER[],
+    pg_id BIGINT,
+    pg_id_source VARCHAR,        -- entries | creation_order | NULL (unknown)
+    last_enqueued_seq BIGINT,
+    last_started_seq BIGINT,
+    last_completed_seq BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS fr_entries (
+    run VARCHAR,
+    rank INTEGER,
+    record_id BIGINT,
+    pg_id BIGINT,
+    pg_name VARCHAR,
+    pg_desc VARCHAR,
+    collective_seq_id BIGINT,
+    p2p_seq_id BIGINT,
+    op_id BIGINT,
+    profiling_name VARCHAR,
+    backend VARCHAR,
+    op VARCHAR,
+    is_p2p BOOLEAN,
+    peer_local_rank INTEGER,
+    peer_rank INTEGER,
+    state VARCHAR,
+    retired BOOLEAN,
+    time_created_ns BIGINT,
+    time_started_ns BIGINT,
+    time_completed_ns BIGINT,
+    duration_ms DOUBLE,
+    timeout_ms BIGINT,
+    input_sizes BIGINT[][],
+    output_sizes BIGINT[][],
+    input_dtypes VARCHAR[],
+    output_dtypes VARCHAR[],
+    thread_id VARCHAR,
+    thread_name VARCHAR,
+    frames JSON
+);

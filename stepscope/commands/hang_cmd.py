@@ -1,0 +1,63 @@
+"""`stepscope hang RUN_OR_PATH [--db FILE] [--format md|json] [--out FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
+from dashboard.render_hang import hang_json, hang_markdown
+from ingest import DEFAULT_DB, UsageError
+from ingest.sources import default_run_name
+from stepscope import ingest
+from stepscope.store import Store
+
+HELP = "why a job hung: stuck collectives, missing and suspect ranks from Flight Recorder dumps"
+RENDERERS = {"json": hang_json, "md": hang_markdown}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("hang", help=HELP, description=HELP + ".")
+    p.add_argument("target", metavar="RUN_OR_PATH",
+                   help="a run in the database, or a folder / files of Flight Recorder dumps "
+                        "(with or without Kineto traces) to read on the fly")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
+    p.add_argument("--out", type=Path, help="write the report here instead of stdout")
+
+
+def _analyse(store: Store, run: str) -> HangReport:
+    try:
+        return build_hang_report(store.con, run)
+    except NoFlightRecorderError:
+        raise UsageError(
+            f"run '{run}' has no Flight Recorder dump; dump them with "
+            "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=<folder>/_dump_ and pass that folder") from None
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    if target.exists():
+        with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:
+            result = ingest([target], db=Path(tmp) / "hang.duckdb")
+            for file, problem in result.failures:
+                print(f"error: {file}: {problem}", file=sys.stderr)
+            with Store(Path(tmp) / "hang.duckdb") as store:
+                report = _analyse(store, default_run_name([target]))
+            _emit(RENDERERS[args.format](report), args.out)
+            return result.exit_code
+    with Store(args.db) as store:
+        store.require_run(args.target)
+        report = _analyse(store, args.target)
+    _emit(RENDERERS[args.format](report), args.out)
+    return 0
