@@ -39,7 +39,9 @@ AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
 RUN_TABLES_SQL = (
     "SELECT DISTINCT table_name FROM duckdb_columns() "
     "WHERE column_name = 'run' AND NOT internal AND schema_name = 'main' "
-    "AND database_name = current_database()"
+    "AND database_name = current_database() "
+    # the nightly history outlives re-ingests and pruned runs (analyzers/history.py)
+    "AND table_name <> 'history'"
 )
 
 

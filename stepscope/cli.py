@@ -5,6 +5,7 @@ Exit codes (stable, for scripts):
   1  nothing done (no trace could be ingested; --strict failure; unexpected error)
   2  usage error (bad arguments, missing paths, unknown run, locked database)
   3  partial ingest (some files failed; the others are in the database)
+  4  `nightly`: at least one --fail-if check failed (stderr names each, value and threshold)
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from stepscope import __version__
 from stepscope.commands import (
     diff_cmd,
     hang_cmd,
+    history_cmd,
     ingest_cmd,
+    nightly_cmd,
     plan_cmd,
     report_cmd,
     summary_cmd,
 )
 
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 
 COMMANDS = {
     "ingest": ingest_cmd,
@@ -34,6 +37,8 @@ COMMANDS = {
     "diff": diff_cmd,
     "plan": plan_cmd,
     "hang": hang_cmd,
+    "nightly": nightly_cmd,
+    "history": history_cmd,
 }
 
 

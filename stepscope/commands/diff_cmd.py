@@ -1,4 +1,4 @@
-"""`stepscope diff RUN_A RUN_B [--db FILE] [--model FILE] [--format json|md] [--out FILE]`."""
+"""`stepscope diff RUN_A RUN_B [--db FILE] [--model FILE] [--format json|md|html] [--out FILE]`."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from analyzers.mfu import ModelSpec, load_spec
 from analyzers.peaks import DTYPES
 from analyzers.report import build_report
 from dashboard.render_diff import diff_json, diff_markdown
+from dashboard.render_html import diff_html
 from ingest import DEFAULT_DB, UsageError
 from ingest.sources import default_run_name
 from stepscope import ingest
 from stepscope.store import Store
 
 HELP = "why did MFU change between two runs: causes, setup, communication, advice"
-RENDERERS = {"json": diff_json, "md": diff_markdown}
+RENDERERS = {"json": diff_json, "md": diff_markdown, "html": diff_html}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

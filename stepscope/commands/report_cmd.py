@@ -1,4 +1,4 @@
-"""`stepscope report RUN_OR_PATH [--db FILE] [--format json|md] [--out FILE]`."""
+"""`stepscope report RUN_OR_PATH [--db FILE] [--format json|md|html] [--out FILE]`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from analyzers.mfu import ModelSpec, load_spec
 from analyzers.peaks import DTYPES
 from analyzers.report import build_report
+from dashboard.render_html import report_html
 from dashboard.render_report import report_json, report_markdown
 from ingest import DEFAULT_DB
 from ingest.sources import default_run_name
@@ -17,7 +18,7 @@ from stepscope import ingest
 from stepscope.store import Store
 
 HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
-RENDERERS = {"json": report_json, "md": report_markdown}
+RENDERERS = {"json": report_json, "md": report_markdown, "html": report_html}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -1,0 +1,168 @@
+"""Thresholds of a nightly report: `--fail-if '<metric> <op> <number>'` (docs/nightly.md).
+
+A metric is a numeric path of the report JSON (`mfu.mfu`, `step_time_ms`,
+`breakdown_ms.exposed_comm`), a share of the step (`share.exposed_comm`: the category's
+fraction of `step_time_ms`), a count (`count.stragglers`) or a path of the diff against
+the baseline (`diff.mfu_delta_points`, `diff.step_time_delta_ms`, ...). The catalogue of
+valid metrics is fixed by the report model, not by one report's content, so a metric
+that one night cannot compute (no baseline, no MFU, no pipeline) is "missing" rather
+than unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from analyzers.attribution import CATEGORIES
+from analyzers.diff import STAGES
+from ingest import UsageError
+
+OPS = ("<", "<=", ">", ">=")
+MFU_FIELDS = ("mfu", "hfu", "achieved_tflops_per_gpu", "model_flops_per_step",
+              "flops_from_spec", "flops_from_trace", "recompute_flops_per_step",
+              "flops_sources_ratio", "peak_flops_per_gpu")
+PIPELINE_FIELDS = ("stages", "pipelines", "microbatches", "bubble_fraction", "bubble_theory")
+LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "nodes", "gpus_per_node")
+COUNTS = ("stragglers", "recommendations", "failed_files")
+
+_EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|<|>)\s*"
+                   r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+CheckStatus = Literal["pass", "fail", "missing", "skipped"]
+
+
+def metric_catalog() -> tuple[str, ...]:
+    """Every metric a threshold may name, in a stable order."""
+    report = ["step_time_ms", *[f"breakdown_ms.{c}" for c in CATEGORIES],
+              *[f"share.{c}" for c in CATEGORIES], *[f"mfu.{f}" for f in MFU_FIELDS],
+              *[f"pipeline.{f}" for f in PIPELINE_FIELDS], "run.world_size", "run.ranks",
+              *[f"layout.{f}" for f in LAYOUT_FIELDS], *[f"count.{c}" for c in COUNTS]]
+    diff = ["diff.mfu_delta_points", "diff.step_time_delta_ms", "diff.step_time_delta_pct",
+            *[f"diff.breakdown_delta_ms.{c}" for c in CATEGORIES],
+            *[f"diff.mfu_points_by_category.{s}" for s in STAGES]]
+    return (*report, *diff)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One `--fail-if` condition: the check fails when `metric op limit` holds."""
+
+    metric: str
+    op: str
+    limit: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.metric} {self.op} {self.limit:g}"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """A threshold evaluated on one night: its value and verdict."""
+
+    threshold: Threshold
+    value: float | None
+    status: CheckStatus
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("fail", "missing")
+
+    def line(self) -> str:
+        """One line for stderr / the summary, naming value and threshold."""
+        t = self.threshold
+        if self.value is None:
+            verdict = "not computable" + (" (allowed)" if self.status == "skipped" else "")
+            return f"{t.metric}: {verdict} (threshold: fail if {t.op} {t.limit:g})"
+        return f"{t.metric} = {self.value:.6g} (threshold: fail if {t.op} {t.limit:g})"
+
+    def value_text(self) -> str:
+        """'value -21.3' or why there is none, for the summaries."""
+        if self.value is None:
+            return "not computable" + (" (allowed by --allow-missing)"
+                                       if self.status == "skipped" else "")
+        return f"value {self.value:.4g}"
+
+    def to_json(self) -> dict[str, object]:
+        t = self.threshold
+        return {"condition": t.text, "metric": t.metric, "op": t.op, "threshold": t.limit,
+                "value": self.value, "status": self.status, "passed": not self.failed}
+
+
+def parse_threshold(expr: str) -> Threshold:
+    """'mfu.mfu < 0.35' -> Threshold; UsageError naming the valid metrics otherwise."""
+    match = _EXPR.match(expr)
+    if match is None:
+        raise UsageError(f"--fail-if '{expr}': expected '<metric> <op> <number>' with op one "
+                         f"of {' '.join(OPS)}, e.g. 'mfu.mfu < 0.35'")
+    metric, op, number = match.groups()
+    if metric not in metric_catalog():
+        raise UsageError(f"--fail-if '{expr}': unknown metric '{metric}'; valid metrics: "
+                         + ", ".join(metric_catalog()))
+    return Threshold(metric, op, float(number))
+
+
+def _lookup(data: Mapping[str, Any] | None, path: list[str]) -> float | None:
+    node: Any = data
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        return None
+    value = float(node)
+    return value if math.isfinite(value) else None
+
+
+def metric_value(metric: str, report: Mapping[str, Any],
+                 diff: Mapping[str, Any] | None) -> float | None:
+    """The value of a catalogue metric on the report / diff JSON; None if not computable."""
+    head, _, rest = metric.partition(".")
+    if head == "share":
+        step = _lookup(report, ["step_time_ms"])
+        part = _lookup(report, ["breakdown_ms", rest])
+        return part / step if step and part is not None else None
+    if head == "count":
+        return _count(report, rest)
+    if head == "diff":
+        if rest == "step_time_delta_pct":
+            delta = _lookup(diff, ["step_time_delta_ms"])
+            before = _lookup(diff, ["a", "step_time_ms"])
+            return 100 * delta / before if delta is not None and before else None
+        return _lookup(diff, rest.split("."))
+    return _lookup(report, metric.split("."))
+
+
+def _count(report: Mapping[str, Any], what: str) -> float | None:
+    if what == "failed_files":
+        raw = (report.get("run") or {}).get("failed_files")
+        items = json.loads(raw) if isinstance(raw, str) else raw
+    else:
+        items = report.get(what)
+    return float(len(items)) if isinstance(items, list) else None
+
+
+def _holds(value: float, op: str, limit: float) -> bool:
+    return {"<": value < limit, "<=": value <= limit,
+            ">": value > limit, ">=": value >= limit}[op]
+
+
+def evaluate(thresholds: list[Threshold], report: Mapping[str, Any],
+             diff: Mapping[str, Any] | None, allow_missing: bool = False) -> list[CheckResult]:
+    """Each threshold's value and verdict; a metric that cannot be computed fails
+    unless `allow_missing`."""
+    results = []
+    for t in thresholds:
+        value = metric_value(t.metric, report, diff)
+        status: CheckStatus
+        if value is None:
+            status = "skipped" if allow_missing else "missing"
+        else:
+            status = "fail" if _holds(value, t.op, t.limit) else "pass"
+        results.append(CheckResult(t, value, status))
+    return results

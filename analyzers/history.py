@@ -1,0 +1,143 @@
+"""The nightly history of a job: one row per (job, run), written by `stepscope nightly`,
+read by `stepscope history` and the dashboard's Trends page (docs/schema.md, `history`).
+
+History rows outlive the runs' traces: `prune` (`--keep N`) deletes old runs' tables so
+the database stays bounded over months of nights, and leaves their history rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+import duckdb
+import polars as pl
+
+from analyzers._sql import sql
+from analyzers.attribution import CATEGORIES
+from ingest.loader import RUN_TABLES_SQL
+
+TRACE_START_SQL = "SELECT min(trace_start_ns) FROM ranks WHERE run = $run"
+PREVIOUS_SQL = """
+SELECT run FROM history
+WHERE job = $job AND run <> $run AND trace_start <= $start
+  AND run IN (SELECT run FROM runs)
+ORDER BY trace_start DESC, ingested_at DESC, run DESC
+LIMIT 1
+"""
+KEPT_SQL = """
+SELECT run FROM history
+WHERE job = $job AND run IN (SELECT run FROM runs)
+ORDER BY trace_start DESC, ingested_at DESC, run DESC
+"""
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One night of a job, as stored in the `history` table (column order)."""
+
+    job: str
+    run: str
+    trace_start: datetime | None
+    ingested_at: datetime
+    status: str
+    checks: str
+    checks_failed: int
+    world_size: int | None
+    n_ranks: int | None
+    device: str | None
+    step_time_ms: float | None
+    mfu: float | None
+    hfu: float | None
+    compute_ms: float | None
+    recompute_ms: float | None
+    exposed_comm_ms: float | None
+    straggler_wait_ms: float | None
+    bubble_ms: float | None
+    memory_ms: float | None
+    idle_ms: float | None
+    largest_loss: str | None
+    largest_loss_ms: float | None
+    baseline: str | None
+    mfu_delta_points: float | None
+    step_time_delta_ms: float | None
+    top_cause: str | None
+
+
+def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(sql("history_schema.sql"))
+
+
+def has_history(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'history' "
+                       "AND NOT temporary").fetchall()
+    return bool(rows)
+
+
+def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | None]:
+    """The non-compute category costing most time per step (None when all are zero)."""
+    losses = [(ms, cat) for cat, ms in breakdown_ms.items() if cat != "compute" and ms > 0]
+    if not losses:
+        return None, None
+    ms, cat = max(losses)
+    return cat, ms
+
+
+def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
+    """When the run's traces start (UTC, naive), from the earliest event of any rank."""
+    (ns,), = con.execute(TRACE_START_SQL, {"run": run}).fetchall()
+    if ns is None:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
+
+
+def record(con: duckdb.DuckDBPyConnection, row: HistoryRow) -> None:
+    """Insert the night, replacing the row of a re-run of the same (job, run)."""
+    ensure_history(con)
+    values = asdict(row)
+    names = ", ".join(values)
+    params = ", ".join(f"${k}" for k in values)
+    con.execute(f"INSERT OR REPLACE INTO history ({names}) VALUES ({params})", values)
+
+
+def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
+                 start: datetime | None) -> str | None:
+    """The job's latest earlier night whose traces are still in the database."""
+    if not has_history(con) or start is None:
+        return None
+    rows = con.execute(PREVIOUS_SQL, {"job": job, "run": run, "start": start}).fetchall()
+    return rows[0][0] if rows else None
+
+
+def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
+    """Delete every table row of the job's runs but the newest `keep` (history rows
+    stay); returns the pruned runs, oldest last."""
+    if not has_history(con):
+        return []
+    runs = [r[0] for r in con.execute(KEPT_SQL, {"job": job}).fetchall()][keep:]
+    tables = [t for (t,) in con.execute(RUN_TABLES_SQL).fetchall()]  # history excluded
+    for run in runs:
+        for table in tables:
+            con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
+    if runs:
+        con.execute("CHECKPOINT")
+    return runs
+
+
+def read_history(con: duckdb.DuckDBPyConnection, job: str,
+                 last: int | None = None) -> pl.DataFrame:
+    """The job's nights, oldest first, with `mfu_change_points` and
+    `step_time_change_ms` night over night; the last `last` rows when given."""
+    if not has_history(con):
+        con.execute(sql("history_schema.sql").replace("CREATE TABLE", "CREATE TEMP TABLE"))
+    frame = con.sql(sql("history.sql"), params={"job": job}).pl()
+    return frame.tail(last) if last is not None else frame
+
+
+def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    if not has_history(con):
+        return []
+    return [r[0] for r in con.execute("SELECT DISTINCT job FROM history ORDER BY 1").fetchall()]
+
+
+BREAKDOWN_COLUMNS = tuple(f"{c}_ms" for c in CATEGORIES)

@@ -1,0 +1,121 @@
+"""The nightly report model: one night of a job with its baseline diff and checks.
+
+Built by `stepscope.nightly.run_nightly`; rendered by dashboard/render_nightly.py
+(report.json, report.md) and dashboard/render_html.py (report.html).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from analyzers.checks import CheckResult
+from analyzers.diff import LABELS, _top_causes
+from analyzers.history import HistoryRow, largest_loss
+
+NIGHTLY_SCHEMA_VERSION = 1
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The run a night is compared with, and how it was chosen."""
+
+    run: str
+    selected_by: str  # "previous" (the job's latest earlier night) | "--baseline"
+    trace_start: datetime | None
+
+
+@dataclass(frozen=True)
+class NightlyReport:
+    """Everything one `stepscope nightly` produces; renderers are pure functions of it."""
+
+    job: str
+    run: str
+    trace_start: datetime | None
+    ingested_at: datetime
+    status: str  # complete | partial
+    failed_files: list[tuple[str, str]]
+    report: dict[str, Any]
+    baseline: Baseline | None
+    baseline_note: str | None
+    diff: dict[str, Any] | None
+    checks: list[CheckResult]
+    pruned: list[str] = field(default_factory=list)
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.failed]
+
+    @property
+    def exit_code(self) -> int:
+        """4 when a check failed (it names the regression), else 3 for a partial ingest,
+        else 0."""
+        if self.failed_checks:
+            return EXIT_CHECK_FAILED
+        return EXIT_PARTIAL if self.status == "partial" else EXIT_OK
+
+    @property
+    def verdict(self) -> str:
+        if self.failed_checks:
+            return "FAIL"
+        return "PARTIAL" if self.status == "partial" else "OK"
+
+    def top_causes(self) -> list[str]:
+        """The diff's causes of the change, most costly first; without a baseline, the
+        largest loss of the step."""
+        if self.diff is not None:
+            causes = _top_causes(self.diff)
+            if causes:
+                return causes
+        cat, ms = largest_loss(self.report["breakdown_ms"])
+        if cat is None or ms is None:
+            return []
+        step = self.report["step_time_ms"] or 1.0
+        return [f"largest loss: {LABELS[cat]} {ms:.2f} ms/step "
+                f"({100 * ms / step:.1f}% of the step)"]
+
+    def history_row(self) -> HistoryRow:
+        r, d = self.report, self.diff
+        mfu = r.get("mfu") or {}
+        loss, loss_ms = largest_loss(r["breakdown_ms"])
+        causes = self.top_causes()
+        return HistoryRow(
+            job=self.job, run=self.run, trace_start=self.trace_start,
+            ingested_at=self.ingested_at, status=self.status,
+            checks=("fail" if self.failed_checks else "pass") if self.checks else "none",
+            checks_failed=len(self.failed_checks), world_size=r["run"]["world_size"],
+            n_ranks=r["run"]["ranks"], device=r["run"]["device"],
+            step_time_ms=r["step_time_ms"], mfu=mfu.get("mfu"), hfu=mfu.get("hfu"),
+            **{f"{c}_ms": v for c, v in r["breakdown_ms"].items()},
+            largest_loss=loss, largest_loss_ms=loss_ms,
+            baseline=self.baseline.run if self.baseline else None,
+            mfu_delta_points=d["mfu_delta_points"] if d else None,
+            step_time_delta_ms=d["step_time_delta_ms"] if d else None,
+            top_cause=causes[0] if causes else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """report.json: the report, plus `nightly`, `baseline`, `diff` and `checks`."""
+        base = self.baseline
+        return {
+            **self.report,
+            "nightly": {
+                "schema_version": NIGHTLY_SCHEMA_VERSION, "job": self.job, "run": self.run,
+                "trace_start": _iso(self.trace_start), "ingested_at": _iso(self.ingested_at),
+                "status": self.status, "verdict": self.verdict, "exit_code": self.exit_code,
+                "failed_files": [{"file": f, "error": e} for f, e in self.failed_files],
+                "pruned_runs": self.pruned, "top_causes": self.top_causes(),
+            },
+            "baseline": None if base is None else {
+                "run": base.run, "selected_by": base.selected_by,
+                "trace_start": _iso(base.trace_start)},
+            "baseline_note": self.baseline_note,
+            "diff": self.diff,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.isoformat(timespec="seconds") + "Z"

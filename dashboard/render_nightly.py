@@ -1,0 +1,148 @@
+"""Renderers of a nightly report (report.json, report.md) and of a job's history.
+
+Pure functions: `NightlyReport` (analyzers/nightly.py) or the history frame in, text out.
+report.md starts with a chat-sized summary (a few lines a webhook can post), then the
+full report and the diff against the baseline.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from analyzers.nightly import NightlyReport
+from dashboard.render_diff import diff_markdown
+from dashboard.render_report import LABELS, report_markdown
+
+HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "change pts",
+                   "largest loss")
+
+
+def nightly_json(night: NightlyReport) -> str:
+    return json.dumps(night.to_json(), indent=2, default=str) + "\n"
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def headline(night: NightlyReport) -> list[str]:
+    """MFU and step time, each with its change against the baseline."""
+    r, d = night.report, night.diff
+    mfu = (r.get("mfu") or {}).get("mfu")
+    step = r["step_time_ms"]
+    if d is None:
+        why = night.baseline_note or "no baseline"
+        return [f"- **MFU {_pct(mfu)}** · **step time {step:.2f} ms** ({why})"]
+    a = d["a"]
+    mfu_change = ("" if d["mfu_delta_points"] is None
+                  else f" ({d['mfu_delta_points']:+.1f} pts vs {_pct(a['mfu'])})")
+    rel = 100 * d["step_time_delta_ms"] / a["step_time_ms"] if a["step_time_ms"] else 0.0
+    return [f"- **MFU {_pct(mfu)}**{mfu_change} · **step time {step:.2f} ms** "
+            f"({d['step_time_delta_ms']:+.2f} ms, {rel:+.1f}% vs {a['step_time_ms']:.2f} ms) "
+            f"— baseline `{a['run']}`"]
+
+
+def summary_markdown(night: NightlyReport) -> list[str]:
+    """The chat-sized part: verdict, headline numbers, the top cause, failed checks."""
+    failed = night.failed_checks
+    out = [f"## stepscope nightly: job `{night.job}`, run `{night.run}` — **{night.verdict}**",
+           ""]
+    out += headline(night)
+    causes = night.top_causes()
+    if causes:
+        out.append(f"- **Top cause:** {causes[0]}")
+    if failed:
+        out.append(f"- **Failed checks ({len(failed)} of {len(night.checks)}):**")
+        out += [f"  - `{c.threshold.text}`: {c.value_text()}" for c in failed]
+    elif night.checks:
+        out.append(f"- all {len(night.checks)} check(s) pass")
+    if night.failed_files:
+        shown = "; ".join(f"{f}: {e}" for f, e in night.failed_files[:3])
+        more = f" (+{len(night.failed_files) - 3} more)" if len(night.failed_files) > 3 else ""
+        out.append(f"- **Partial ingest:** {len(night.failed_files)} file(s) failed: "
+                   f"{shown}{more}")
+    setup = [f"{c['what']} {c['a']} -> {c['b']}" for c in (night.diff or {}).get(
+        "setup_changes", [])]
+    if setup:
+        out.append("- Setup changed: " + ", ".join(setup[:6]))
+    return out
+
+
+def nightly_markdown(night: NightlyReport) -> str:
+    """report.md: the summary, then the full report, then the diff."""
+    out = summary_markdown(night)
+    out += ["", "---", "", report_markdown(night.report).rstrip()]
+    if night.diff is not None:
+        out += ["", diff_markdown(night.diff).rstrip()]
+    if night.checks:
+        out += ["", "## Checks", "", "| condition | value | result |", "|---|---:|---|"]
+        out += [f"| `{c.threshold.text}` | {_num(c.value)} | {c.status} |" for c in night.checks]
+    return "\n".join(out) + "\n"
+
+
+def _num(v: float | None, fmt: str = ".4g") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+# -- history -------------------------------------------------------------------------
+
+
+def _status(row: dict[str, Any]) -> str:
+    parts = [] if row["status"] == "complete" else [row["status"]]
+    if row["checks"] == "fail":
+        parts.append(f"FAIL({row['checks_failed']})")
+    return ", ".join(parts) or "ok"
+
+
+def _loss(row: dict[str, Any]) -> str:
+    if row["largest_loss"] is None:
+        return "-"
+    share = (f" ({100 * row['largest_loss_ms'] / row['step_time_ms']:.0f}%)"
+             if row["step_time_ms"] else "")
+    return f"{LABELS[row['largest_loss']]} {row['largest_loss_ms']:.2f} ms{share}"
+
+
+def _signed(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _date(t: datetime | None) -> str:
+    return "-" if t is None else f"{t:%Y-%m-%d %H:%M}"
+
+
+def history_cells(frame: pl.DataFrame) -> list[list[str]]:
+    """One row of display cells per night (HISTORY_COLUMNS)."""
+    return [[_date(r["trace_start"]), r["run"], _status(r), _signed(r["step_time_ms"], ".2f"),
+             _signed(r["step_time_change_ms"], "+.2f"), _pct(r["mfu"]),
+             _signed(r["mfu_change_points"], "+.1f"), _loss(r)]
+            for r in frame.iter_rows(named=True)]
+
+
+def history_text(job: str, frame: pl.DataFrame) -> str:
+    if frame.is_empty():
+        return f"no nightly history for job '{job}'\n"
+    rows = [list(HISTORY_COLUMNS), *history_cells(frame)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HISTORY_COLUMNS))]
+    lines = [f"nightly history of job '{job}' ({frame.height} night(s), oldest first)"]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def history_markdown(job: str, frame: pl.DataFrame) -> str:
+    if frame.is_empty():
+        return f"No nightly history for job `{job}`.\n"
+    lines = [f"## Nightly history: `{job}`", "",
+             "| " + " | ".join(HISTORY_COLUMNS) + " |",
+             "|---|---|---|---:|---:|---:|---:|---|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in history_cells(frame)]
+    return "\n".join(lines) + "\n"
+
+
+def history_json(job: str, frame: pl.DataFrame) -> str:
+    rows = frame.to_dicts()
+    return json.dumps({"job": job, "nights": rows}, indent=2, default=str) + "\n"

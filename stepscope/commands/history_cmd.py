@@ -1,0 +1,36 @@
+"""`stepscope history JOB [--db FILE] [--format text|md|json] [--last N]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analyzers.history import jobs, read_history
+from dashboard.render_nightly import history_json, history_markdown, history_text
+from ingest import DEFAULT_DB, UsageError
+from stepscope.store import Store
+
+HELP = "a job's nightly runs over time: status, step time, MFU, largest loss, change"
+RENDERERS = {"text": history_text, "md": history_markdown, "json": history_json}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("history", help=HELP, description=HELP + ".")
+    p.add_argument("job", metavar="JOB", help="the --job of `stepscope nightly`")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    p.add_argument("--last", type=int, metavar="N", help="only the last N nights")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.last is not None and args.last < 1:
+        raise UsageError(f"--last {args.last}: give a positive number of nights")
+    with Store(args.db) as store:
+        known = jobs(store.con)
+        if args.job not in known:
+            listing = ", ".join(known) if known else "none yet: run `stepscope nightly`"
+            raise UsageError(f"{args.db}: no nightly history for job '{args.job}' "
+                             f"(jobs: {listing})")
+        frame = read_history(store.con, args.job, args.last)
+    sys.stdout.write(RENDERERS[args.format](args.job, frame))
+    return 0

@@ -1,0 +1,72 @@
+"""`stepscope nightly PATH... --job NAME [...]`: one command for cron and CI.
+
+Exit codes: 0 every check passes; 4 a check failed (one stderr line per failed check with
+its value and threshold); 3 partial ingest; 2 usage error; 1 nothing ingested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from analyzers.checks import metric_catalog, parse_threshold
+from analyzers.mfu import load_spec
+from analyzers.peaks import DTYPES
+from ingest import DEFAULT_DB
+from stepscope.nightly import NightlyOptions, run_nightly
+
+HELP = "ingest tonight's traces of a job, diff against the last night, check thresholds"
+EPILOG = ("metrics for --fail-if: " + ", ".join(metric_catalog()) + ". Exit codes: 0 pass, "
+          "4 a check failed, 3 partial ingest, 2 usage error, 1 nothing ingested.")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("nightly", help=HELP, description=HELP + ".", epilog=EPILOG)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="tonight's trace files, directories or archives (all ranks)")
+    p.add_argument("--job", required=True, help="the job's name: groups its nights in history")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--run", help="run name (default: JOB-<traces' start, UTC>, stable when "
+                                 "the same night is re-run, which then replaces it)")
+    p.add_argument("--out-dir", type=Path,
+                   help="where report.json/.md/.html go (default: ./stepscope-nightly/RUN/)")
+    p.add_argument("--baseline", default="previous",
+                   help="'previous' (the job's latest earlier night, default), 'none', or a "
+                        "run in the database")
+    p.add_argument("--fail-if", action="append", default=[], metavar="EXPR",
+                   help="'<metric> <op> <number>', op one of < <= > >=; repeatable, e.g. "
+                        "'diff.mfu_delta_points < -3' (metrics listed below)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a metric that cannot be computed (no baseline, no MFU) passes")
+    p.add_argument("--keep", type=int, metavar="N",
+                   help="keep only the job's last N runs' traces in the database "
+                        "(history rows stay)")
+    p.add_argument("--model", type=Path, help="model spec (see `stepscope report --help`)")
+    p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16")
+    p.add_argument("--jobs", type=int, default=None, help="files parsed in parallel")
+    p.add_argument("--quiet", action="store_true", help="print failures only")
+
+
+def run(args: argparse.Namespace) -> int:
+    thresholds = [parse_threshold(e) for e in args.fail_if]  # usage errors before any work
+    spec = load_spec(args.model) if args.model else None
+    outcome = run_nightly(NightlyOptions(
+        paths=args.paths, job=args.job, db=args.db, run=args.run, out_dir=args.out_dir,
+        baseline=args.baseline, thresholds=thresholds, allow_missing=args.allow_missing,
+        spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype, keep=args.keep,
+        jobs=args.jobs))
+    night = outcome.night
+    for file, problem in night.failed_files:
+        print(f"error: {file}: {problem}", file=sys.stderr)
+    for check in night.failed_checks:
+        print(f"check failed: {check.line()}", file=sys.stderr)
+    if not args.quiet:
+        base = night.baseline.run if night.baseline else "none"
+        print(f"nightly {night.verdict}: job '{night.job}' run '{night.run}' "
+              f"(baseline: {base}); {len(night.checks) - len(night.failed_checks)}/"
+              f"{len(night.checks)} check(s) pass; reports in {outcome.out_dir}/")
+        if night.pruned:
+            print(f"pruned {len(night.pruned)} old run(s): {', '.join(night.pruned)}")
+    return night.exit_code

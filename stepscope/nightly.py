@@ -1,0 +1,176 @@
+"""One night of a production job: ingest, report, diff against the baseline, check
+thresholds, record history, prune old runs, write report.json / .md / .html.
+
+The library behind `stepscope nightly` (docs/nightly.md); the CLI only parses arguments
+and prints. `run_nightly` raises UsageError / NothingIngestedError like `ingest`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow.compute as pc
+
+from analyzers import history
+from analyzers.checks import Threshold, evaluate
+from analyzers.collectives import op_times
+from analyzers.diff import build_diff
+from analyzers.mfu import ModelSpec
+from analyzers.nightly import Baseline, NightlyReport
+from analyzers.report import build_report
+from dashboard.render_html import nightly_html
+from dashboard.render_nightly import nightly_json, nightly_markdown
+from ingest import DEFAULT_DB, TraceFileError, UsageError, read_trace
+from ingest.db import connect_write
+from ingest.sources import collect_traces
+from stepscope import ingest
+
+JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_OUT_ROOT = Path("stepscope-nightly")
+
+
+@dataclass(frozen=True)
+class NightlyOptions:
+    """What `stepscope nightly` was asked to do (defaults as on the command line)."""
+
+    paths: Sequence[str | Path]
+    job: str
+    db: str | Path = DEFAULT_DB
+    run: str | None = None
+    out_dir: Path | None = None
+    baseline: str = "previous"  # "previous" | "none" | a run in the database
+    thresholds: list[Threshold] = field(default_factory=list)
+    allow_missing: bool = False
+    spec: ModelSpec | None = None
+    peak_tflops: float | None = None
+    dtype: str = "bf16"
+    keep: int | None = None
+    jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    """The night's model and the files written for it."""
+
+    night: NightlyReport
+    out_dir: Path
+    files: list[Path]
+
+
+def _check_options(opts: NightlyOptions) -> None:
+    if not JOB_NAME.match(opts.job):
+        raise UsageError(f"--job '{opts.job}': use letters, digits, '.', '_' and '-' "
+                         "(it names runs and folders)")
+    if opts.keep is not None and opts.keep < 1:
+        raise UsageError(f"--keep {opts.keep}: keep at least 1 run (the one just ingested)")
+    if opts.baseline not in ("previous", "none") and opts.baseline == opts.run:
+        raise UsageError("--baseline is the run being ingested; pick an earlier run")
+    if opts.baseline not in ("previous", "none") and Path(opts.db).is_file():
+        con = duckdb.connect(str(opts.db), read_only=True)
+        try:
+            known = {r[0] for r in con.execute("SELECT run FROM runs").fetchall()}
+        except duckdb.Error:
+            known = set()
+        finally:
+            con.close()
+        if opts.baseline not in known:
+            raise UsageError(f"--baseline '{opts.baseline}': no such run in {opts.db} "
+                             f"(runs: {', '.join(sorted(known)) or 'none yet'}); use "
+                             "'previous' or 'none'")
+    elif opts.baseline not in ("previous", "none"):
+        raise UsageError(f"--baseline '{opts.baseline}': {opts.db} does not exist yet")
+
+
+def traces_start(paths: Sequence[str | Path]) -> datetime | None:
+    """Start of the traces (UTC, naive): the earliest event of the first readable file
+    in path order, so the same folder always gives the same time."""
+    with collect_traces(paths) as traces:
+        for tf in traces.files:
+            try:
+                tables = read_trace(tf.path, tf.display)
+            except TraceFileError:
+                continue
+            ns = pc.min(tables.tables["cpu_ops"].column("start_ns")).as_py()
+            if ns is not None:
+                return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
+    return None
+
+
+def default_run_name(job: str, paths: Sequence[str | Path]) -> str:
+    """'<job>-<YYYYmmddTHHMMSSZ>' from the traces' own start time: re-running the same
+    night gives the same name, so it replaces rather than duplicates."""
+    start = traces_start(paths)
+    return f"{job}-{start:%Y%m%dT%H%M%SZ}" if start is not None else f"{job}-undated"
+
+
+def _choose_baseline(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
+                     start: datetime | None) -> tuple[Baseline | None, str | None]:
+    if opts.baseline == "none":
+        return None, "no baseline requested (--baseline none)"
+    if opts.baseline != "previous":
+        return Baseline(opts.baseline, "--baseline", history.trace_start(con, opts.baseline)), None
+    prev = history.previous_run(con, opts.job, run, start)
+    if prev is None:
+        return None, (f"first night of job '{opts.job}' in this database: no earlier run "
+                      "to compare with")
+    return Baseline(prev, "previous", history.trace_start(con, prev)), None
+
+
+def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
+             status: str, failures: list[tuple[str, str]]) -> NightlyReport:
+    start = history.trace_start(con, run)
+    report = build_report(con, run, opts.spec, opts.peak_tflops, opts.dtype)
+    baseline, note = _choose_baseline(con, opts, run, start)
+    diff = None
+    if baseline is not None:
+        base = build_report(con, baseline.run, opts.spec, opts.peak_tflops, opts.dtype)
+        diff = build_diff(base, report, op_times(con, baseline.run), op_times(con, run))
+    checks = evaluate(opts.thresholds, report, diff, opts.allow_missing)
+    return NightlyReport(
+        job=opts.job, run=run, trace_start=start,
+        ingested_at=datetime.now(UTC).replace(tzinfo=None, microsecond=0), status=status,
+        failed_files=failures, report=report, baseline=baseline, baseline_note=note,
+        diff=diff, checks=checks)
+
+
+def write_outputs(night: NightlyReport, out_dir: Path) -> list[Path]:
+    """report.json, report.md and report.html of the night in `out_dir`."""
+    files = {"report.json": nightly_json(night), "report.md": nightly_markdown(night),
+             "report.html": nightly_html(night)}
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out-dir {out_dir}: cannot create it ({exc.strerror})") from None
+
+
+def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
+    """Ingest one night of `opts.job` and write its reports (see the module doc)."""
+    _check_options(opts)
+    run = opts.run or default_run_name(opts.job, opts.paths)
+    out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
+    _prepare_out_dir(out_dir)
+    result = ingest(opts.paths, db=opts.db, run=run, jobs=opts.jobs)
+    con = connect_write(opts.db)
+    try:
+        history.ensure_history(con)
+        night = _analyse(con, opts, run, result.status, list(result.failures))
+        history.record(con, night.history_row())
+        if opts.keep is not None:
+            night = replace(night, pruned=history.prune(con, opts.job, opts.keep))
+    finally:
+        con.close()
+    return NightlyOutcome(night, out_dir, write_outputs(night, out_dir))

@@ -1,0 +1,211 @@
+"""`stepscope nightly` and `stepscope history` end to end on simulated nights.
+
+The healthy night is `diff_base`, the bad night `diff_scaled` (world 8 -> 16 ranks, DP
+all-reduce over the network at 1/5 of the bandwidth, a straggler): MFU 45.9% -> 24.6%
+in the simulator's ground truth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from stepscope.cli import main
+from stepscope.nightly import default_run_name
+
+SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"
+GOOD, BAD = SIM / "diff_base", SIM / "diff_scaled"
+CHECKS = ["--fail-if", "diff.mfu_delta_points < -5", "--fail-if", "step_time_ms > 20",
+          "--fail-if", "share.exposed_comm > 0.6"]
+
+
+def cli(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def truth(folder: Path) -> dict[str, float]:
+    return json.loads((folder / "ground_truth.json").read_text())["mfu"]
+
+
+@dataclass
+class Nights:
+    tmp: Path
+    db: Path
+    first: tuple[int, str, str]
+    rerun: tuple[int, str, str]
+    bad: tuple[int, str, str]
+    good_run: str
+
+    def out(self, name: str) -> Path:
+        return self.tmp / name
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Nights:
+    """Night 1 (healthy), the same night re-run without --allow-missing, then the bad
+    night with --keep 1."""
+    tmp = tmp_path_factory.mktemp("nightly")
+    db = tmp / "nightly.duckdb"
+    common = ["--job", "llm", "--db", db, *CHECKS]
+    first = cli("nightly", GOOD, *common, "--out-dir", tmp / "first", "--allow-missing")
+    rerun = cli("nightly", GOOD, *common, "--out-dir", tmp / "rerun")
+    # the simulator stamps every set with the same start time, so the bad night is named
+    bad = cli("nightly", BAD, *common, "--run", "llm-bad", "--out-dir", tmp / "bad",
+              "--keep", "1")
+    return Nights(tmp, db, first, rerun, bad, default_run_name("llm", [GOOD]))
+
+
+def test_default_run_name_is_job_and_trace_start() -> None:
+    assert default_run_name("llm", [GOOD]) == "llm-20251231T135512Z"
+    assert default_run_name("llm", [GOOD]) == default_run_name("llm", [GOOD / "rank0.json.gz"])
+
+
+def test_healthy_first_night_passes_with_allow_missing(nights: Nights) -> None:
+    rc, out, err = nights.first
+    assert rc == 0, err
+    assert f"run '{nights.good_run}'" in out
+    report = json.loads((nights.out("first") / "report.json").read_text())
+    assert report["baseline"] is None and report["diff"] is None
+    statuses = {c["metric"]: c["status"] for c in report["checks"]}
+    assert statuses == {"diff.mfu_delta_points": "skipped", "step_time_ms": "pass",
+                        "share.exposed_comm": "pass"}
+    assert report["mfu"]["mfu"] == pytest.approx(truth(GOOD)["mfu"], abs=0.005)
+
+
+def test_missing_metric_fails_without_allow_missing(nights: Nights) -> None:
+    rc, _, err = nights.rerun
+    assert rc == 4
+    lines = [line for line in err.splitlines() if line.startswith("check failed")]
+    assert lines == ["check failed: diff.mfu_delta_points: not computable "
+                     "(threshold: fail if < -5)"]
+
+
+def test_bad_night_fails_the_right_check(nights: Nights) -> None:
+    rc, _, err = nights.bad
+    assert rc == 4
+    failed = [line for line in err.splitlines() if line.startswith("check failed")]
+    assert len(failed) == 1
+    assert failed[0].startswith("check failed: diff.mfu_delta_points = -21.")
+    assert "(threshold: fail if < -5)" in failed[0]
+    report = json.loads((nights.out("bad") / "report.json").read_text())
+    expected = 100 * (truth(BAD)["mfu"] - truth(GOOD)["mfu"])
+    assert report["diff"]["mfu_delta_points"] == pytest.approx(expected, abs=0.5)
+    assert report["baseline"] == {"run": nights.good_run, "selected_by": "previous",
+                                  "trace_start": "2025-12-31T13:55:12Z"}
+    assert [c["passed"] for c in report["checks"]] == [False, True, True]
+    assert report["nightly"]["exit_code"] == 4 and report["nightly"]["verdict"] == "FAIL"
+
+
+def test_summary_names_the_top_cause(nights: Nights) -> None:
+    md = (nights.out("bad") / "report.md").read_text()
+    summary = md.split("\n---\n")[0]
+    assert len(summary.splitlines()) <= 12  # chat-sized
+    assert "**FAIL**" in summary
+    assert "MFU 24.6%** (-21.3 pts vs 45.9%)" in summary
+    cause = next(line for line in summary.splitlines() if "Top cause" in line)
+    assert "exposed communication" in cause and "DATA_PARALLEL_GROUP" in cause
+    assert "`diff.mfu_delta_points < -5`: value -21.3" in summary
+    # the full report and the diff follow the summary
+    assert "# stepscope report: llm-bad" in md and "## MFU points by cause" in md
+
+
+def test_history_has_one_row_per_night_and_rerun_replaces(nights: Nights) -> None:
+    rc, out, _ = cli("history", "llm", "--db", nights.db, "--format", "json")
+    assert rc == 0
+    rows = json.loads(out)["nights"]
+    assert [r["run"] for r in rows] == [nights.good_run, "llm-bad"]
+    good, bad = rows
+    assert good["checks"] == "fail" and good["checks_failed"] == 1  # the re-run's verdict
+    assert bad["baseline"] == nights.good_run and bad["checks"] == "fail"
+    assert bad["mfu_change_points"] == pytest.approx(bad["mfu_delta_points"], abs=1e-9)
+    assert bad["largest_loss"] == "exposed_comm"
+    total = sum(bad[f"{c}_ms"] for c in ("compute", "recompute", "exposed_comm",
+                                          "straggler_wait", "bubble", "memory", "idle"))
+    assert total == pytest.approx(bad["step_time_ms"], rel=1e-6)
+    assert "exposed communication" in bad["top_cause"]
+
+
+def test_keep_prunes_traces_but_not_history(nights: Nights) -> None:
+    assert "pruned 1 old run(s): llm-20251231T135512Z" in nights.bad[1]
+    con = duckdb.connect(str(nights.db), read_only=True)
+    try:
+        assert con.execute("SELECT run FROM runs").fetchall() == [("llm-bad",)]
+        (left,), = con.execute("SELECT count(*) FROM ranks WHERE run <> 'llm-bad'").fetchall()
+        assert left == 0
+        (kept,), = con.execute("SELECT count(*) FROM history WHERE job = 'llm'").fetchall()
+        assert kept == 2
+    finally:
+        con.close()
+
+
+def test_history_text_and_markdown(nights: Nights) -> None:
+    rc, out, _ = cli("history", "llm", "--db", nights.db, "--last", "1")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[1].split()[:3] == ["date", "run", "status"]
+    assert len(lines) == 3 and "llm-bad" in lines[2] and "FAIL(1)" in lines[2]
+    assert "-21.3" in lines[2] and "24.6%" in lines[2]
+    rc, md, _ = cli("history", "llm", "--db", nights.db, "--format", "md")
+    assert rc == 0 and md.count("| llm-") == 2
+
+
+def test_unknown_job_and_metric_are_usage_errors(nights: Nights, tmp_path: Path) -> None:
+    rc, _, err = cli("history", "nope", "--db", nights.db)
+    assert rc == 2 and "jobs: llm" in err
+    rc, _, err = cli("nightly", GOOD, "--job", "llm", "--db", tmp_path / "x.duckdb",
+                     "--fail-if", "mfu.mfuu < 0.3")
+    assert rc == 2 and "unknown metric 'mfu.mfuu'" in err and "diff.mfu_delta_points" in err
+    assert not (tmp_path / "x.duckdb").exists()  # nothing ingested
+    rc, _, err = cli("nightly", GOOD, "--job", "llm", "--db", tmp_path / "x.duckdb",
+                     "--fail-if", "mfu.mfu ~ 0.3")
+    assert rc == 2 and "expected '<metric> <op> <number>'" in err
+    rc, _, err = cli("nightly", GOOD, "--job", "a/b", "--db", tmp_path / "x.duckdb")
+    assert rc == 2 and "--job 'a/b'" in err
+    rc, _, err = cli("nightly", GOOD, "--job", "llm", "--db", nights.db, "--baseline", "zzz")
+    assert rc == 2 and "--baseline 'zzz': no such run" in err
+
+
+def test_nothing_ingested_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "traces"
+    bad.mkdir()
+    (bad / "rank0.json").write_text("{not json")
+    rc, _, err = cli("nightly", bad, "--job", "llm", "--db", tmp_path / "n.duckdb",
+                     "--out-dir", tmp_path / "out")
+    assert rc == 1 and "nothing ingested into run 'llm-undated'" in err
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_nightly_html_opens_offline(nights: Nights) -> None:
+    """report.html as a reader opens it from disk: verdict, charts, no request."""
+    from offline_browser import artifacts_dir, open_offline
+
+    path = nights.out("bad") / "report.html"
+    with open_offline(path) as visit:
+        page = visit.page
+        assert page.locator(".verdict").inner_text() == "FAIL"
+        assert page.locator("svg.chart").count() >= 5  # diff, MFU points, breakdown, ...
+        cause = page.locator("p", has_text="Top cause:").first.inner_text()
+        assert "exposed communication" in cause
+        assert page.locator("#checks tr").count() == 4  # header + 3 checks
+        page.screenshot(path=str(artifacts_dir() / "nightly-report.png"), full_page=True)
+    assert visit.console_errors == [] and visit.page_errors == []
+    assert visit.requests == [path.resolve().as_uri()]
+
+
+def test_report_json_follows_the_nightly_schema(nights: Nights) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" /
+                         "nightly.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for name in ("first", "rerun", "bad"):
+        report = json.loads((nights.out(name) / "report.json").read_text())
+        jsonschema.validate(report, schema)
