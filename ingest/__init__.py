@@ -2,6 +2,7 @@
 
 from ingest.db import DEFAULT_DB, connect_read_only
 from ingest.errors import (
+    DatabaseBusyError,
     NothingIngestedError,
     StepscopeError,
     TraceFileError,
@@ -12,6 +13,7 @@ from ingest.reader import RankTables, read_trace
 
 __all__ = [
     "DEFAULT_DB",
+    "DatabaseBusyError",
     "IngestResult",
     "NothingIngestedError",
     "RankTables",

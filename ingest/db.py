@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.errors import UsageError
+from ingest.errors import DatabaseBusyError, UsageError
 
 SCHEMA_VERSION = "1"
 SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"
@@ -16,8 +16,10 @@ DEFAULT_DB = "stepscope.duckdb"
 
 def _lock_hint(db: Path, exc: duckdb.Error) -> UsageError:
     text = str(exc)
-    if "lock" in text.lower():
-        return UsageError(
+    # another process holds the write lock, or this process has the file open with the
+    # other mode (read-only vs read-write): both clear once that connection closes
+    if "lock" in text.lower() or "different configuration" in text.lower():
+        return DatabaseBusyError(
             f"{db}: the database is locked by another stepscope process "
             "(an ingest in progress?); wait for it to finish or use another --db")
     return UsageError(f"{db}: cannot open the database ({text.splitlines()[0]})")

@@ -14,6 +14,11 @@ class UsageError(StepscopeError):
     """The command line or API call itself is wrong (exit code 2)."""
 
 
+class DatabaseBusyError(UsageError):
+    """Another connection (an ingest, another process) holds the database's write lock;
+    retrying shortly usually succeeds."""
+
+
 class TraceFileError(StepscopeError):
     """One trace file could not be ingested; other files go on."""
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ingest import NothingIngestedError, StepscopeError, UsageError
 from stepscope import __version__
 from stepscope.commands import (
+    dashboard_cmd,
     diff_cmd,
     hang_cmd,
     history_cmd,
@@ -39,6 +40,7 @@ COMMANDS = {
     "hang": hang_cmd,
     "nightly": nightly_cmd,
     "history": history_cmd,
+    "dashboard": dashboard_cmd,
 }
 
 

@@ -1,0 +1,124 @@
+"""`stepscope dashboard [--db FILE] [--host H] [--port N] [--traces-root DIR]
+[--max-upload-mb N]`: the Streamlit app (dashboard/app.py), headless, private."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
+from ingest import DEFAULT_DB, UsageError
+
+HELP = "browse runs and upload traces in a local web app"
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+STOP_GRACE_S = 10
+
+# Nothing phones home, errors show one line, the server runs without a browser.
+STREAMLIT_OPTIONS = (
+    "--server.headless=true",
+    "--browser.gatherUsageStats=false",
+    "--client.showErrorDetails=none",
+    "--client.toolbarMode=minimal",
+    "--server.fileWatcherType=none",
+    "--server.runOnSave=false",
+    "--global.developmentMode=false",
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("dashboard", help=HELP, description=HELP + " (Streamlit).")
+    p.add_argument("--db", default=DEFAULT_DB,
+                   help=f"database file to browse and ingest into (default: {DEFAULT_DB}; "
+                        "created by the first upload)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8501, help="port (default: 8501)")
+    p.add_argument("--traces-root", type=Path,
+                   help="a server folder whose trace folders can be ingested from the "
+                        "Upload page (nothing outside it is reachable)")
+    p.add_argument("--max-upload-mb", type=int, default=DEFAULT_MAX_UPLOAD_MB,
+                   help=f"upload size limit in MB (default: {DEFAULT_MAX_UPLOAD_MB})")
+
+
+def config_from_args(args: argparse.Namespace) -> DashboardConfig:
+    """Validate the options into the app's configuration (UsageError names the fix)."""
+    db = Path(args.db).resolve()
+    if not db.parent.is_dir():
+        raise UsageError(f"{args.db}: the folder {db.parent} does not exist")
+    root = args.traces_root
+    if root is not None and not root.is_dir():
+        raise UsageError(f"--traces-root {root}: not a folder")
+    if args.max_upload_mb < 1:
+        raise UsageError("--max-upload-mb must be at least 1")
+    if not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: choose a port between 1 and 65535")
+    return DashboardConfig(db=db, traces_root=root.resolve() if root else None,
+                           max_upload_mb=args.max_upload_mb)
+
+
+def check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror}); "
+                             "pass another --port or --host") from None
+
+
+def streamlit_command(config: DashboardConfig, host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *STREAMLIT_OPTIONS,
+            f"--server.address={host}", f"--server.port={port}",
+            f"--server.maxUploadSize={config.max_upload_mb}"]
+
+
+def url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
+
+
+def _warn_public(host: str) -> None:
+    if host not in LOOPBACK:
+        print(f"warning: listening on {host}: anyone who can reach this machine can read and "
+              "upload traces; the dashboard has no authentication of its own. Put it "
+              "behind an authenticating reverse proxy or Streamlit's OIDC login "
+              "(docs/dashboard.md).", file=sys.stderr)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Let Streamlit shut down on SIGINT; terminate, then kill, if it lingers."""
+    for sig, wait in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        if proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    check_port_free(args.host, args.port)
+    _warn_public(args.host)
+    env = {**os.environ, **config.to_env()}
+    proc = subprocess.Popen(streamlit_command(config, args.host, args.port), env=env)
+    print(f"stepscope dashboard: {url(args.host, args.port)}  (database {config.db}; "
+          "Ctrl-C to stop)", flush=True)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        _stop(proc)
+        print("stepscope dashboard stopped", file=sys.stderr)
+        return 0
+    if code != 0:
+        print(f"error: the dashboard server exited with code {code}", file=sys.stderr)
+        return 1
+    return 0
