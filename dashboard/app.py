@@ -45,8 +45,10 @@ def _sync_run(runs: tuple[str, ...]) -> str | None:
 
 
 def _sidebar(config: DashboardConfig, runs: tuple[str, ...]) -> tuple[str, str | None, str]:
-    if NAV_PAGE not in st.session_state or st.session_state[NAV_PAGE] not in PAGES:
+    if NAV_PAGE not in st.session_state:
         st.session_state[NAV_PAGE] = _initial_page(runs)
+    elif st.session_state[NAV_PAGE] not in PAGES:  # a link to a page this build lacks
+        st.session_state[NAV_PAGE] = "runs" if runs else "upload"
     run = _sync_run(runs)
     with st.sidebar:
         st.title("stepscope")

@@ -25,25 +25,27 @@ T = TypeVar("T")
 
 RUN_TABLES_SQL = """
 SELECT DISTINCT table_name FROM duckdb_columns()
-WHERE column_name = 'run' AND NOT internal AND schema_name = 'main' AND database_name = $db
+WHERE column_name = 'run' AND NOT internal AND schema_name = 'main'
+  AND database_name = coalesce($db, current_database())
 ORDER BY table_name
 """
 
 
-def _run_tables(con: duckdb.DuckDBPyConnection, database: str) -> list[str]:
+def _run_tables(con: duckdb.DuckDBPyConnection, database: str | None) -> list[str]:
+    """Tables with a `run` column in the attached `database` (None: the shared file)."""
     return [r[0] for r in con.execute(RUN_TABLES_SQL, {"db": database}).fetchall()]
 
 
 def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     """Replace `run` in the main database by its rows in the attached `stg` database."""
-    main_tables = set(_run_tables(con, "main"))
+    main_tables = set(_run_tables(con, None))
     for table in _run_tables(con, "stg"):
         if table not in main_tables:  # a derived table the shared file does not have yet
-            con.execute(f'CREATE TABLE main."{table}" AS FROM stg."{table}" LIMIT 0')
-    for table in _run_tables(con, "main"):
-        con.execute(f'DELETE FROM main."{table}" WHERE run = $run', {"run": run})
+            con.execute(f'CREATE TABLE "{table}" AS FROM stg."{table}" LIMIT 0')
+    for table in _run_tables(con, None):
+        con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
     for table in _run_tables(con, "stg"):
-        con.execute(f'INSERT INTO main."{table}" BY NAME FROM stg."{table}" WHERE run = $run',
+        con.execute(f'INSERT INTO "{table}" BY NAME FROM stg."{table}" WHERE run = $run',
                     {"run": run})
 
 
@@ -75,8 +77,8 @@ def delete_run(db: str | Path, run: str) -> None:
             raise UsageError(f"{db}: no run named '{run}'")
         con.execute("BEGIN TRANSACTION")
         try:
-            for table in _run_tables(con, "main"):
-                con.execute(f'DELETE FROM main."{table}" WHERE run = $run', {"run": run})
+            for table in _run_tables(con, None):
+                con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
         except BaseException:
             con.execute("ROLLBACK")
             raise

@@ -14,6 +14,7 @@ from dashboard.format import LABELS, failed_raw, mfu_of, pct
 from ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
+HEADER = "Runs"
 
 
 def failed_files(raw: str | None) -> list[tuple[str, str]]:
@@ -44,7 +45,7 @@ def runs_table(ctx: PageContext) -> pl.DataFrame:
 
 
 def render(ctx: PageContext) -> None:
-    st.header("Runs")
+    st.header(HEADER)
     if not ctx.runs:
         st.info("No runs yet: upload traces or ingest a bundled sample.")
         st.button("Go to Upload", on_click=go_to("upload"))
@@ -53,14 +54,16 @@ def render(ctx: PageContext) -> None:
         table = runs_table(ctx)
     st.dataframe(table, hide_index=True, width="stretch")
     st.download_button("Download CSV", table.write_csv(), "runs.csv", "text/csv")
-    run = st.selectbox("Run", ctx.runs, index=ctx.runs.index(ctx.run) if ctx.run else 0,
-                       key="runs_page_run")
-    _run_detail(ctx, run)
+    st.caption("Pick a run in the sidebar to see its details here.")
+    _run_detail(ctx, ctx.run or ctx.runs[0])
 
 
 def _run_detail(ctx: PageContext, run: str) -> None:
     report = data.report(ctx.config.db, run, ctx.dtype)
     failures = failed_files(failed_raw(report))
+    row = data.summary(ctx.config.db).filter(pl.col("run") == run).row(0, named=True)
+    st.markdown(f"**{run}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
+                f"ranks on {row['hosts']} host(s), {row['devices']}, {row['steps']} steps")
     cols = st.columns(3)
     cols[0].button("Open overview", on_click=go_to("overview", run), key="open_overview")
     cols[1].markdown(f"[Link to this run]({deep_link('overview', run)})")

@@ -27,6 +27,7 @@ from dashboard.uploads import (
 from ingest import IngestResult, NothingIngestedError, StepscopeError
 
 TITLE = "Upload"
+HEADER = "Upload traces"
 OUTCOME = "upload_outcome"
 DEFAULT_SAMPLE = "simulated/straggler"
 
@@ -43,7 +44,7 @@ class Outcome:
 
 
 def render(ctx: PageContext) -> None:
-    st.header("Upload traces")
+    st.header(HEADER)
     if not ctx.runs:
         st.info("The database is empty. Upload the traces of every rank of a run, or load a "
                 "bundled sample below to see what stepscope shows.")
