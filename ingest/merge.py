@@ -27,6 +27,8 @@ RUN_TABLES_SQL = """
 SELECT DISTINCT table_name FROM duckdb_columns()
 WHERE column_name = 'run' AND NOT internal AND schema_name = 'main'
   AND database_name = coalesce($db, current_database())
+  -- the nightly history outlives re-ingests and deleted runs (as in ingest/loader.py)
+  AND table_name <> 'history'
 ORDER BY table_name
 """
 
@@ -68,7 +70,8 @@ def merge_run(staging: str | Path, db: str | Path, run: str) -> None:
 
 
 def delete_run(db: str | Path, run: str) -> None:
-    """Remove every row of `run` from every table of `db` in one transaction."""
+    """Remove every row of `run` from every table of `db` in one transaction (the
+    nightly `history` keeps its row: it is the job's long-term record)."""
     con = connect_write(db)
     try:
         (known,), = con.execute("SELECT count(*) FROM runs WHERE run = $run",

@@ -21,7 +21,7 @@ import pytest
 from dashboard_helpers import REPO, SIMULATED
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(os.environ.get("STEPSCOPE_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
+SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
 WAIT_MS = 180_000
 
 playwright_api = pytest.importorskip(
