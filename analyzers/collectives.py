@@ -58,7 +58,7 @@ TOP_OPS_SQL = """
 -- Time per rank and step of each GPU kernel name (arguments stripped), over complete
 -- steps; CPU-only runs use their leaf CPU ops.
 WITH complete AS (
-    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+    SELECT rank, step FROM complete_steps WHERE run = $run
 ), n AS (SELECT count(*) AS n FROM complete),
 gpu AS (
     SELECT regexp_replace(g.name, '\\(.*$', '') AS op, sum(g.dur_ns) AS t

@@ -16,10 +16,7 @@ GROUP_MARKERS = (
 )
 
 GROUPS_SQL = "SELECT pg_desc, size FROM process_groups WHERE run = $run"
-HOSTS_SQL = """
-SELECT count(DISTINCT host) AS nodes, max(n) AS per_node FROM (
-    SELECT host, count(*) AS n FROM ranks WHERE run = $run AND host IS NOT NULL GROUP BY host)
-"""
+HOSTS_SQL = "SELECT nodes, gpus_per_node, host_source FROM run_nodes WHERE run = $run"
 
 
 def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
@@ -42,5 +39,7 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
     if degrees["dp"] is None:
         model = (degrees["tp"] or 1) * (degrees["pp"] or 1) * (degrees["cp"] or 1)
         degrees["dp"] = max(1, world_size // model)
-    nodes, per_node = con.execute(HOSTS_SQL, {"run": run}).fetchall()[0]
-    return {**degrees, "gpus_per_node": per_node, "nodes": nodes or None, "source": source}
+    nodes, per_node, host_source = next(
+        iter(con.execute(HOSTS_SQL, {"run": run}).fetchall()), (None, None, None))
+    return {**degrees, "gpus_per_node": per_node, "nodes": nodes or None,
+            "host_source": host_source, "source": source}

@@ -122,12 +122,7 @@ def flops_per_step(spec: ModelSpec) -> float:
 
 TRACE_FLOPS_SQL = """
 WITH f AS ({flops}),
-complete AS (
-    SELECT rank, step FROM step_attribution
-    WHERE run = $run AND (has_successor OR NOT EXISTS (
-        SELECT 1 FROM step_attribution x WHERE x.run = $run AND x.rank = step_attribution.rank
-                                          AND x.has_successor))
-),
+complete AS (SELECT rank, step FROM complete_steps WHERE run = $run),
 per_rank AS (
     SELECT c.rank, count(DISTINCT c.step) AS n_steps,
         coalesce(sum(f.model_flops) FILTER (WHERE NOT f.is_recompute), 0) AS model,

@@ -26,7 +26,10 @@ SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
      FROM ranks WHERE run = $run) AS device,
     (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)
         AS hosts,
-    (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline
+    (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline,
+    (SELECT host_source FROM run_nodes WHERE run = $run) AS host_source,
+    (SELECT list(DISTINCT step_source ORDER BY step_source) FROM ranks
+     WHERE run = $run AND step_source IS NOT NULL) AS step_sources
 FROM runs r WHERE r.run = $run
 """
 MATCH_SQL = """
@@ -48,7 +51,8 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
     info = next(iter(con.execute(RUN_SQL, {"run": run}).fetchall()), None)
     if info is None:
         raise KeyError(run)
-    name, status, world_size, n_ranks, failed, device, hosts, timeline = info
+    (name, status, world_size, n_ranks, failed, device, hosts, timeline, host_source,
+     step_sources) = info
     rank_rows = con.sql(sql("rank_means.sql"), params={"run": run}).pl().to_dicts()
     per_rank = [{"rank": r["rank"], "host": r["host"], "n_steps": r["n_steps"],
                  "step_time_ms": r["step_time_ms"], "breakdown_ms": _breakdown(r)}
@@ -61,11 +65,13 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
     breakdown = {cat: _mean([r["breakdown_ms"][cat] for r in per_rank]) for cat in CATEGORIES}
     pipe = pipeline(con, run, per_rank)
     methods = dict(con.sql(MATCH_SQL, params={"run": run}).fetchall())
-    notes = _notes(per_rank, methods, timeline)
+    notes = _notes(per_rank, methods, timeline) + _coverage_notes(
+        list(step_sources or []), int(n_ranks or 0), int(world_size or 0))
     report = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run": {"name": name, "status": status, "world_size": world_size, "ranks": n_ranks,
-                "device": device, "hosts": list(hosts or []), "timeline": timeline,
+                "device": device, "hosts": list(hosts or []), "host_source": host_source,
+                "step_source": ", ".join(step_sources or []) or None, "timeline": timeline,
                 "failed_files": failed},
         "layout": layout(con, run, int(world_size or n_ranks), pipe["stages"] if pipe else None),
         "step_time_ms": step_time,
@@ -82,6 +88,34 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
     report["collectives"] = ctx.collectives
     report["recommendations"] = recommendations(ctx)
     return report
+
+
+STEP_SOURCE_NOTES = {
+    "optimizer_step": "no ProfilerStep#N: steps end where each Optimizer.step ends",
+    "whole_window": ("no ProfilerStep#N, step marker, Optimizer.step or repeating annotation: "
+                     "the whole profiled window is taken as one step (pass --step-marker NAME "
+                     "when the loop is annotated)"),
+}
+
+
+def _coverage_notes(step_sources: list[str], n_ranks: int, world_size: int) -> list[str]:
+    """Which step source was used (when not ProfilerStep#N), and what a partial rank set
+    cannot tell."""
+    notes = []
+    for source in step_sources:
+        if source in STEP_SOURCE_NOTES:
+            notes.append(STEP_SOURCE_NOTES[source])
+        elif source.startswith("marker:"):
+            notes.append(f"steps are the calls of the annotation '{source[7:]}' (--step-marker)")
+        elif source.startswith("annotation:"):
+            notes.append(f"no ProfilerStep#N: steps are the calls of the repeating top-level "
+                         f"annotation '{source[11:]}'")
+    if 0 < n_ranks < world_size:
+        notes.append(
+            f"only {n_ranks} of {world_size} ranks were traced: the breakdown covers the ranks "
+            "present; matching collectives across ranks, straggler detection and the pipeline "
+            "shape need every rank of the groups involved")
+    return notes
 
 
 def _notes(per_rank: list[dict[str, Any]], methods: dict[str, int],

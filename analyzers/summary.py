@@ -18,5 +18,6 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
         "SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
     if "step_attribution" not in present:
         con.execute(sql("attribution_schema.sql").replace(
-            "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS"))
+            "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS").replace(
+            "CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
     return con.sql(sql("summary.sql"), params={"run": run}).pl()

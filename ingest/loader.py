@@ -34,14 +34,17 @@ from ingest.reader import (
 )
 from ingest.sources import TraceFile, collect_traces, default_run_name, rank_from_name
 
+HOSTS_SQL = Path(__file__).parent / "sql" / "hosts.sql"
 ProgressFn = Callable[[int, int, str], None]
 AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
 RUN_TABLES_SQL = (
-    "SELECT DISTINCT table_name FROM duckdb_columns() "
-    "WHERE column_name = 'run' AND NOT internal AND schema_name = 'main' "
-    "AND database_name = current_database() "
+    "SELECT DISTINCT c.table_name FROM duckdb_columns() c "
+    "JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name "
+    "AND t.database_name = c.database_name "
+    "WHERE c.column_name = 'run' AND NOT c.internal AND c.schema_name = 'main' "
+    "AND c.database_name = current_database() "
     # the nightly history outlives re-ingests and pruned runs (analyzers/history.py)
-    "AND table_name <> 'history'"
+    "AND c.table_name <> 'history'"
 )
 
 
@@ -76,14 +79,15 @@ def _version() -> str:
 
 
 def _ordered_parallel(
-    files: Sequence[TraceFile], jobs: int
+    files: Sequence[TraceFile], jobs: int, step_marker: str | None = None
 ) -> Iterator[tuple[TraceFile, RankTables | TraceFileError]]:
     """Parse files in parallel, yield in input order, at most jobs + 1 files in flight."""
     threads_each = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(files))))
 
     def task(tf: TraceFile) -> RankTables | TraceFileError:
         try:
-            return read_trace(tf.path, tf.display, threads=threads_each)
+            return read_trace(tf.path, tf.display, threads=threads_each,
+                              step_marker=step_marker)
         except TraceFileError as exc:
             return exc
 
@@ -142,6 +146,10 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "rank_source": source,
         "world_size": int(world) if isinstance(world, int) else None,
         "host": t.host_name,
+        "host_source": "host_name" if t.host_name else None,
+        "node_gpus": len(t.device_properties) or None,
+        "trace_name": t.trace_name,
+        "step_source": t.step_source,
         "pid": _mode(cpu, "pid"),
         "device": device,
         "device_name": props.get("name") if props else None,
@@ -211,6 +219,7 @@ def ingest(
     jobs: int | None = None,
     progress: ProgressFn | None = None,
     after_load: AfterLoadFn | None = None,
+    step_marker: str | None = None,
 ) -> IngestResult:
     """Ingest the traces of every rank of one run; replaces a run of the same name.
 
@@ -234,7 +243,8 @@ def ingest(
             ensure_schema(con)
             con.execute("BEGIN TRANSACTION")
             try:
-                _ingest_files(con, run_name, traces.files, result, strict, jobs, progress)
+                _ingest_files(con, run_name, traces.files, result, strict, jobs, progress,
+                              step_marker)
                 result.nccl_files = ingest_nccl_files(con, run_name, nccl, result.failures)
                 _finish_run(con, run_name, [str(p) for p in paths], result, strict)
                 if after_load is not None:
@@ -250,13 +260,13 @@ def ingest(
 
 def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
                   result: IngestResult, strict: bool, jobs: int | None,
-                  progress: ProgressFn | None) -> None:
+                  progress: ProgressFn | None, step_marker: str | None = None) -> None:
     # every table with a `run` column, derived tables included
     for (table,) in con.execute(RUN_TABLES_SQL).fetchall():
         con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
     claimed: dict[int, str] = {}
     jobs = max(1, jobs or (os.cpu_count() or 1))
-    for done, (tf, parsed) in enumerate(_ordered_parallel(files, jobs), start=1):
+    for done, (tf, parsed) in enumerate(_ordered_parallel(files, jobs, step_marker), start=1):
         if progress:
             progress(done, len(files), tf.display)
         try:
@@ -286,6 +296,7 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
             "could be read (see the errors above)")
     con.execute(INSERT_ARG_GROUPS, {"run": run})
+    con.execute(HOSTS_SQL.read_text(), {"run": run})
     (world,), = con.execute(
         "SELECT max(world_size) FROM ranks WHERE run = $run", {"run": run}).fetchall()
     world_size = world or _nccl_world_size(con, run) or len(result.ranks)

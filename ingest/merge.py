@@ -24,12 +24,21 @@ from ingest.errors import DatabaseBusyError, UsageError
 T = TypeVar("T")
 
 RUN_TABLES_SQL = """
-SELECT DISTINCT table_name FROM duckdb_columns()
-WHERE column_name = 'run' AND NOT internal AND schema_name = 'main'
-  AND database_name = coalesce($db, current_database())
+SELECT DISTINCT c.table_name FROM duckdb_columns() c
+JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name
+                      AND t.database_name = c.database_name
+WHERE c.column_name = 'run' AND NOT c.internal AND c.schema_name = 'main'
+  AND c.database_name = coalesce($db, current_database())
   -- the nightly history outlives re-ingests and deleted runs (as in ingest/loader.py)
-  AND table_name <> 'history'
-ORDER BY table_name
+  AND c.table_name <> 'history'
+ORDER BY c.table_name
+"""
+# Views of the analyzers (complete_steps, run_nodes) the shared file does not have yet.
+MISSING_VIEWS_SQL = """
+SELECT s.sql FROM duckdb_views() s
+WHERE s.database_name = 'stg' AND s.schema_name = 'main' AND NOT s.internal
+  AND s.view_name NOT IN (SELECT view_name FROM duckdb_views()
+                          WHERE database_name = current_database() AND schema_name = 'main')
 """
 
 
@@ -49,6 +58,8 @@ def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     for table in _run_tables(con, "stg"):
         con.execute(f'INSERT INTO "{table}" BY NAME FROM stg."{table}" WHERE run = $run',
                     {"run": run})
+    for (create_view,) in con.execute(MISSING_VIEWS_SQL).fetchall():
+        con.execute(create_view)  # unqualified names: they resolve in the shared file
 
 
 def merge_run(staging: str | Path, db: str | Path, run: str) -> None:

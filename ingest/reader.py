@@ -70,7 +70,8 @@ READ_EXACT = _READ_EVENTS.format(columns=_event_columns("VARCHAR"))
 CREATE_META = (
     "CREATE OR REPLACE TEMP TABLE meta AS "
     "SELECT CAST($base_ns AS BIGINT) AS base_ns, "
-    "CAST($distributed_info AS JSON) AS distributed_info"
+    "CAST($distributed_info AS JSON) AS distributed_info, "
+    "CAST($step_marker AS VARCHAR) AS step_marker"
 )
 
 OUTPUT_TABLES = (
@@ -91,6 +92,8 @@ class RankTables:
     distributed_info: dict[str, Any] | None
     device_properties: list[dict[str, Any]]
     host_name: str | None
+    trace_name: str | None
+    step_source: str | None
     base_time_ns: int | None
     trace_format: str
     category_counts: dict[str, int]
@@ -210,8 +213,12 @@ def _explain_read_error(exc: Exception) -> str:
     return f"could not be read ({text})"
 
 
-def read_trace(path: Path, display: str | None = None, threads: int = 1) -> RankTables:
+def read_trace(path: Path, display: str | None = None, threads: int = 1,
+               step_marker: str | None = None) -> RankTables:
     """Parse one Kineto trace file (``.json`` or ``.json.gz``) into rank tables.
+
+    `step_marker` names an annotation whose calls are the steps (before ProfilerStep#N;
+    docs/attribution.md, "Steps").
 
     Raises TraceFileError with a one-line problem for anything that is not a readable
     Kineto trace.
@@ -247,18 +254,23 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1) -> Rank
         con.execute(CREATE_META, {
             "base_ns": base_ns,
             "distributed_info": json.dumps(distributed) if distributed else None,
+            "step_marker": step_marker or None,
         })
         tables, counts = _rank_tables(con, display)
+        (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
     finally:
         con.close()
     props = meta.get("deviceProperties")
     host = meta.get("host_name")
+    trace_name = meta.get("traceName")
     return RankTables(
         file=display,
         distributed_info=distributed,
         device_properties=[p for p in props if isinstance(p, dict)]
         if isinstance(props, list) else [],
         host_name=str(host) if host is not None else None,
+        trace_name=str(trace_name) if trace_name is not None else None,
+        step_source=step_source,
         base_time_ns=base_ns,
         trace_format=_trace_format(head, base_ns),
         category_counts=counts,

@@ -66,6 +66,12 @@ class Config:
     dp_bw_gbs: float = 200.0
     p2p_bw_gbs: float = 200.0
     device_name: str = "NVIDIA H100 80GB HBM3"
+    compute_major: int = 9
+    truth_peak_tflops: float = 989.4  # the table's peak for the device and dtype
+    dtype: str = "bf16"  # bf16 | fp32: matmul Input type, kernel names, comm dtype
+    host_naming: str = "host_name"  # host_name | tensorboard ({host}_{pid}.{ms}.pt.trace.json.gz)
+    p2p_meta: str = "2.4"  # "2.4": Dst/Src Rank (global); "2.3": Rank = peer's group rank
+    step_marker: str = "ProfilerStep"  # ProfilerStep | train_step (record_function) | none
 
     @property
     def world(self) -> int:
@@ -88,6 +94,23 @@ SETS: dict[str, Config] = {
     "diff_base": Config("diff_base", tp=2, pp=1, dp=4, gpus_per_node=4, dp_bw_gbs=100.0),
     "diff_scaled": Config("diff_scaled", tp=2, pp=1, dp=8, gpus_per_node=4, microbatches=8,
                           dp_bw_gbs=20.0, slow_rank=13, slow_factor=1.3),
+    # shapes real jobs write (issue 8): hosts only in tensorboard_trace_handler file names;
+    "tb_names": Config("tb_names", tp=4, pp=1, dp=2, gpus_per_node=2, tp_bw_gbs=25.0,
+                       dp_bw_gbs=25.0, host_naming="tensorboard"),
+    # torch <= 2.3 send/recv metadata (group-local `Rank`, no Dst/Src Rank);
+    "pipeline_torch23": Config("pipeline_torch23", tp=2, pp=4, dp=1, microbatches=6,
+                               p2p_meta="2.3"),
+    # fp32 matmuls on V100 (no TF32, no bf16);
+    "fp32_v100": Config("fp32_v100", tp=2, pp=1, dp=2, microbatches=4, hidden=1024, seq=1024,
+                        heads=8, dtype="fp32", device_name="Tesla V100-SXM2-32GB",
+                        compute_major=7, peak_tflops=15.7, truth_peak_tflops=15.7),
+    # TP8 x DP4 on four 8-GPU nodes, one rank 25% slower in compute;
+    "hidden_straggler": Config("hidden_straggler", tp=8, pp=1, dp=4, microbatches=2,
+                               layers_per_stage=2, hidden=4096, seq=1024, heads=32,
+                               slow_rank=13, slow_factor=1.25, dp_bw_gbs=100.0),
+    # steps annotated with record_function("train_step"), no ProfilerStep#N.
+    "no_profilerstep": Config("no_profilerstep", tp=2, pp=1, dp=2, microbatches=4,
+                              step_marker="train_step"),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {
@@ -154,9 +177,23 @@ def kernel_ns(cfg: Config, flops: float, rank: int) -> int:
     return max(1000, int(ns))
 
 
+def _fp32_kernels(ops: list[tuple[str, str, float, tuple[int, ...]]]
+                  ) -> list[tuple[str, str, float, tuple[int, ...]]]:
+    """Volta fp32 names: SGEMM and a fp32 attention kernel."""
+    names = {"aten::linear": "volta_sgemm_128x64_tn",
+             "aten::gelu": "vectorized_elementwise_kernel_gelu",
+             "aten::_flash_attention_forward": "fmha_cutlassF_f32_aligned_64x64_rf_sm70"}
+    return [(op, names.get(op, k) if k else k, f, s) for op, k, f, s in ops]
+
+
 def layer_kernels(cfg: Config) -> list[tuple[str, str, float, tuple[int, ...]]]:
     """(cpu op, kernel, flops, shape) of one layer's forward on one microbatch, per TP
     rank. Shape: (m, k, n) of a GEMM, or (batch, seq, heads, head_dim) of attention."""
+    ops = _bf16_layer_kernels(cfg)
+    return _fp32_kernels(ops) if cfg.dtype == "fp32" else ops
+
+
+def _bf16_layer_kernels(cfg: Config) -> list[tuple[str, str, float, tuple[int, ...]]]:
     b, s, h, t = cfg.micro_batch, cfg.seq, cfg.hidden, cfg.tp
     heads, d = cfg.heads // t, h // cfg.heads
     return [
@@ -378,7 +415,6 @@ def ground_truth(cfg: Config, programs: dict[int, list[Op]],
     return {"categories": list(CATEGORIES), "per_rank": per_rank}
 
 
-H100_SXM_BF16 = 989.4e12  # analyzers/data/peaks.json, H100-SXM
 
 
 def model_spec(cfg: Config) -> dict[str, Any]:
@@ -406,9 +442,10 @@ def mfu_truth(cfg: Config, programs: dict[int, list[Op]], facts: dict[str, Any]
         full = [r for r in rows if r["has_successor"]]
         per_rank.append(sum(r["window_end_ns"] - r["window_start_ns"] for r in full) / len(full))
     step_s = sum(per_rank) / len(per_rank) / 1e9
-    denom = step_s * cfg.world * H100_SXM_BF16
+    peak = cfg.truth_peak_tflops * 1e12  # analyzers/data/peaks.json
+    denom = step_s * cfg.world * peak
     return {"model_flops_per_step": model, "recompute_flops_per_step": recompute,
-            "peak_flops_per_gpu": H100_SXM_BF16, "step_time_ms": step_s * 1e3,
+            "peak_flops_per_gpu": peak, "dtype": cfg.dtype, "step_time_ms": step_s * 1e3,
             "mfu": model / denom, "hfu": (model + recompute + fa_extra) / denom}
 
 
@@ -484,6 +521,17 @@ class TraceWriter:
         self.offset = int(host * cfg.clock_offset_ms * 1e6)
         self.quantum = 1000 if cfg.ts_style == "int_us" else 1
 
+    @property
+    def host(self) -> str:
+        return f"node{self.rank // self.cfg.gpus_per_node:03d}"
+
+    @property
+    def file_name(self) -> str:
+        """rank<r>.json.gz, or tensorboard_trace_handler's `{host}_{pid}.{ms}.pt.trace.json.gz`."""
+        if self.cfg.host_naming == "tensorboard":
+            return f"{self.host}_{self.pid}.{BASE_NS // 1_000_000 + self.rank}.pt.trace.json.gz"
+        return f"rank{self.rank}.json.gz"
+
     def ts(self, t: int) -> float | int:
         t = _q(t, self.quantum) + self.offset
         if self.cfg.ts_style == "int_us":
@@ -502,6 +550,9 @@ class TraceWriter:
 
     def cpu_op(self, name: str, s: int, e: int, tid: int, **args: Any) -> int:
         self.ext += 1
+        if "Input Dims" in args:  # record_shapes writes a type per input
+            torch_type = "float" if self.cfg.dtype == "fp32" else "c10::BFloat16"
+            args["Input type"] = [torch_type] * len(args["Input Dims"])
         self.x("cpu_op", name, s, e, tid, {"External id": self.ext, **args})
         return self.ext
 
@@ -527,7 +578,8 @@ class TraceWriter:
         if self.cfg.nccl_era == "2.17":
             suffix = "_RING_SIMPLE_Sum_int8_t" if op.kind == "p2p" else "_RING_LL_Sum_bfloat16"
             return f"ncclKernel_{coll}{suffix}(ncclDevComm*, unsigned long, ncclWork*)"
-        suffix = "" if op.kind == "p2p" else "_Sum_bf16_RING_LL"
+        suffix = "" if op.kind == "p2p" else (
+            "_Sum_f32_RING_LL" if self.cfg.dtype == "fp32" else "_Sum_bf16_RING_LL")
         return f"ncclDevKernel_{coll}{suffix}(ncclDevKernelArgsStorage<4096ul>)"
 
     def comm_args(self, op: Op) -> dict[str, Any]:
@@ -540,7 +592,10 @@ class TraceWriter:
             args = {"Collective name": name, "Group size": len(g["pp"]),
                     "Process Group Name": pg, "Process Group Description": PG_NAMES["pp"][1],
                     "Process Group Ranks": str(list(g["pp"]))}
-            args["Dst Rank" if name == "send" else "Src Rank"] = peer
+            if self.cfg.p2p_meta == "2.3":  # the peer's rank inside the group
+                args["Rank"] = g["pp"].index(peer)
+            else:
+                args["Dst Rank" if name == "send" else "Src Rank"] = peer
         else:
             kind = op.cpu["pg"]
             members = g[kind]
@@ -548,7 +603,8 @@ class TraceWriter:
                     "Process Group Name": pg_name(self.cfg, kind, members),
                     "Process Group Description": PG_NAMES[kind][1],
                     "Process Group Ranks": str(list(members))}
-        args.update({"dtype": "BFloat16", "In msg nelems": op.cpu["nelems"],
+        args.update({"dtype": "Float" if self.cfg.dtype == "fp32" else "BFloat16",
+                     "In msg nelems": op.cpu["nelems"],
                      "Out msg nelems": op.cpu["nelems"], "In split size": "[]",
                      "Out split size": "[]"})
         return args
@@ -604,7 +660,9 @@ class TraceWriter:
             self.cpu_op(name, t, t + 7_500, tid)
             args = self.comm_args(op)
             rpc = self.cpu_op("record_param_comms", t + 500, t + 7_000, tid, **args)
-            if op.kind == "p2p":
+            if op.kind == "p2p" and self.cfg.p2p_meta == "2.3":
+                title = f"nccl:{op.name}"
+            elif op.kind == "p2p":
                 me = op.group.index(self.rank) if self.rank in op.group else 0
                 peer_local = 1 - me
                 title = (f"nccl:send {me}->{peer_local}" if op.name == "send"
@@ -628,16 +686,20 @@ class TraceWriter:
         doc: dict[str, Any] = {
             "schemaVersion": 1,
             "deviceProperties": [{"id": i, "name": cfg.device_name, "totalGlobalMem": 85520809984,
-                                  "computeMajor": 9, "computeMinor": 0, "numSms": 132}
+                                  "computeMajor": cfg.compute_major, "computeMinor": 0,
+                                  "numSms": 132}
                                  for i in range(cfg.gpus_per_node)],
             "distributedInfo": {"backend": "nccl", "rank": self.rank, "world_size": cfg.world,
                                 "pg_count": len(pg_config), "pg_config": pg_config,
                                 "nccl_version": "2.17.1" if cfg.nccl_era == "2.17" else "2.21.5"},
             "record_shapes": 1,
-            "host_name": f"node{self.rank // cfg.gpus_per_node:03d}",
+            "host_name": self.host,
             "traceEvents": self.events,
             "traceName": f"rank{self.rank}.json",
         }
+        if cfg.host_naming == "tensorboard":  # no host_name; the handler's file name
+            del doc["host_name"]
+            doc["traceName"] = f"/checkpoints/prof/{self.file_name}"
         if cfg.ts_style == "relative":
             doc["displayTimeUnit"] = "ms"
             doc["baseTimeNanoseconds"] = BASE_NS
@@ -655,8 +717,10 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         w.events.append({"ph": "M", "name": "thread_name", "pid": w.pid, "tid": w.tid,
                          "args": {"name": f"thread {w.tid} (python)"}})
         for k, (s, e) in enumerate(spans[r], start=1):
-            w.ext += 1
-            w.x("user_annotation", f"ProfilerStep#{k}", s, e, w.tid, {"External id": w.ext})
+            if cfg.step_marker != "none":
+                w.ext += 1
+                name = f"ProfilerStep#{k}" if cfg.step_marker == "ProfilerStep" else cfg.step_marker
+                w.x("user_annotation", name, s, e, w.tid, {"External id": w.ext})
             if cfg.host_gap_ms:
                 w.ext += 1
                 w.x("user_annotation", DATALOADER,
@@ -664,7 +728,7 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
                     {"External id": w.ext})
         for op in ops:
             w.write_op(op)
-        with gzip.open(out / f"rank{r}.json.gz", "wt", compresslevel=9) as fh:
+        with gzip.open(out / w.file_name, "wt", compresslevel=9) as fh:
             json.dump(w.document(), fh, separators=(",", ":"))
         del w
     (out / "model.json").write_text(json.dumps(model_spec(cfg), indent=1) + "\n")

@@ -31,13 +31,16 @@ def ingest(
     strict: bool = False,
     jobs: int | None = None,
     progress: ProgressFn | None = None,
+    step_marker: str | None = None,
 ) -> IngestResult:
     """Ingest every rank's traces (files, directories, archives) as one run, then
-    compute its step-time attribution in the same transaction."""
+    compute its step-time attribution in the same transaction. `step_marker` names the
+    annotation whose calls are the steps (default: ProfilerStep#N, then the fallbacks of
+    docs/attribution.md, "Steps")."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     return _ingest(list(paths), db=db, run=run, strict=strict, jobs=jobs, progress=progress,
-                   after_load=materialize)
+                   after_load=materialize, step_marker=step_marker)
 
 
 def open(db: str | Path = DEFAULT_DB) -> Store:  # noqa: A001 - the API's name

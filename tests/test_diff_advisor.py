@@ -28,6 +28,8 @@ TRIGGERS = {
     "recompute_reentrant": "recompute",
     "input_bound": "input-bound",
     "healthy": None,
+    "tb_names": "tp-spans-nodes",
+    "pipeline_torch23": "pipeline-bubble",
 }
 
 

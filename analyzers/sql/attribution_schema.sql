@@ -48,3 +48,28 @@ CREATE TABLE IF NOT EXISTS collective_exposure (
     straggler_wait_ns BIGINT,    -- ... to straggler_wait
     bubble_ns BIGINT             -- ... to bubble (point-to-point)
 );
+
+-- THE definition of a complete step (docs/attribution.md, "Complete steps"); every mean
+-- over steps (report, MFU, collectives, pipeline, summary, diff) reads it. A rank's
+-- complete steps are those with a successor (their window ends where the next step's
+-- work starts, so it holds the whole step); a rank with no such step (one profiled step,
+-- or the whole window taken as one step) counts every step it has.
+CREATE OR REPLACE VIEW complete_steps AS
+SELECT run, rank, step FROM (
+    SELECT run, rank, step, has_successor,
+        bool_or(has_successor) OVER (PARTITION BY run, rank) AS rank_has_complete
+    FROM step_attribution
+) WHERE has_successor OR NOT rank_has_complete;
+
+-- Nodes of each run (docs/attribution.md, "Hosts and nodes"): hosts seen, GPUs per node
+-- (the GPUs each rank's trace lists in deviceProperties, else the most ranks on one host)
+-- and where the hosts came from (ranks.host_source; 'mixed' when ranks differ).
+CREATE OR REPLACE VIEW run_nodes AS
+SELECT run,
+    count(DISTINCT host) AS nodes,
+    coalesce(mode(node_gpus), max(per_host)) AS gpus_per_node,
+    CASE WHEN count(DISTINCT host_source) > 1 THEN 'mixed' ELSE any_value(host_source) END
+        AS host_source
+FROM (SELECT run, host, host_source, node_gpus,
+             count(*) OVER (PARTITION BY run, host) AS per_host FROM ranks)
+GROUP BY run;

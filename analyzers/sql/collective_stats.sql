@@ -6,7 +6,7 @@
 -- peer); the transfer time is d_min (the instance's duration
 -- without waiting for late ranks); bytes: the larger of input and output.
 WITH complete AS (
-    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+    SELECT rank, step FROM complete_steps WHERE run = $run
 ), rank_steps AS (
     SELECT count(*) AS n FROM complete
 ), host_of AS (
@@ -15,14 +15,18 @@ WITH complete AS (
     SELECT p.pg_name, count(DISTINCT h.host) AS hosts
     FROM process_groups p, unnest(p.ranks) AS u(r)
     JOIN host_of h ON h.rank = u.r
-    WHERE p.run = $run GROUP BY p.pg_name
+    WHERE p.run = $run AND h.host IS NOT NULL GROUP BY p.pg_name
+), node AS (
+    SELECT gpus_per_node FROM run_nodes WHERE run = $run
 ), calls AS (
     SELECT c.rank, c.coll_id, c.collective, c.is_p2p, c.group_size,
         CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
              THEN CASE WHEN c.group_size IS NULL THEN 'unknown group'
                        ELSE 'group of ' || c.group_size END
              ELSE c.pg_desc END AS group_label,
-        coalesce(gh.hosts, 1) > 1 AS crosses_nodes,
+        -- on more than one host, or larger than one node's GPUs whatever the names say
+        coalesce(gh.hosts, 1) > 1
+            OR coalesce(c.group_size > (SELECT gpus_per_node FROM node), false) AS crosses_nodes,
         greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
         c.work_end_ns - c.work_start_ns AS dur_ns,
         w.min_dur_ns,

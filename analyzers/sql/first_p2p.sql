@@ -2,6 +2,6 @@
 -- stage starts a step by sending, the others by receiving). Parameter: $run.
 SELECT c.rank, c.step, arg_min(c.collective, coalesce(c.cpu_start_ns, c.work_start_ns)) AS first_op
 FROM collectives c
-JOIN step_attribution s ON s.run = c.run AND s.rank = c.rank AND s.step = c.step
-WHERE c.run = $run AND c.is_p2p AND s.has_successor
+JOIN complete_steps s ON s.run = c.run AND s.rank = c.rank AND s.step = c.step
+WHERE c.run = $run AND c.is_p2p
 GROUP BY c.rank, c.step;

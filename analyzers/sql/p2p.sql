@@ -1,7 +1,7 @@
 -- Point-to-point traffic per rank and peer over complete steps: the pipeline's shape.
 -- Parameter: $run.
 WITH complete AS (
-    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+    SELECT rank, step FROM complete_steps WHERE run = $run
 )
 SELECT c.rank, c.peer_rank, c.collective, count(*) AS n_ops,
     count(DISTINCT c.step) AS n_steps,

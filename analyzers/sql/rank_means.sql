@@ -1,9 +1,8 @@
--- Per rank: mean over its complete steps (steps with a successor) of the step time and
--- of each category, in ms. A rank with no complete step (a single-step trace) uses the
--- steps it has. Parameter: $run.
+-- Per rank: mean over its complete steps (the complete_steps view) of the step time and
+-- of each category, in ms. Parameter: $run.
 WITH pick AS (
-    SELECT a.*, bool_or(has_successor) OVER (PARTITION BY rank) AS any_complete
-    FROM step_attribution a WHERE run = $run
+    SELECT a.* FROM step_attribution a JOIN complete_steps USING (run, rank, step)
+    WHERE a.run = $run
 )
 SELECT p.rank, r.host, count(*) AS n_steps,
     avg(step_ns) / 1e6 AS step_time_ms,
@@ -11,5 +10,4 @@ SELECT p.rank, r.host, count(*) AS n_steps,
     avg(exposed_comm_ns) / 1e6 AS exposed_comm, avg(straggler_wait_ns) / 1e6 AS straggler_wait,
     avg(bubble_ns) / 1e6 AS bubble, avg(memory_ns) / 1e6 AS memory, avg(idle_ns) / 1e6 AS idle
 FROM pick p LEFT JOIN ranks r ON r.run = $run AND r.rank = p.rank
-WHERE has_successor OR NOT any_complete
 GROUP BY p.rank, r.host ORDER BY p.rank;

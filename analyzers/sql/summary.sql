@@ -30,7 +30,7 @@ WITH rk AS (
         avg(recompute_ns) AS recompute, avg(exposed_comm_ns) AS exposed_comm,
         avg(straggler_wait_ns) AS straggler_wait, avg(bubble_ns) AS bubble,
         avg(memory_ns) AS memory, avg(idle_ns) AS idle
-    FROM step_attribution WHERE has_successor GROUP BY run
+    FROM step_attribution JOIN complete_steps USING (run, rank, step) GROUP BY run
 ), attr AS (
     -- and the largest loss (non-compute category) with its share of the step
     SELECT run, any_value(step_ns) / 1e6 AS step_ms,

@@ -92,7 +92,10 @@ SELECT
     TRY_CAST(coalesce(r_args."Seq", k_args."Seq") AS BIGINT) AS nccl_seq,
     TRY_CAST(coalesce(r_args."Dst Rank", r_args."Src Rank", k_args."Dst Rank", k_args."Src Rank")
              AS INTEGER) AS peer_global,
-    TRY_CAST(regexp_extract(name, '(->|<-)\s*(\d+)', 2) AS INTEGER) AS peer_local,
+    -- the peer inside the group: `nccl:send 0->3` titles, else (torch <= 2.3) the `Rank`
+    -- arg, which send/recv fill with the peer's group rank
+    coalesce(TRY_CAST(regexp_extract(name, '(->|<-)\s*(\d+)', 2) AS INTEGER),
+             TRY_CAST(coalesce(r_args."Rank", k_args."Rank") AS INTEGER)) AS peer_local,
     coalesce(c10d_id, rpc_id, op_id) AS call_op,
     coalesce(c10d_tid, tid) AS cpu_tid,
     coalesce(c10d_start, start_ns) AS cpu_start_ns,
@@ -117,8 +120,9 @@ SELECT
     TRY_CAST(coalesce(args."Out msg nelems", args."Out msg size") AS BIGINT) AS out_nelems,
     TRY_CAST(args."Seq" AS BIGINT) AS nccl_seq,
     TRY_CAST(coalesce(args."Dst Rank", args."Src Rank") AS INTEGER) AS peer_global,
-    TRY_CAST(regexp_extract(coalesce(gpu_annotation, ''), '(->|<-)\s*(\d+)', 2) AS INTEGER)
-        AS peer_local,
+    coalesce(TRY_CAST(regexp_extract(coalesce(gpu_annotation, ''), '(->|<-)\s*(\d+)', 2)
+                      AS INTEGER),
+             TRY_CAST(args."Rank" AS INTEGER)) AS peer_local,
     CAST(NULL AS BIGINT) AS call_op,
     CAST(NULL AS BIGINT) AS cpu_tid,
     CAST(NULL AS BIGINT) AS cpu_start_ns,
@@ -209,8 +213,14 @@ SELECT
     in_nelems * dtype_size(dtype) AS in_bytes,
     out_nelems * dtype_size(dtype) AS out_bytes,
     p2p AS is_p2p,
-    CASE WHEN p2p THEN coalesce(peer_global, pg_ranks_cfg[peer_local + 1],
-                                CASE WHEN pg IS NULL OR pg = '0' THEN peer_local END) END
+    -- global peer: `Dst Rank`/`Src Rank` (torch >= 2.4), else the group-local peer mapped
+    -- through the group's ranks (pg_config, else the `Process Group Ranks` arg when it is
+    -- not cut short), else as is on the default group
+    CASE WHEN p2p THEN coalesce(
+        peer_global, pg_ranks_cfg[peer_local + 1],
+        CASE WHEN pg_ranks NOT LIKE '%...%' THEN
+            TRY_CAST(regexp_extract_all(pg_ranks, '-?\d+') AS INTEGER[])[peer_local + 1] END,
+        CASE WHEN pg IS NULL OR pg = '0' THEN peer_local END) END
         AS peer_rank,
     nccl_seq,
     row_number() OVER (PARTITION BY pg, p2p, CASE WHEN pg IS NULL THEN collective END

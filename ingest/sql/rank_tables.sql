@@ -77,13 +77,76 @@ SELECT c.op_id, p.op_id AS p2, p.end_ns AS p2_end
 FROM (SELECT * FROM cpu_parent WHERE p1_end < end_ns) c ASOF LEFT JOIN cpu_depth p
   ON c.pid = p.pid AND c.tid = p.tid AND c.depth - 2 = p.depth AND c.start_ns >= p.start_ns;
 
+-- Steps (docs/attribution.md, "Steps"): the first source that finds any, in order:
+--   0 marker:NAME      a user-named annotation ($step_marker in meta), each call a step;
+--   1 profiler_step    ProfilerStep#N (torch.profiler's schedule), step = N;
+--   2 optimizer_step   `Optimizer.step#...`: a step ends where an optimizer step ends;
+--   3 annotation:NAME  the top-level annotation repeating on one thread that covers most time;
+--   4 whole_window     the whole profiled window as one step.
+-- Steps of sources 0, 2, 3, 4 are numbered 1, 2, ... in time order.
+CREATE OR REPLACE TEMP TABLE step_candidates AS
+WITH marker AS (
+    SELECT r.* FROM cpu_raw r, meta m
+    WHERE m.step_marker IS NOT NULL AND r.category IN ('cpu_op', 'user_annotation',
+                                                       'python_function', 'Operator')
+      AND (r.name = m.step_marker OR r.name LIKE m.step_marker || '#%')
+), marker_thread AS (
+    SELECT pid, tid FROM marker GROUP BY pid, tid ORDER BY count(*) DESC, sum(dur_ns) DESC
+    LIMIT 1
+), optimizer_thread AS (
+    SELECT pid, tid FROM cpu_raw WHERE name LIKE 'Optimizer.step#%'
+    GROUP BY pid, tid ORDER BY count(*) DESC LIMIT 1
+), optimizer AS (
+    SELECT r.*, lag(r.end_ns) OVER (ORDER BY r.start_ns) AS prev_end
+    FROM cpu_raw r JOIN optimizer_thread USING (pid, tid)
+    WHERE r.name LIKE 'Optimizer.step#%'
+), top_level AS (
+    SELECT r.*, regexp_replace(r.name, '#\d+$', '') AS base_name
+    FROM cpu_raw r JOIN cpu_depth d USING (op_id)
+    WHERE d.depth = 0 AND r.category = 'user_annotation' AND r.dur_ns > 0
+      AND r.name NOT LIKE 'ProfilerStep#%' AND r.name NOT LIKE 'nccl:%'
+      AND r.name NOT LIKE 'enumerate(DataLoader)%' AND r.name NOT LIKE 'Optimizer.%'
+), repeating AS (
+    SELECT base_name, pid, tid FROM top_level GROUP BY base_name, pid, tid
+    HAVING count(*) >= 2 ORDER BY sum(dur_ns) DESC, base_name LIMIT 1
+)
+SELECT 0 AS prio, 'marker:' || (SELECT step_marker FROM meta) AS source,
+       CAST(NULL AS INTEGER) AS step, pid, tid, start_ns, end_ns, op_id
+FROM marker JOIN marker_thread USING (pid, tid)
+UNION ALL
+SELECT 1, 'profiler_step', CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS INTEGER),
+       pid, tid, start_ns, end_ns, op_id
+FROM cpu_raw WHERE name LIKE 'ProfilerStep#%' AND regexp_matches(name, '^ProfilerStep#\d+$')
+UNION ALL
+SELECT 2, 'optimizer_step', NULL, pid, tid,
+       coalesce(prev_end, (SELECT min(start_ns) FROM cpu_raw)), end_ns, op_id
+FROM optimizer
+UNION ALL
+SELECT 3, 'annotation:' || t.base_name, NULL, t.pid, t.tid, t.start_ns, t.end_ns, t.op_id
+FROM top_level t JOIN repeating r USING (base_name, pid, tid)
+UNION ALL
+SELECT 4, 'whole_window', NULL, NULL, NULL, min(start_ns), max(end_ns), NULL
+FROM cpu_raw HAVING count(*) > 0;
+
 CREATE OR REPLACE TEMP TABLE step_spans AS
-SELECT
-    CAST(regexp_extract(name, '^ProfilerStep#(\d+)$', 1) AS INTEGER) AS step,
-    pid, tid, start_ns, end_ns, op_id, dur_ns
-FROM cpu_raw
-WHERE name LIKE 'ProfilerStep#%' AND regexp_matches(name, '^ProfilerStep#\d+$')
-QUALIFY row_number() OVER (PARTITION BY step ORDER BY dur_ns DESC) = 1;
+WITH chosen AS (
+    SELECT * FROM step_candidates
+    WHERE prio = (SELECT min(prio) FROM step_candidates)
+    -- nested calls of a marker count once (the outermost)
+    QUALIFY coalesce(max(end_ns) OVER (ORDER BY start_ns, end_ns DESC
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) <= start_ns
+         OR prio = 1
+), numbered AS (
+    SELECT *, coalesce(step, CAST(row_number() OVER (ORDER BY start_ns, op_id) AS INTEGER))
+              AS n
+    FROM chosen
+)
+SELECT n AS step, source, pid, tid, start_ns, end_ns, op_id, end_ns - start_ns AS dur_ns
+FROM numbered
+QUALIFY row_number() OVER (PARTITION BY n ORDER BY end_ns - start_ns DESC) = 1;
+
+CREATE OR REPLACE TEMP TABLE out_step_source AS
+SELECT any_value(source) AS step_source FROM step_spans;
 
 CREATE OR REPLACE TEMP TABLE cpu_nest AS
 SELECT c.op_id, c.depth,

@@ -18,6 +18,8 @@ from dashboard.render_html import diff_html
 from ingest import DEFAULT_DB, UsageError
 from ingest.sources import default_run_name
 from stepscope import ingest
+from stepscope.commands._targets import is_path
+from stepscope.commands.ingest_cmd import add_step_marker
 from stepscope.store import Store
 
 HELP = "why did MFU change between two runs: causes, setup, communication, advice"
@@ -34,17 +36,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dtype", choices=DTYPES, default="bf16")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
     p.add_argument("--out", type=Path, help="write the diff here instead of stdout")
+    add_step_marker(p)
 
 
 def _side(target: str, args: argparse.Namespace, spec: ModelSpec | None, tmp: Path,
           failures: list[str], other: str) -> tuple[dict[str, Any], dict[str, float]]:
     path = Path(target)
-    if path.exists():
+    if is_path(target, args.db):
         name = default_run_name([path])
         if name == other:
             name += "-b"
         db = tmp / f"{name}.duckdb"
-        result = ingest([path], db=db, run=name)
+        result = ingest([path], db=db, run=name, step_marker=args.step_marker)
         failures += [f"{f}: {p}" for f, p in result.failures]
     else:
         db, name = Path(args.db), target

@@ -30,6 +30,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--run-per-dir", action="store_true",
                    help="ingest each subdirectory of each PATH as its own run, named after it")
     p.add_argument("--quiet", action="store_true", help="print errors only")
+    add_step_marker(p)
+
+
+def add_step_marker(p: argparse.ArgumentParser) -> None:
+    """`--step-marker NAME`, shared by the commands that ingest."""
+    p.add_argument("--step-marker", metavar="NAME",
+                   help="annotation whose calls are the training steps, e.g. train_step "
+                        "(record_function); default: ProfilerStep#N, else Optimizer.step, "
+                        "a repeating top-level annotation, or the whole window")
 
 
 class _Progress:
@@ -94,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     for paths, name in jobs:
         try:
             result = ingest(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
-                            progress=progress)
+                            progress=progress, step_marker=args.step_marker)
         except NothingIngestedError as exc:
             if len(jobs) == 1:
                 raise

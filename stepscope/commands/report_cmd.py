@@ -12,9 +12,11 @@ from analyzers.peaks import DTYPES
 from analyzers.report import build_report
 from dashboard.render_html import report_html
 from dashboard.render_report import report_json, report_markdown
-from ingest import DEFAULT_DB
+from ingest import DEFAULT_DB, UsageError
 from ingest.sources import default_run_name
 from stepscope import ingest
+from stepscope.commands._targets import is_path
+from stepscope.commands.ingest_cmd import add_step_marker
 from stepscope.store import Store
 
 HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
@@ -35,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default="bf16",
                    help="which peak of the table to use (default: bf16)")
+    add_step_marker(p)
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -52,16 +55,20 @@ def _build(store: Store, run: str, args: argparse.Namespace, spec: ModelSpec | N
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     target = Path(args.target)
-    if target.exists():
+    if is_path(args.target, args.db):
         with tempfile.TemporaryDirectory(prefix="stepscope-report-") as tmp:
             db = Path(tmp) / "report.duckdb"
-            result = ingest([target], db=db)
+            result = ingest([target], db=db, step_marker=args.step_marker)
             for file, problem in result.failures:
                 print(f"error: {file}: {problem}", file=sys.stderr)
             with Store(db) as store:
                 text = _build(store, default_run_name([target]), args, spec)
             _emit(text, args.out)
             return result.exit_code
+    if args.step_marker:
+        raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the run: "
+                         f"stepscope ingest PATH --run {args.target} --step-marker "
+                         f"{args.step_marker}")
     with Store(args.db) as store:
         store.require_run(args.target)
         text = _build(store, args.target, args, spec)

@@ -1,0 +1,204 @@
+"""Shapes real jobs write (issue 8), each on its simulated set with ground truth: hosts
+without host_name, torch <= 2.3 point-to-point peers, steps without ProfilerStep#N, the
+one definition of a complete step, and run-name-or-path arguments."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, kineto_trace
+
+import stepscope
+from analyzers.planner import bubble_theory
+from analyzers.report import build_report
+from stepscope.cli import main
+
+SIM = REPO / "sample_traces" / "simulated"
+
+
+def _rewrite(src: Path, dst: Path, edit: Any, rename: Any = None) -> Path:
+    """Copy a simulated set, editing each trace document (and maybe its file name)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in sorted(src.glob("*.json.gz")):
+        doc = json.loads(gzip.decompress(f.read_bytes()))
+        edit(doc)
+        name = rename(doc) if rename else f.name
+        (dst / name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("shapes")
+    path = tmp / "s.duckdb"
+    for name in ("tb_names", "pipeline_torch23", "no_profilerstep", "healthy"):
+        stepscope.ingest(SIM / name, db=path, run=name)
+
+    def drop_names(doc: dict[str, Any]) -> None:
+        doc.pop("host_name", None)
+        doc.pop("traceName", None)
+
+    inferred = _rewrite(SIM / "tb_names", tmp / "inferred", drop_names,
+                        lambda d: f"rank{d['distributedInfo']['rank']}.json.gz")
+    stepscope.ingest(inferred, db=path, run="inferred")
+
+    def drop_pg_config(doc: dict[str, Any]) -> None:
+        doc["distributedInfo"].pop("pg_config")
+
+    args_only = _rewrite(SIM / "pipeline_torch23", tmp / "args_only", drop_pg_config)
+    stepscope.ingest(args_only, db=path, run="p2p_args_only")
+    stepscope.ingest(SIM / "no_profilerstep", db=path, run="marker", step_marker="train_step")
+
+    def no_steps(doc: dict[str, Any]) -> None:
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "train_step"]
+
+    whole = _rewrite(SIM / "no_profilerstep", tmp / "whole", no_steps)
+    stepscope.ingest(whole, db=path, run="whole")
+    return path
+
+
+def report(db: Path, run: str) -> dict[str, Any]:
+    with stepscope.open(db) as store:
+        return build_report(store.con, run)
+
+
+def truth(name: str) -> dict[str, Any]:
+    return json.loads((SIM / name / "ground_truth.json").read_text())
+
+
+# ------------------------------------------------------------------ hosts
+def test_hosts_from_tensorboard_file_names(db: Path) -> None:
+    r = report(db, "tb_names")
+    assert r["run"]["host_source"] == "file_name"
+    assert r["run"]["hosts"] == ["node000", "node001", "node002", "node003"]
+    assert (r["layout"]["nodes"], r["layout"]["gpus_per_node"]) == (4, 2)
+    tp = next(c for c in r["collectives"] if c["group_label"] == "TENSOR_MODEL_PARALLEL_GROUP")
+    assert tp["crosses_nodes"] and tp["link"] == "network"
+    assert [x["id"] for x in r["recommendations"]] == ["tp-spans-nodes"]
+
+
+def test_hosts_inferred_from_device_count(db: Path) -> None:
+    r = report(db, "inferred")
+    assert r["run"]["host_source"] == "inferred"
+    assert r["run"]["hosts"] == ["node0", "node1", "node2", "node3"]
+    assert [p["host"] for p in r["per_rank"]] == [f"node{k // 2}" for k in range(8)]
+    assert "tp-spans-nodes" in {x["id"] for x in r["recommendations"]}
+
+
+def test_host_name_wins_and_is_labelled(db: Path) -> None:
+    r = report(db, "healthy")
+    assert r["run"]["host_source"] == "host_name" and r["run"]["hosts"] == ["node000"]
+
+
+def test_group_larger_than_a_node_crosses_nodes(tmp_path: Path) -> None:
+    """Every rank on one named host, but the TP group (4) exceeds the 2 GPUs it sees."""
+    def one_host(doc: dict[str, Any]) -> None:
+        doc["host_name"] = "bignode"
+
+    d = _rewrite(SIM / "tb_names", tmp_path / "one", one_host)
+    stepscope.ingest(d, db=tmp_path / "o.duckdb", run="one")
+    r = report(tmp_path / "o.duckdb", "one")
+    assert r["run"]["hosts"] == ["bignode"]
+    tp = next(c for c in r["collectives"] if c["group_label"] == "TENSOR_MODEL_PARALLEL_GROUP")
+    assert tp["crosses_nodes"]
+
+
+# ------------------------------------------------------------------ point-to-point peers
+@pytest.mark.parametrize("run", ["pipeline_torch23", "p2p_args_only"])
+def test_torch23_peers_give_the_pipeline(db: Path, run: str) -> None:
+    cfg = truth("pipeline_torch23")["config"]
+    r = report(db, run)
+    pipe = r["pipeline"]
+    assert pipe is not None
+    assert (pipe["stages"], pipe["microbatches"], pipe["pipelines"]) == (4, 6, 2)
+    assert pipe["bubble_theory"] == pytest.approx(bubble_theory(4, cfg["microbatches"]))
+    stages = {s["stage"]: s["ranks"] for s in pipe["per_stage"]}
+    assert stages == {0: [0, 1], 1: [2, 3], 2: [4, 5], 3: [6, 7]}
+    assert "pipeline-bubble" in {x["id"] for x in r["recommendations"]}
+    with stepscope.open(db) as store:
+        peers = store.sql("SELECT DISTINCT rank, peer_rank FROM collectives "
+                          "WHERE run = $run AND is_p2p ORDER BY 1, 2", {"run": run}).rows()
+    # TP=2: rank r's pipeline neighbours are r +- 2 (global ranks, not group indices)
+    assert peers == [(0, 2), (1, 3), (2, 0), (2, 4), (3, 1), (3, 5), (4, 2), (4, 6),
+                     (5, 3), (5, 7), (6, 4), (7, 5)]
+
+
+def test_bubble_matches_ground_truth(db: Path) -> None:
+    t = truth("pipeline_torch23")
+    full = [s for steps in t["per_rank"].values() for s in steps if s["has_successor"]]
+    expect = sum(s["bubble_ns"] for s in full) / len(full) / 1e6
+    step = sum(s["window_end_ns"] - s["window_start_ns"] for s in full) / len(full) / 1e6
+    r = report(db, "pipeline_torch23")
+    assert r["breakdown_ms"]["bubble"] == pytest.approx(expect, abs=0.01 * step)
+
+
+# ------------------------------------------------------------------ steps without ProfilerStep
+@pytest.mark.parametrize(("run", "source"), [("no_profilerstep", "annotation:train_step"),
+                                             ("marker", "marker:train_step")])
+def test_steps_from_annotations_match_truth(db: Path, run: str, source: str) -> None:
+    t = truth("no_profilerstep")
+    r = report(db, run)
+    assert r["run"]["step_source"] == source
+    assert any("train_step" in n for n in r["notes"])
+    full = [s for steps in t["per_rank"].values() for s in steps if s["has_successor"]]
+    step = sum(s["window_end_ns"] - s["window_start_ns"] for s in full) / len(full) / 1e6
+    assert r["step_time_ms"] == pytest.approx(step, rel=1e-6)
+    for cat, ms in r["breakdown_ms"].items():
+        expect = sum(s[f"{cat}_ns"] for s in full) / len(full) / 1e6
+        assert ms == pytest.approx(expect, abs=0.01 * step), cat
+    assert r["mfu"]["mfu"] == pytest.approx(t["mfu"]["mfu"], rel=0.02)
+
+
+def test_whole_window_is_the_last_resort(db: Path) -> None:
+    t = truth("no_profilerstep")
+    r = report(db, "whole")
+    assert r["run"]["step_source"] == "whole_window"
+    assert any("whole profiled window" in n for n in r["notes"])
+    assert [p["n_steps"] for p in r["per_rank"]] == [1, 1, 1, 1]
+    # the window spans the GPU work of all profiled steps
+    rows = t["per_rank"]["0"]
+    span = (rows[-1]["window_end_ns"] - rows[0]["window_start_ns"]) / 1e6
+    assert r["per_rank"][0]["step_time_ms"] == pytest.approx(span, rel=1e-6)
+    assert r["breakdown_ms"]["compute"] > 0 and r["mfu"]["mfu"] is not None
+
+
+def test_partial_rank_set_is_attributed_with_a_note(tmp_path: Path) -> None:
+    src = next(SIM.joinpath("healthy").glob("rank3.json.gz"))
+    stepscope.ingest(src, db=tmp_path / "p.duckdb", run="r3")
+    r = report(tmp_path / "p.duckdb", "r3")
+    assert [p["rank"] for p in r["per_rank"]] == [3]
+    assert r["breakdown_ms"]["compute"] > 0
+    assert any("only 1 of 8 ranks" in n for n in r["notes"])
+
+
+# ------------------------------------------------------------------ complete steps
+def test_complete_steps_is_the_one_definition(db: Path, tmp_path: Path) -> None:
+    with stepscope.open(db) as store:
+        got = store.sql("SELECT count(*) FROM complete_steps WHERE run = 'healthy'").item()
+        expect = store.sql("SELECT count(*) FROM step_attribution "
+                           "WHERE run = 'healthy' AND has_successor").item()
+        whole = store.sql("SELECT count(*) FROM complete_steps WHERE run = 'whole'").item()
+    assert got == expect == 8 * 2 and whole == 4
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(kineto_trace(rank=0, world_size=1, steps=1)))
+    stepscope.ingest(path, db=tmp_path / "one.duckdb", run="one")
+    r = report(tmp_path / "one.duckdb", "one")
+    assert r["per_rank"][0]["n_steps"] == 1 and r["step_time_ms"] > 0
+
+
+# ------------------------------------------------------------------ run name or path
+def test_run_name_that_is_also_a_path_says_which(db: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SIM)
+    assert main(["report", "healthy", "--db", str(db), "--format", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "'healthy' is both a run in" in err and "using the path" in err
+    assert err.count("\n") == 1
+    assert main(["report", "healthy", "--db", str(tmp_path / "none.duckdb"),
+                 "--format", "json"]) == 0
+    assert "both a run" not in capsys.readouterr().err
