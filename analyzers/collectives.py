@@ -7,6 +7,7 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.nccl import SOCKET_GBS, measured_links
 from analyzers.peaks import run_device
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
@@ -33,12 +34,18 @@ SELECT median(dur_ns) / 1e3 FROM gpu_ops WHERE run = $run AND kind = 'compute'
 def collective_stats(con: duckdb.DuckDBPyConnection, run: str,
                      network_gbs: float = DEFAULT_NETWORK_GBS) -> list[dict[str, Any]]:
     """Per (collective, group) per rank and step: calls, bytes, time, exposed time, bus
-    bandwidth and the peak of the link (NVLink inside a node, network across nodes)."""
+    bandwidth and the peak of the link (NVLink inside a node, network across nodes; the
+    transport of the NCCL_DEBUG logs when the run has them)."""
     nvlink = run_device(con, run).nvlink_gbs
+    measured = measured_links(con, run)
     rows = con.sql(sql("collective_stats.sql"), params={"run": run}).pl().to_dicts()
     for row in rows:
         row["link"] = "network" if row["crosses_nodes"] else "nvlink"
-        row["link_peak_gbs"] = network_gbs if row["crosses_nodes"] else nvlink
+        row["link_source"] = "assumed"
+        if row["group_label"] in measured:  # the transport NCCL's own log reports
+            row["link"], row["link_source"] = measured[row["group_label"]], "nccl_log"
+        row["link_peak_gbs"] = {"nvlink": nvlink, "socket": SOCKET_GBS}.get(
+            row["link"], network_gbs)
         bw, peak = row["bus_bw_gbs"], row["link_peak_gbs"]
         row["link_utilization"] = bw / peak if bw is not None and peak else None
     return rows

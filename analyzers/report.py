@@ -5,6 +5,7 @@ Renderers (dashboard/render_report.py) turn it into Markdown; JSON is the dict i
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import duckdb
@@ -14,6 +15,7 @@ from analyzers.advisor import gather, recommendations
 from analyzers.attribution import CATEGORIES
 from analyzers.layout import layout
 from analyzers.mfu import ModelSpec, mfu_section
+from analyzers.nccl import build_nccl_section
 from analyzers.pipeline import pipeline
 from analyzers.stragglers import stragglers
 
@@ -87,6 +89,9 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
     ctx = gather(con, run, report, spec)
     report["collectives"] = ctx.collectives
     report["recommendations"] = recommendations(ctx)
+    nccl = build_nccl_section(con, run)
+    if nccl is not None:
+        report["nccl"] = dataclasses.asdict(nccl)
     return report
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from analyzers.attribution import CATEGORIES
+from dashboard.render_nccl import nccl_lines
 
 LABELS = {
     "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
@@ -112,6 +113,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     out += _mfu_lines(report.get("mfu"))
     out += recommendation_lines(report.get("recommendations"))
     out += collective_lines(report.get("collectives"))
+    out += nccl_lines(report.get("nccl"))
     out += ["", "## Stragglers", ""]
     if report["stragglers"]:
         for s in report["stragglers"]:

@@ -11,14 +11,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
+import polars as pl
 import pyarrow as pa
 
 from ingest.errors import TraceFileError
+from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
-from ingest.nccl.sniff import FLIGHT_RECORDER
+from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_LOG
 from ingest.sources import NcclFile
 
-NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries")
+NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
+               "nccl_channels", "nccl_rings", "nccl_warnings")
 INSERT_SOURCE = "INSERT INTO nccl_sources BY NAME SELECT * FROM staged_source"
 INSERT_RANK_ROWS = "INSERT INTO {table} BY NAME SELECT $run AS run, $rank AS rank, * FROM staged"
 INSERT_FR_GROUPS = """
@@ -45,6 +48,9 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
             failures.append((exc.file, exc.problem))
     if any(nf.kind == FLIGHT_RECORDER for nf in files):
         con.execute(INSERT_FR_GROUPS, {"run": run})
+    if any(nf.kind == NCCL_LOG for nf in files):
+        for stmt in LINK_LOG_ROWS:
+            con.execute(stmt, {"run": run})
     return done
 
 
@@ -88,5 +94,60 @@ def _insert_fr(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
     insert_rank_rows(con, "fr_entries", run, dump.rank, dump.entries)
 
 
+def _insert_log(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
+                claimed: dict[tuple[str, int], str]) -> None:
+    log = read_nccl_log(nf.path, nf.display)
+    procs = log.processes
+    world = log.comms.sort("nranks", descending=True).unique(["host", "pid"], keep="first")
+    single = procs.height == 1
+    rank = world["rank"][0] if single and world.height == 1 else None
+    insert_source(con, {
+        "run": run, "source_file": nf.display, "kind": NCCL_LOG, "format": "text",
+        "rank": rank, "rank_source": "world_comm" if rank is not None else None,
+        "version": None, "nccl_version": ", ".join(log.nccl_versions) or None,
+        "host": procs["host"][0] if single else None,
+        "n_records": log.comms.height + log.channels.height + log.warnings.height,
+        "note": None,
+    })
+    frames = {
+        "nccl_processes": procs.with_columns(pl.lit(None, pl.Int32).alias("global_rank"),
+                                             pl.lit(nf.display).alias("source_file")),
+        "nccl_comms": log.comms, "nccl_channels": log.channels, "nccl_rings": log.rings,
+        "nccl_warnings": log.warnings,
+    }
+    for table, frame in frames.items():
+        insert_run_rows(con, table, run, frame.to_arrow())
+
+
+def insert_run_rows(con: duckdb.DuckDBPyConnection, table: str, run: str,
+                    rows: pa.Table) -> None:
+    con.register("staged", rows)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run, * FROM staged",
+                    {"run": run})
+    finally:
+        con.unregister("staged")
+
+
+# After every log of the run is in: communicator ids and global ranks across files.
+LINK_LOG_ROWS = (
+    """UPDATE nccl_channels AS c SET comm_id = m.comm_id FROM nccl_comms m
+       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
+         AND c.comm_ptr = m.comm_ptr""",
+    """UPDATE nccl_rings AS c SET comm_id = m.comm_id FROM nccl_comms m
+       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
+         AND c.comm_ptr = m.comm_ptr""",
+    """UPDATE nccl_warnings AS c SET comm_id = m.comm_id FROM nccl_comms m
+       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
+         AND c.comm_ptr = m.comm_ptr""",
+    """UPDATE nccl_processes AS p SET global_rank = w.rank
+       FROM (SELECT host, pid, arg_max(rank, nranks) AS rank FROM nccl_comms
+             WHERE run = $run GROUP BY host, pid) w
+       WHERE p.run = $run AND p.host = w.host AND p.pid = w.pid""",
+    """UPDATE nccl_warnings AS c SET global_rank = p.global_rank FROM nccl_processes p
+       WHERE c.run = $run AND p.run = $run AND c.host = p.host AND c.pid = p.pid""",
+)
+
+
 Reader = Callable[[duckdb.DuckDBPyConnection, str, NcclFile, dict[tuple[str, int], str]], None]
-READERS: dict[str, Reader] = {FLIGHT_RECORDER: _insert_fr}
+READERS: dict[str, Reader] = {FLIGHT_RECORDER: _insert_fr, NCCL_LOG: _insert_log}

@@ -60,3 +60,79 @@ CREATE TABLE IF NOT EXISTS fr_entries (
     thread_name VARCHAR,
     frames JSON
 );
+
+CREATE TABLE IF NOT EXISTS nccl_processes (
+    run VARCHAR,
+    host VARCHAR,
+    pid BIGINT,
+    cuda_dev INTEGER,
+    global_rank INTEGER,         -- its rank in the largest communicator it joined
+    nccl_version VARCHAR,
+    network VARCHAR,             -- `Using network IB | Socket | ...`
+    ib_devices VARCHAR,          -- `NET/IB : Using [0]mlx5_0:1/IB ...`
+    no_ib_device BOOLEAN,        -- `NET/IB : No device found.`
+    source_file VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS nccl_comms (
+    run VARCHAR,
+    comm_id VARCHAR,
+    comm_ptr VARCHAR,
+    host VARCHAR,
+    pid BIGINT,
+    rank INTEGER,
+    nranks INTEGER,
+    nnodes INTEGER,
+    local_ranks INTEGER,
+    local_rank INTEGER,
+    cuda_dev INTEGER,
+    nvml_dev INTEGER,
+    bus_id VARCHAR,
+    nccl_version VARCHAR,
+    network VARCHAR,
+    source_file VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS nccl_channels (
+    run VARCHAR,
+    comm_id VARCHAR,
+    host VARCHAR,
+    pid BIGINT,
+    comm_ptr VARCHAR,
+    channel INTEGER,
+    conn_index INTEGER,
+    src_rank INTEGER,
+    src_dev VARCHAR,
+    dst_rank INTEGER,
+    dst_dev VARCHAR,
+    direction VARCHAR,
+    transport VARCHAR,
+    tier VARCHAR,
+    gdr BOOLEAN,
+    source_file VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS nccl_rings (
+    run VARCHAR,
+    comm_id VARCHAR,
+    host VARCHAR,
+    pid BIGINT,
+    comm_ptr VARCHAR,
+    channel INTEGER,
+    n_channels INTEGER,
+    ring INTEGER[]
+);
+
+CREATE TABLE IF NOT EXISTS nccl_warnings (
+    run VARCHAR,
+    host VARCHAR,
+    pid BIGINT,
+    cuda_dev INTEGER,
+    comm_id VARCHAR,
+    comm_ptr VARCHAR,
+    global_rank INTEGER,
+    logged_at VARCHAR,
+    source_location VARCHAR,
+    message VARCHAR,
+    source_file VARCHAR
+);

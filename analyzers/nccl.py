@@ -1,0 +1,297 @@
+"""The report's `nccl` section: what NCCL's own evidence says about the job.
+
+Sources (docs/schema.md, "NCCL evidence outside Kineto"): NCCL_DEBUG=INFO logs give the
+NCCL version, each process's host / GPU / busId, every communicator's members and the
+transport of every channel connection (P2P inside a node; NET/IB with or without
+GPUDirect RDMA, or NET/Socket across nodes), ring orders and WARN lines; Flight Recorder
+dumps give the NCCL version too. Communicators are matched to process groups by their
+member set (NCCL ranks are communicator-local; a process's global rank is its rank in
+the largest communicator it joined). Identity is checked across sources: a Kineto rank
+whose (host, pid) the logs give to another rank is reported, never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from analyzers._sql import sql
+
+NETWORK_TIERS = ("ib", "net", "socket", "collnet")
+
+
+@dataclass(frozen=True)
+class NcclSource:
+    kind: str                           # flight_recorder | nccl_log | nccl_inspector ...
+    files: int
+    ranks: int                          # distinct ranks the files speak for
+
+
+@dataclass(frozen=True)
+class NcclRank:
+    """One process as the NCCL logs see it."""
+
+    rank: int
+    host: str
+    pid: int
+    cuda_dev: int | None
+    bus_id: str | None
+    network: str | None                 # Using network IB | Socket
+    nccl_version: str | None
+
+
+@dataclass(frozen=True)
+class NcclGroup:
+    """One communicator: members, hosts and the real transport of its links."""
+
+    comm_id: str
+    pg_names: list[str]                 # process groups with exactly these members
+    pg_desc: str | None
+    ranks: list[int]
+    nranks: int
+    hosts: list[str]
+    tiers: list[str]                    # p2p, shm, ib, socket, ... seen on its channels
+    link: str                           # the slowest tier it uses: socket > ib > shm > p2p
+    gdr: bool | None                    # every IB connection uses GPUDirect RDMA
+
+
+@dataclass(frozen=True)
+class NcclFinding:
+    kind: str                           # socket_where_ib | gdr_disabled | nccl_warnings | ...
+    severity: str                       # high | medium | info
+    ranks: list[int]
+    hosts: list[str]
+    message: str
+
+
+@dataclass(frozen=True)
+class NcclSection:
+    versions: list[str]
+    sources: list[NcclSource]
+    hosts: dict[str, list[int]]         # host -> global ranks (NCCL logs)
+    ranks: list[NcclRank]
+    groups: list[NcclGroup]
+    findings: list[NcclFinding]
+
+
+def _rows(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any]
+          ) -> list[dict[str, Any]]:
+    cur = con.execute(query, params)
+    cols = [d[0] for d in cur.description or []]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def has_nccl_sources(con: duckdb.DuckDBPyConnection, run: str) -> bool:
+    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "nccl_sources" not in tables:
+        return False
+    (n,), = con.execute("SELECT count(*) FROM nccl_sources WHERE run = $run",
+                        {"run": run}).fetchall()
+    return bool(n)
+
+
+def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection | None:
+    """The section, or None when the run has no NCCL source."""
+    if not has_nccl_sources(con, run):
+        return None
+    params = {"run": run}
+    sources = [NcclSource(**r) for r in _rows(con, (
+        "SELECT kind, count(*) AS files, count(DISTINCT rank) AS ranks FROM nccl_sources "
+        "WHERE run = $run GROUP BY kind ORDER BY kind"), params)]
+    ranks = [NcclRank(**r) for r in _rows(con, RANKS_SQL, params)]
+    groups = [_group(r) for r in _rows(con, sql("nccl_groups.sql"), params)]
+    hosts: dict[str, list[int]] = {}
+    for r in ranks:
+        hosts.setdefault(r.host, []).append(r.rank)
+    findings = (_socket_findings(ranks, groups) + _gdr_findings(con, run)
+                + _warning_findings(con, run) + _ring_findings(con, run, groups)
+                + _identity_findings(con, run) + _version_findings(con, run))
+    return NcclSection(versions=_versions(con, run), sources=sources, hosts=hosts,
+                       ranks=ranks, groups=groups, findings=findings)
+
+
+RANKS_SQL = """
+SELECT p.global_rank AS rank, p.host, p.pid, p.cuda_dev,
+       (SELECT arg_max(c.bus_id, c.nranks) FROM nccl_comms c
+        WHERE c.run = p.run AND c.host = p.host AND c.pid = p.pid) AS bus_id,
+       p.network, p.nccl_version
+FROM nccl_processes p
+WHERE p.run = $run AND p.global_rank IS NOT NULL
+ORDER BY p.global_rank
+"""
+
+
+def _versions(con: duckdb.DuckDBPyConnection, run: str) -> list[str]:
+    rows = con.execute("""
+        SELECT DISTINCT v FROM (
+            SELECT unnest(string_split(nccl_version, ', ')) AS v FROM nccl_sources
+            WHERE run = $run AND nccl_version IS NOT NULL)
+        ORDER BY v""", {"run": run}).fetchall()
+    return [v for (v,) in rows]
+
+
+LINK_ORDER = ("socket", "net", "collnet", "ib", "shm", "nvls", "p2p")
+
+
+def _group(row: dict[str, Any]) -> NcclGroup:
+    tiers = list(row["tiers"])
+    link = next((t for t in LINK_ORDER if t in tiers), "none")
+    gdr = None if not row["n_ib"] else row["n_ib_gdr"] == row["n_ib"]
+    descs = list(row["pg_descs"])
+    return NcclGroup(comm_id=row["comm_id"], pg_names=list(row["pg_names"]),
+                     pg_desc=descs[0] if len(descs) == 1 else None,
+                     ranks=list(row["ranks"] or []), nranks=row["nranks"],
+                     hosts=list(row["hosts"]), tiers=tiers, link=link, gdr=gdr)
+
+
+def _name(g: NcclGroup) -> str:
+    if g.pg_names:
+        return f"{g.pg_desc or 'group'} (pg {', '.join(g.pg_names)})"
+    return f"communicator {g.comm_id}"
+
+
+def _socket_findings(ranks: list[NcclRank], groups: list[NcclGroup]) -> list[NcclFinding]:
+    ib = [r for r in ranks if (r.network or "").upper() == "IB"]
+    sock = [r for r in ranks if (r.network or "").lower() == "socket"]
+    if not ib or not sock:
+        return []
+    affected = [g for g in groups if "socket" in g.tiers]
+    hosts = sorted({r.host for r in sock})
+    return [NcclFinding(
+        kind="socket_where_ib", severity="high", ranks=[r.rank for r in sock], hosts=hosts,
+        message=(f"{', '.join(hosts)} {'uses' if len(hosts) == 1 else 'use'} NET/Socket (TCP) "
+                 "while the other hosts use IB: "
+                 f"ranks {', '.join(str(r.rank) for r in sock)} found no IB device. "
+                 f"Inter-node traffic of {len(affected)} communicator(s) "
+                 f"({'; '.join(_name(g) for g in affected[:4])}) runs over TCP; check the "
+                 "IB driver / NCCL_IB_HCA / NCCL_NET on those hosts."))]
+
+
+def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
+    rows = _rows(con, """
+        SELECT c.host, list(DISTINCT p.global_rank ORDER BY p.global_rank) AS ranks,
+               count(*) AS n_ib
+        FROM nccl_channels c
+        LEFT JOIN nccl_processes p ON p.run = c.run AND p.host = c.host AND p.pid = c.pid
+        WHERE c.run = $run AND c.tier = 'ib'
+        GROUP BY c.host HAVING NOT bool_or(c.gdr)
+           AND (SELECT bool_or(gdr) FROM nccl_channels WHERE run = $run AND tier = 'ib')
+        ORDER BY c.host""", {"run": run})
+    return [NcclFinding(
+        kind="gdr_disabled", severity="medium", ranks=[x for x in r["ranks"] if x is not None],
+        hosts=[r["host"]],
+        message=(f"{r['host']}: none of its {r['n_ib']} IB connections uses GPUDirect RDMA "
+                 "(no /GDRDMA) while other hosts do; data is staged through host memory. "
+                 "Check nvidia-peermem and NCCL_NET_GDR_LEVEL."))
+        for r in rows]
+
+
+def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
+    rows = _rows(con, """
+        SELECT global_rank, host, count(*) AS n, arg_min(message, logged_at) AS first,
+               bool_or(message ILIKE '%timeout%' OR message ILIKE '%timed out%') AS timeout
+        FROM nccl_warnings WHERE run = $run
+        GROUP BY global_rank, host ORDER BY global_rank NULLS LAST, host""", {"run": run})
+    return [NcclFinding(
+        kind="nccl_timeout" if r["timeout"] else "nccl_warnings",
+        severity="high", ranks=[] if r["global_rank"] is None else [r["global_rank"]],
+        hosts=[r["host"]],
+        message=(f"{'rank ' + str(r['global_rank']) if r['global_rank'] is not None else r['host']}"
+                 f" logged {r['n']} NCCL WARN line(s); first: {r['first'][:200]}"))
+        for r in rows]
+
+
+def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
+                   groups: list[NcclGroup]) -> list[NcclFinding]:
+    rows = _rows(con, "SELECT * FROM (" + sql("nccl_rings.sql") + ") WHERE n_hosts > 1 "
+                 "AND crossings > n_hosts", {"run": run})
+    by_id = {g.comm_id: g for g in groups}
+    out = []
+    for r in rows:
+        g = by_id.get(r["comm_id"])
+        out.append(NcclFinding(
+            kind="ring_crosses_nodes", severity="medium", ranks=g.ranks if g else [],
+            hosts=g.hosts if g else [],
+            message=(f"ring {r['channel']} of {_name(g) if g else r['comm_id']} crosses hosts "
+                     f"{r['crossings']} times where {r['n_hosts']} would do: each extra "
+                     "crossing moves ring traffic onto the network")))
+    return out
+
+
+def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
+    rows = _rows(con, """
+        SELECT k.rank AS kineto_rank, p.global_rank AS nccl_rank, p.host, p.pid
+        FROM ranks k JOIN nccl_processes p
+          ON p.run = k.run AND p.host = k.host AND p.pid = k.pid
+        WHERE k.run = $run AND p.global_rank IS DISTINCT FROM k.rank
+        UNION ALL
+        SELECT k.rank, p.global_rank, p.host || ' vs ' || k.host, p.pid
+        FROM ranks k JOIN nccl_processes p ON p.run = k.run AND p.global_rank = k.rank
+        WHERE k.run = $run AND k.host IS NOT NULL AND p.host <> k.host
+          AND coalesce(k.host_source, 'host_name') = 'host_name'
+        ORDER BY 1""", {"run": run}) if _has_column(con, "ranks", "host_source") else \
+        _rows(con, """
+        SELECT k.rank AS kineto_rank, p.global_rank AS nccl_rank, p.host, p.pid
+        FROM ranks k JOIN nccl_processes p
+          ON p.run = k.run AND p.host = k.host AND p.pid = k.pid
+        WHERE k.run = $run AND p.global_rank IS DISTINCT FROM k.rank
+        UNION ALL
+        SELECT k.rank, p.global_rank, p.host || ' vs ' || k.host, p.pid
+        FROM ranks k JOIN nccl_processes p ON p.run = k.run AND p.global_rank = k.rank
+        WHERE k.run = $run AND k.host IS NOT NULL AND p.host <> k.host
+        ORDER BY 1""", {"run": run})
+    return [NcclFinding(
+        kind="rank_identity_conflict", severity="high",
+        ranks=sorted({r["kineto_rank"], r["nccl_rank"]} - {None}), hosts=[r["host"]],
+        message=(f"the Kineto trace of rank {r['kineto_rank']} and the NCCL log of global rank "
+                 f"{r['nccl_rank']} disagree ({r['host']}, pid {r['pid']}); they may come "
+                 "from different runs: nothing was merged"))
+        for r in rows]
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    (n,), = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = $t AND "
+                        "column_name = $c", {"t": table, "c": column}).fetchall()
+    return bool(n)
+
+
+def _version_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
+    rows = _rows(con, """
+        SELECT list(DISTINCT split_part(nccl_version, '+', 1)) AS versions,
+               list(DISTINCT host) AS hosts
+        FROM nccl_processes WHERE run = $run AND nccl_version IS NOT NULL
+        HAVING count(DISTINCT split_part(nccl_version, '+', 1)) > 1""", {"run": run})
+    return [NcclFinding(kind="nccl_version_mismatch", severity="high", ranks=[],
+                        hosts=sorted(r["hosts"]),
+                        message=f"processes run different NCCL versions: "
+                                f"{', '.join(sorted(r['versions']))}")
+            for r in rows]
+
+
+# Per-GPU, one direction: TCP sockets over a 100 GbE NIC when the logs show NET/Socket.
+SOCKET_GBS = 12.5
+LINK_LABELS = {"p2p": "nvlink", "nvls": "nvlink", "shm": "shm", "ib": "ib",
+               "net": "network", "collnet": "network", "socket": "socket"}
+
+
+def measured_links(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, str]:
+    """group label (pg_desc) -> the slowest link the NCCL logs show for groups of that
+    kind: nvlink (P2P inside a node), shm, ib, 'ib without GDR', socket. Empty without
+    NCCL logs."""
+    if not has_nccl_sources(con, run):
+        return {}
+    worst: dict[str, tuple[int, str]] = {}
+    for row in _rows(con, sql("nccl_groups.sql"), {"run": run}):
+        group = _group(row)
+        if group.link == "none":
+            continue
+        label = LINK_LABELS.get(group.link, group.link)
+        if label == "ib" and group.gdr is False:
+            label = "ib without GDR"
+        rank = LINK_ORDER.index(group.link) if group.link in LINK_ORDER else 0
+        for desc in row["pg_descs"]:
+            if desc not in worst or rank < worst[desc][0]:
+                worst[desc] = (rank, label)
+    return {desc: label for desc, (_, label) in worst.items()}

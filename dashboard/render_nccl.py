@@ -1,0 +1,35 @@
+"""Markdown lines of the report's `nccl` section (analyzers.nccl.NcclSection as data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(str(r) for r in ranks) if ranks else "-"
+
+
+def nccl_lines(nccl: dict[str, Any] | None) -> list[str]:
+    """Versions, sources, hosts, per-group transports, findings; [] without NCCL data."""
+    if not nccl:
+        return []
+    sources = ", ".join(f"{s['files']} {s['kind'].replace('_', ' ')} file(s)"
+                        for s in nccl["sources"])
+    out = ["", "## NCCL", "",
+           f"- NCCL {', '.join(nccl['versions']) or 'version unknown'}; from {sources}"]
+    if nccl["hosts"]:
+        out.append(f"- {len(nccl['hosts'])} host(s) in the NCCL logs: " + "; ".join(
+            f"{h}: ranks {_ranks(r)}" for h, r in sorted(nccl["hosts"].items())))
+    if nccl["groups"]:
+        out += ["", "| group | ranks | hosts | transports | link | GPUDirect RDMA |",
+                "|---|---|---:|---|---|---|"]
+        for g in nccl["groups"]:
+            name = (f"{g['pg_desc'] or 'group'} ({', '.join(g['pg_names'])})"
+                    if g["pg_names"] else g["comm_id"])
+            gdr = {True: "yes", False: "**no**", None: "-"}[g["gdr"]]
+            out.append(f"| {name} | {_ranks(g['ranks'])} | {len(g['hosts'])} | "
+                       f"{', '.join(g['tiers']) or '-'} | {g['link']} | {gdr} |")
+    if nccl["findings"]:
+        out += ["", "### NCCL findings", ""]
+        out += [f"- **{f['kind']}** ({f['severity']}): {f['message']}" for f in nccl["findings"]]
+    return out

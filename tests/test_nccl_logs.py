@@ -1,0 +1,178 @@
+"""NCCL_DEBUG=INFO logs: reader, nccl_* tables, the report's nccl section and findings,
+identity checks, fuzzing (tests/data/nccl/README.md cites every line shape)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import REPO
+
+from analyzers.nccl import build_nccl_section
+from ingest import TraceFileError, ingest
+from ingest.nccl.debug_log import read_nccl_log
+from ingest.nccl.sniff import NCCL_LOG, sniff
+from stepscope.cli import main
+
+LOGS = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs"
+TRACES = REPO / "sample_traces" / "simulated" / "tp_across_nodes"
+
+
+def job(tmp_path: Path) -> Path:
+    """A job folder as a cluster leaves it: traces/ and nccl-logs/ side by side."""
+    root = tmp_path / "job"
+    shutil.copytree(TRACES, root / "traces")
+    shutil.copytree(LOGS, root / "nccl-logs")
+    return root
+
+
+@pytest.fixture
+def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    db = tmp_path / "s.duckdb"
+    result = ingest([job(tmp_path)], db=db)
+    assert result.exit_code == 0 and len(result.nccl_files) == 8 and len(result.ranks) == 8
+    return duckdb.connect(str(db), read_only=True)
+
+
+def test_reader_on_one_process_log() -> None:
+    log = read_nccl_log(LOGS / "nccl.node002.1005.log", "x.log")
+    assert log.nccl_versions == ["2.21.5+cuda12.4"]
+    proc = log.processes.row(0, named=True)
+    assert (proc["host"], proc["pid"], proc["cuda_dev"], proc["network"]) == (
+        "node002", 1005, 1, "IB")
+    comms = {r["comm_id"]: r for r in log.comms.iter_rows(named=True)}
+    world = comms["0x5ae77eb5ea4ec1ee"]
+    assert (world["rank"], world["nranks"], world["nnodes"], world["local_ranks"],
+            world["local_rank"], world["bus_id"]) == (5, 8, 4, 2, 1, "2a000")
+    assert len(comms) == 3  # world, TP [4-7], DP [1, 5]
+    assert set(log.channels["tier"]) == {"p2p", "ib", "socket"}
+    assert not log.channels.filter(log.channels["tier"] == "ib")["gdr"].any()
+    assert log.warnings.height == 1
+    warn = log.warnings.row(0, named=True)
+    assert warn["logged_at"] == "2025-09-23 06:58:05"
+    assert warn["source_location"] == "transport/net_ib.cc:1696"
+    assert log.rings.height == 4  # two rings of the world communicator, one each else
+
+
+def test_tables_and_identity(con: duckdb.DuckDBPyConnection) -> None:
+    ranks = con.execute("SELECT list(global_rank ORDER BY global_rank), count(DISTINCT host) "
+                        "FROM nccl_processes").fetchone()
+    assert ranks == (list(range(8)), 4)
+    assert con.execute("SELECT count(DISTINCT comm_id), count(*) FROM nccl_comms"
+                       ).fetchone() == (7, 8 + 2 * 4 + 4 * 2)
+    assert con.execute("SELECT count(*) FROM nccl_channels WHERE comm_id IS NULL"
+                       ).fetchone() == (0,)
+    # every Kineto rank's (host, pid) is the NCCL log's process of the same global rank
+    assert con.execute("""SELECT count(*) FROM ranks k JOIN nccl_processes p
+                          ON p.host = k.host AND p.pid = k.pid AND p.global_rank = k.rank"""
+                       ).fetchone() == (8,)
+
+
+def test_nccl_section_groups_and_findings(con: duckdb.DuckDBPyConnection) -> None:
+    section = build_nccl_section(con, "job")
+    assert section is not None
+    assert section.versions == ["2.21.5+cuda12.4"]
+    assert section.hosts == {"node000": [0, 1], "node001": [2, 3], "node002": [4, 5],
+                             "node003": [6, 7]}
+    links = {tuple(g.pg_names): (g.link, g.gdr) for g in section.groups}
+    assert links == {("0",): ("socket", False), ("100",): ("ib", True),
+                     ("104",): ("socket", None), ("200",): ("ib", False),
+                     ("201",): ("ib", False), ("202",): ("socket", None),
+                     ("203",): ("socket", None)}
+    kinds = {f.kind: f for f in section.findings}
+    assert set(kinds) == {"socket_where_ib", "gdr_disabled", "nccl_warnings",
+                          "ring_crosses_nodes"}
+    assert kinds["socket_where_ib"].ranks == [6, 7] and kinds["socket_where_ib"].hosts == [
+        "node003"]
+    assert kinds["gdr_disabled"].hosts == ["node002"] and kinds["gdr_disabled"].ranks == [4, 5]
+    assert kinds["nccl_warnings"].ranks == [5]
+    assert "8 times where 4" in kinds["ring_crosses_nodes"].message
+
+
+def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    root = job(tmp_path)
+    assert main(["report", str(root), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["nccl"]["hosts"]["node003"] == [6, 7]
+    coll = {c["group_label"]: c for c in report["collectives"]}
+    assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["link"] == "socket"
+    assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["link_source"] == "nccl_log"
+    assert coll["DATA_PARALLEL_GROUP"]["link_peak_gbs"] == pytest.approx(12.5)
+    assert main(["report", str(root)]) == 0
+    md = capsys.readouterr().out
+    assert "## NCCL" in md and "**socket_where_ib** (high)" in md
+    assert main(["report", str(TRACES), "--format", "json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert "nccl" not in plain
+    assert {c["link_source"] for c in plain["collectives"]} == {"assumed"}
+
+
+def test_identity_conflict_is_reported_not_merged(tmp_path: Path) -> None:
+    """Swap the logs of ranks 0 and 1: the Kineto rank at (node000, 1000) is 0, the log of
+    that process now says 1."""
+    root = job(tmp_path)
+    for name in ("nccl.node000.1000.log", "nccl.node000.1001.log"):
+        (root / "nccl-logs" / name).unlink()
+    for src, dst in ((1000, 1001), (1001, 1000)):
+        text = (LOGS / f"nccl.node000.{src}.log").read_text()
+        (root / "nccl-logs" / f"nccl.node000.{dst}.log").write_text(
+            text.replace(f"node000:{src}:", f"node000:{dst}:"))
+    db = tmp_path / "s.duckdb"
+    ingest([root], db=db)
+    section = build_nccl_section(duckdb.connect(str(db), read_only=True), "job")
+    assert section is not None
+    conflicts = [f for f in section.findings if f.kind == "rank_identity_conflict"]
+    assert sorted(tuple(f.ranks) for f in conflicts) == [(0, 1), (0, 1)]
+
+
+def test_old_and_mixed_line_shapes(tmp_path: Path) -> None:
+    """stdout with NCCL lines mixed in; NCCL <= 2.10 Init COMPLETE without commId;
+    P2P/direct pointer and SHM transports; bare version line; gzip."""
+    text = "\n".join([
+        "Epoch 1: loss 2.31",
+        "NCCL version 2.10.3+cuda11.4",
+        "A03-R28:58077:58136 [1] NCCL INFO Channel 00 : 1[2b000] -> 0[25000] via "
+        "P2P/direct pointer",
+        "A03-R28:58077:58136 [1] NCCL INFO Channel 01/0 : 1[1] -> 2[2] via SHM/direct/direct",
+        "A03-R28:58077:58136 [1] NCCL INFO comm 0x7fdf1c000d00 rank 9 nranks 16 cudaDev 1 "
+        "busId 2b000 - Init COMPLETE",
+        "Traceback (most recent call last): not ours",
+    ]) + "\n"
+    path = tmp_path / "stdout.txt.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    assert sniff(path) == NCCL_LOG
+    log = read_nccl_log(path, str(path))
+    assert log.nccl_versions == ["2.10.3+cuda11.4"]
+    assert log.comms.row(0, named=True)["comm_id"] is None
+    assert log.comms.row(0, named=True)["rank"] == 9
+    assert sorted(log.channels["tier"].to_list()) == ["p2p", "shm"]
+    assert log.channels["transport"].to_list()[0] == "P2P/direct pointer"
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"\x00\x01\x02" * 100, b"just some stdout\nwith NCCL mentioned but no lines\n",
+    "h\u00e9:1:2 [x] NCCL INFO broken prefix\n".encode(),
+])
+def test_fuzzed_logs_fail_with_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "nccl.bad.log"
+    path.write_bytes(content)
+    with pytest.raises(TraceFileError) as exc:
+        read_nccl_log(path, str(path))
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)
+
+
+def test_bad_log_in_job_folder_fails_alone(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    root = job(tmp_path)
+    bad = root / "nccl-logs" / "nccl.node000.1000.log"
+    bad.write_bytes(b"node000:1000:1000 [0] NCCL INFO " + b"\xff\xfe" * 10 + b"\n")
+    code = main(["ingest", str(root), "--db", str(tmp_path / "s.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 0, err  # a garbled but prefixed line is still an NCCL log: read, no rows
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM nccl_processes").fetchone() == (8,)
