@@ -176,3 +176,18 @@ def test_bad_log_in_job_folder_fails_alone(tmp_path: Path,
     assert code == 0, err  # a garbled but prefixed line is still an NCCL log: read, no rows
     con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM nccl_processes").fetchone() == (8,)
+
+
+def test_logs_fill_hosts_kineto_lacks(tmp_path: Path) -> None:
+    """Traces without host_name: the hosts come from the NCCL logs (host_source
+    nccl_log, ahead of the guess from deviceProperties), as the logs place them."""
+    root = job(tmp_path)
+    for trace in (root / "traces").glob("rank*.json.gz"):
+        data = json.loads(gzip.decompress(trace.read_bytes()))
+        del data["host_name"]
+        trace.write_bytes(gzip.compress(json.dumps(data).encode()))
+    db = tmp_path / "s.duckdb"
+    ingest([root], db=db)
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT rank, host, host_source FROM ranks ORDER BY rank").fetchall()
+    assert rows == [(r, f"node{r // 2:03d}", "nccl_log") for r in range(8)]

@@ -5,8 +5,8 @@
 --   2 file_name   torch.profiler.tensorboard_trace_handler names files
 --                 `{worker}.{ms}.pt.trace.json[.gz]` with the default worker `{hostname}_{pid}`;
 --   3 trace_name  the same pattern in the top-level `traceName` (the handler's output path);
---   4 (reserved)  NCCL logs of the same job: a reader adds a branch `SELECT rank, host,
---                 'nccl_log' AS source, 4 AS priority FROM ...` to `candidates`;
+--   4 nccl_log    NCCL_DEBUG logs of the same job (nccl_processes: the process's rank in
+--                 the largest communicator it joined);
 --   5 inferred    launchers place consecutive ranks on a node, and `deviceProperties` lists
 --                 the GPUs visible on the rank's node: node = rank // len(deviceProperties),
 --                 named `node<k>`. Not used when a rank sees a single GPU of a multi-rank
@@ -29,6 +29,9 @@ FROM (
         SELECT rank, regexp_extract(regexp_extract(trace_name, '([^/\\:]+)$', 1),
                                     '^(.+)_\d+\.\d+\.pt\.trace\.json(\.gz)?$', 1), 'trace_name', 3
         FROM r
+        UNION ALL
+        SELECT global_rank, host, 'nccl_log', 4 FROM nccl_processes
+        WHERE run = $run AND global_rank IS NOT NULL
         UNION ALL
         SELECT r.rank, 'node' || (r.rank // j.node_gpus), 'inferred', 5
         FROM r, job j
