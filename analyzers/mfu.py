@@ -148,6 +148,74 @@ def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | 
             "n_ops": int(n_ops)}
 
 
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The element type of the run's matmuls and the column of the peak table it uses."""
+    dtype: str          # bf16 | fp16 | fp8 | tf32 | fp32 | fp64
+    source: str         # flag | ops | kernels | default
+    share: float | None  # of the weighted work (FLOPs for ops, GPU time for kernels)
+    peak_dtype: str     # the peak-table column used
+    reason: str         # which peak and why, in words
+
+
+def _weights(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, dict[str, float]]:
+    """{source: {dtype: weight}} from analyzers/sql/matmul_dtype.sql."""
+    query = sql("matmul_dtype.sql").format(flops=sql("flops.sql"))
+    out: dict[str, dict[str, float]] = {"ops": {}, "kernels": {}}
+    for source, dtype, weight in con.execute(query, {"run": run}).fetchall():
+        out[source][dtype] = float(weight or 0.0)
+    return out
+
+
+def _top(weights: dict[str, float]) -> tuple[str, float] | None:
+    total = sum(weights.values())
+    if total <= 0:
+        return None
+    best = max(weights, key=lambda d: weights[d])
+    return best, weights[best] / total
+
+
+def choose_dtype(con: duckdb.DuckDBPyConnection, run: str, flag: str | None,
+                 device: DevicePeak | None) -> DtypeChoice:
+    """`--dtype` when given; else the matmul/attention ops' `Input type` weighted by their
+    FLOPs; else the GEMM/attention kernel names weighted by time; else bf16. fp32 work
+    uses the TF32 peak only where TF32 kernels ran (Ampere and later run fp32 matmuls as
+    TF32 only when allowed; PyTorch's default for matmuls is not to)."""
+    weights = _weights(con, run)
+    kernels = _top(weights["kernels"])
+    if flag is not None:
+        dtype, source, share = flag, "flag", None
+    elif (ops := _top(weights["ops"])) is not None:
+        dtype, source, share = ops[0], "ops", ops[1]
+    elif kernels is not None:
+        dtype, source, share = kernels[0], "kernels", kernels[1]
+    else:
+        dtype, source, share = "bf16", "default", None
+    peak_dtype, reason = peak_for_dtype(dtype, source, share, device, weights["kernels"])
+    return DtypeChoice(dtype, source, share, peak_dtype, reason)
+
+
+def peak_for_dtype(dtype: str, source: str, share: float | None, device: DevicePeak | None,
+              kernel_weights: dict[str, float]) -> tuple[str, str]:
+    how = {"flag": "--dtype", "default": "no dtype in the traces (default)",
+           "ops": "the matmul/attention ops' Input type",
+           "kernels": "the GEMM/attention kernel names"}[source]
+    pct = f", {100 * share:.0f}% of the work" if share is not None else ""
+    base = f"{dtype} from {how}{pct}"
+    if dtype not in ("fp32", "fp64") or source == "flag":
+        return dtype, f"{base}: {dtype} peak"
+    has_tf32 = device is not None and device.tflops.get("tf32") is not None
+    tf32_time = kernel_weights.get("tf32", 0.0)
+    gemm_time = sum(kernel_weights.values())
+    if not has_tf32:
+        return "fp32", f"{base}: fp32 peak (no TF32 on this GPU: TF32 arrived with Ampere)"
+    if gemm_time > 0 and tf32_time / gemm_time >= 0.5:
+        return "tf32", (f"{base}: TF32 peak ({100 * tf32_time / gemm_time:.0f}% of GEMM "
+                        "kernel time runs TF32 kernels)")
+    return "fp32", (f"{base}: fp32 peak (no TF32 kernels ran; PyTorch keeps fp32 matmuls "
+                    "off TF32 unless allow_tf32 / set_float32_matmul_precision allows it)")
+
+
 def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
               step_ms: float) -> list[dict[str, Any]]:
     """Points (percent of peak) lost at each stage; 100 + sum(points) == 100 * mfu."""
@@ -162,10 +230,10 @@ def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
 
 def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
                 spec: ModelSpec | None = None, peak_tflops: float | None = None,
-                dtype: str = "bf16") -> dict[str, Any]:
+                dtype: str | None = None) -> dict[str, Any]:
     """The `mfu` object of the report (docs/report.md); `mfu` is None with a `message`
     when it cannot be computed honestly."""
-    if dtype not in DTYPES:
+    if dtype is not None and dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}")
     world = int(report["run"]["world_size"] or report["run"]["ranks"] or 1)
     step_ms = float(report["step_time_ms"])
@@ -177,7 +245,8 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
         "flops_from_trace": from_trace["model"] if from_trace else None,
         "recompute_flops_per_step": from_trace["recompute"] if from_trace else None,
         "flops_sources_ratio": None, "peak_flops_per_gpu": None, "device": None,
-        "peak_table_version": table_version(), "dtype": dtype,
+        "peak_table_version": table_version(), "dtype": None, "dtype_source": None,
+        "dtype_share": None, "peak_dtype": None, "peak_reason": None,
         "achieved_tflops_per_gpu": None, "waterfall": [], "message": None,
     }
     if from_spec and from_trace and from_trace["model"] > 0:
@@ -189,6 +258,10 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
     name, n_kinds, has_gpu = device.name, device.kinds, device.has_gpu
     peak_entry: DevicePeak | None = device.peak
     out["device"] = peak_entry.name if peak_entry else name
+    choice = choose_dtype(con, run, dtype, peak_entry)
+    out.update({"dtype": choice.dtype, "dtype_source": choice.source,
+                "dtype_share": choice.share, "peak_dtype": choice.peak_dtype,
+                "peak_reason": choice.reason})
     if peak_tflops is not None:
         if peak_tflops <= 0:
             raise UsageError("--peak-tflops must be positive")
@@ -203,10 +276,10 @@ def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any]
                               f"(version {table_version()}); pass --peak-tflops")
         return out
     else:
-        peak_or_none = peak_entry.flops(dtype)
+        peak_or_none = peak_entry.flops(choice.peak_dtype)
         if peak_or_none is None:
-            out["message"] = (f"{peak_entry.name} has no {dtype} peak; pass --dtype "
-                              f"(e.g. fp16) or --peak-tflops")
+            out["message"] = (f"{peak_entry.name} has no {choice.peak_dtype} peak "
+                              f"({choice.reason}); pass --dtype (e.g. fp16) or --peak-tflops")
             return out
         peak = peak_or_none
     if n_kinds > 1:

@@ -48,7 +48,7 @@ def _mean(values: list[float]) -> float:
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | None = None,
-                 peak_tflops: float | None = None, dtype: str = "bf16") -> dict[str, Any]:
+                 peak_tflops: float | None = None, dtype: str | None = None) -> dict[str, Any]:
     """The full report of one run as JSON-ready data (times in ms)."""
     info = next(iter(con.execute(RUN_SQL, {"run": run}).fetchall()), None)
     if info is None:

@@ -44,7 +44,10 @@ def _sync_run(runs: tuple[str, ...]) -> str | None:
     return st.session_state[NAV_RUN]
 
 
-def _sidebar(config: DashboardConfig, runs: tuple[str, ...]) -> tuple[str, str | None, str]:
+INFERRED = "inferred"
+
+
+def _sidebar(config: DashboardConfig, runs: tuple[str, ...]) -> tuple[str, str | None, str | None]:
     if NAV_PAGE not in st.session_state:
         st.session_state[NAV_PAGE] = _initial_page(runs)
     elif st.session_state[NAV_PAGE] not in PAGES:  # a link to a page this build lacks
@@ -57,9 +60,10 @@ def _sidebar(config: DashboardConfig, runs: tuple[str, ...]) -> tuple[str, str |
                         key=NAV_PAGE, label_visibility="collapsed")
         if page in RUN_PAGES and runs:
             run = st.selectbox("Run", runs, key=NAV_RUN)
-        dtype = st.selectbox("Peak table dtype", DTYPES, key="dtype",
-                             help="which dense peak of the table MFU is measured against")
-    return page, run, dtype
+        choice = st.selectbox("Peak table dtype", (INFERRED, *DTYPES), key="dtype",
+                              help="which dense peak of the table MFU is measured against "
+                                   "(inferred: from the matmuls' input types)")
+    return page, run, None if choice == INFERRED else choice
 
 
 def _keep_url(page: str, run: str | None) -> None:

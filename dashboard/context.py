@@ -21,7 +21,7 @@ class PageContext:
     config: DashboardConfig
     runs: tuple[str, ...]  # newest first
     run: str | None
-    dtype: str = "bf16"
+    dtype: str | None = None  # None: inferred from the traces
 
 
 def deep_link(page: str, run: str | None = None, **extra: str) -> str:

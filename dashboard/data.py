@@ -67,7 +67,7 @@ def forget_tokens(db: Path) -> None:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _report(db: str, run: str, token: str, dtype: str) -> Any:
+def _report(db: str, run: str, token: str, dtype: str | None) -> Any:
     return with_connection(Path(db), lambda con: build_report(con, run, dtype=dtype))
 
 
@@ -76,7 +76,7 @@ def _summary(db: str, tokens: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     return with_connection(Path(db), run_summary)
 
 
-def report(db: Path, run: str, dtype: str = "bf16") -> Any:
+def report(db: Path, run: str, dtype: str | None = None) -> Any:
     """The report model of one run (cached on db, run, its token and the peak dtype)."""
     token = run_tokens(db).get(run)
     if token is None:

@@ -166,6 +166,8 @@ def _mfu(report: dict[str, Any]) -> str:
              f"({_e(mfu['device'])}; peak table {_e(mfu['peak_table_version'])})",
              f"model FLOPs per step: {mfu['model_flops_per_step']:.4g} (from the "
              f"{_e(mfu['flops_source'])})"]
+    if mfu.get("peak_reason"):
+        facts.append(f"peak: {_e(mfu['peak_reason'])}")
     if mfu.get("achieved_tflops_per_gpu") is not None:
         facts.append(f"achieved {mfu['achieved_tflops_per_gpu']:.1f} TFLOP/s per GPU while "
                      "computing")

@@ -43,6 +43,8 @@ def _mfu_lines(mfu: dict[str, Any] | None) -> list[str]:
     out.append(f"- **MFU {100 * mfu['mfu']:.1f}%**, HFU {100 * mfu['hfu']:.1f}% of "
                f"{mfu['peak_flops_per_gpu'] / 1e12:.1f} TFLOP/s {mfu['dtype']} per GPU "
                f"({mfu['device']}; peak table {mfu['peak_table_version']})")
+    if mfu.get("peak_reason"):
+        out.append(f"- peak: {mfu['peak_reason']}")
     out.append(f"- model FLOPs per step: {mfu['model_flops_per_step']:.4g} "
                f"(from the {mfu['flops_source']})")
     if mfu["flops_sources_ratio"] is not None:

@@ -106,8 +106,8 @@ SETS: dict[str, Config] = {
                         compute_major=7, peak_tflops=15.7, truth_peak_tflops=15.7),
     # TP8 x DP4 on four 8-GPU nodes, one rank 25% slower in compute;
     "hidden_straggler": Config("hidden_straggler", tp=8, pp=1, dp=4, microbatches=2,
-                               layers_per_stage=2, hidden=4096, seq=1024, heads=32,
-                               slow_rank=13, slow_factor=1.25, dp_bw_gbs=100.0),
+                               layers_per_stage=2, hidden=4096, seq=4096, heads=32,
+                               slow_rank=13, slow_factor=1.25, dp_bw_gbs=50.0),
     # steps annotated with record_function("train_step"), no ProfilerStep#N.
     "no_profilerstep": Config("no_profilerstep", tp=2, pp=1, dp=2, microbatches=4,
                               step_marker="train_step"),

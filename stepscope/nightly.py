@@ -48,7 +48,7 @@ class NightlyOptions:
     allow_missing: bool = False
     spec: ModelSpec | None = None
     peak_tflops: float | None = None
-    dtype: str = "bf16"
+    dtype: str | None = None  # None: inferred from the traces
     keep: int | None = None
     jobs: int | None = None
 

@@ -13,6 +13,8 @@ import pytest
 from conftest import REPO, kineto_trace
 
 import stepscope
+from analyzers.mfu import peak_for_dtype
+from analyzers.peaks import lookup
 from analyzers.planner import bubble_theory
 from analyzers.report import build_report
 from stepscope.cli import main
@@ -202,3 +204,44 @@ def test_run_name_that_is_also_a_path_says_which(db: Path, tmp_path: Path,
     assert main(["report", "healthy", "--db", str(tmp_path / "none.duckdb"),
                  "--format", "json"]) == 0
     assert "both a run" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the dtype of MFU
+@pytest.fixture(scope="module")
+def fp32_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fp32") / "f.duckdb"
+    stepscope.ingest(SIM / "fp32_v100", db=path, run="fp32_v100")
+    return path
+
+
+def test_fp32_matmuls_use_the_fp32_peak(fp32_db: Path) -> None:
+    t = truth("fp32_v100")["mfu"]
+    m = report(fp32_db, "fp32_v100")["mfu"]
+    assert (m["dtype"], m["dtype_source"], m["peak_dtype"]) == ("fp32", "ops", "fp32")
+    assert m["dtype_share"] == pytest.approx(1.0)
+    assert m["device"] == "NVIDIA V100 SXM2" and m["peak_flops_per_gpu"] == t["peak_flops_per_gpu"]
+    assert "no TF32" in m["peak_reason"]
+    assert m["mfu"] == pytest.approx(t["mfu"], rel=0.02)
+
+
+def test_dtype_flag_overrides(fp32_db: Path) -> None:
+    with stepscope.open(fp32_db) as store:
+        m = build_report(store.con, "fp32_v100", dtype="fp16")["mfu"]
+    assert (m["dtype"], m["dtype_source"], m["peak_flops_per_gpu"]) == ("fp16", "flag", 125e12)
+
+
+def test_dtype_from_kernel_names_when_ops_have_no_types(db: Path) -> None:
+    m = report(db, "healthy")["mfu"]  # the bundled set predates Input type
+    assert (m["dtype"], m["dtype_source"], m["peak_dtype"]) == ("bf16", "kernels", "bf16")
+
+
+def test_fp32_on_ampere_is_tf32_only_when_tf32_kernels_ran() -> None:
+    a100 = lookup("NVIDIA A100-SXM4-80GB")
+    assert a100 is not None
+    dtype, reason = peak_for_dtype("fp32", "ops", 1.0, a100, {"fp32": 5.0})
+    assert dtype == "fp32" and "allow_tf32" in reason
+    dtype, reason = peak_for_dtype("fp32", "ops", 1.0, a100, {"tf32": 9.0, "fp32": 1.0})
+    assert dtype == "tf32" and "90% of GEMM kernel time" in reason
+    v100 = lookup("Tesla V100-SXM2-32GB")
+    assert peak_for_dtype("fp32", "kernels", 1.0, v100, {"tf32": 9.0})[0] == "fp32"
+    assert peak_for_dtype("bf16", "default", None, a100, {})[0] == "bf16"

@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--model", type=Path, help="model spec for both runs (see `report`)")
     p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
-    p.add_argument("--dtype", choices=DTYPES, default="bf16")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="which peak of the table to use (default: inferred from the traces)")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
     p.add_argument("--out", type=Path, help="write the diff here instead of stdout")
     add_step_marker(p)

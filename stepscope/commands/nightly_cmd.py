@@ -44,7 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "(history rows stay)")
     p.add_argument("--model", type=Path, help="model spec (see `stepscope report --help`)")
     p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
-    p.add_argument("--dtype", choices=DTYPES, default="bf16")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="which peak of the table to use (default: inferred from the traces)")
     p.add_argument("--jobs", type=int, default=None, help="files parsed in parallel")
     p.add_argument("--quiet", action="store_true", help="print failures only")
 

@@ -35,8 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    "hidden, seq_len, global_batch_tokens [, n_active_params, attention, "
                    "convention, vocab]; without it, FLOPs come from the traces' shapes")
     p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
-    p.add_argument("--dtype", choices=DTYPES, default="bf16",
-                   help="which peak of the table to use (default: bf16)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="which peak of the table to use (default: inferred from the "
+                        "matmuls' input types, else kernel names, else bf16)")
     add_step_marker(p)
 
 
