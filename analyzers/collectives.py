@@ -7,7 +7,7 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
-from analyzers.nccl import SOCKET_GBS, measured_links
+from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 from analyzers.peaks import run_device
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
@@ -38,8 +38,11 @@ def collective_stats(con: duckdb.DuckDBPyConnection, run: str,
     transport of the NCCL_DEBUG logs when the run has them)."""
     nvlink = run_device(con, run).nvlink_gbs
     measured = measured_links(con, run)
+    inspector = measured_bandwidth(con, run)
     rows = con.sql(sql("collective_stats.sql"), params={"run": run}).pl().to_dicts()
     for row in rows:
+        # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
+        row["measured_bus_bw_gbs"] = inspector.get((row["collective"], row["group_label"]))
         row["link"] = "network" if row["crosses_nodes"] else "nvlink"
         row["link_source"] = "assumed"
         if row["group_label"] in measured:  # the transport NCCL's own log reports

@@ -67,12 +67,37 @@ class NcclFinding:
 
 
 @dataclass(frozen=True)
+class BandwidthPoint:
+    t_us: int                           # start of a tenth of the recording window (epoch µs)
+    bus_bw_gbs: float                   # median bus bandwidth of the ops in it
+
+
+@dataclass(frozen=True)
+class MeasuredOps:
+    """Bus bandwidth NCCL measured (Inspector) for one collective of one communicator."""
+
+    comm_id: str
+    collective: str
+    pg_names: list[str]
+    pg_desc: str | None
+    ranks: list[int]
+    hosts: list[str]
+    n_ops: int
+    msg_bytes: float
+    bus_bw_gbs: float                   # median over ops and ranks
+    bus_bw_p10_gbs: float
+    timing_source: str | None
+    over_time: list[BandwidthPoint]
+
+
+@dataclass(frozen=True)
 class NcclSection:
     versions: list[str]
     sources: list[NcclSource]
     hosts: dict[str, list[int]]         # host -> global ranks (NCCL logs)
     ranks: list[NcclRank]
     groups: list[NcclGroup]
+    measured: list[MeasuredOps]
     findings: list[NcclFinding]
 
 
@@ -105,11 +130,78 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
     hosts: dict[str, list[int]] = {}
     for r in ranks:
         hosts.setdefault(r.host, []).append(r.rank)
+    measured = measured_ops(con, run)
     findings = (_socket_findings(ranks, groups) + _gdr_findings(con, run)
                 + _warning_findings(con, run) + _ring_findings(con, run, groups)
+                + _slow_link_findings(measured)
                 + _identity_findings(con, run) + _version_findings(con, run))
     return NcclSection(versions=_versions(con, run), sources=sources, hosts=hosts,
-                       ranks=ranks, groups=groups, findings=findings)
+                       ranks=ranks, groups=groups, measured=measured, findings=findings)
+
+
+def measured_ops(con: duckdb.DuckDBPyConnection, run: str) -> list[MeasuredOps]:
+    """Inspector bandwidth per communicator and collective ([] without Inspector data)."""
+    if not has_nccl_sources(con, run):
+        return []
+    out = []
+    for r in _rows(con, sql("nccl_op_groups.sql"), {"run": run}):
+        descs = list(r["pg_descs"])
+        out.append(MeasuredOps(
+            comm_id=r["comm_id"], collective=r["collective"], pg_names=list(r["pg_names"]),
+            pg_desc=descs[0] if len(descs) == 1 else None, ranks=list(r["ranks"] or []),
+            hosts=list(r["hosts"]), n_ops=r["n_ops"], msg_bytes=float(r["msg_bytes"]),
+            bus_bw_gbs=float(r["bus_bw_gbs"]), bus_bw_p10_gbs=float(r["bus_bw_p10_gbs"]),
+            timing_source=r["timing_source"],
+            over_time=[BandwidthPoint(t_us=int(p["t_us"]), bus_bw_gbs=float(p["bus_bw_gbs"]))
+                       for p in r["over_time"] or []]))
+    return out
+
+
+SLOW_LINK_RATIO = 0.5
+
+
+def _slow_link_findings(measured: list[MeasuredOps]) -> list[NcclFinding]:
+    """A communicator whose measured bus bandwidth is below half the median of its peers
+    (same group kind, collective and size): its hosts or links are the slow ones."""
+    peers: dict[tuple[str, str, int], list[MeasuredOps]] = {}
+    for m in measured:
+        if m.pg_desc is not None:
+            peers.setdefault((m.pg_desc, m.collective, len(m.ranks)), []).append(m)
+    out = []
+    for (desc, coll, _), group in peers.items():
+        if len(group) < 2:
+            continue
+        values = sorted(m.bus_bw_gbs for m in group)
+        typical = values[len(values) // 2] if len(values) % 2 else (
+            values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+        for m in group:
+            if m.bus_bw_gbs < SLOW_LINK_RATIO * typical:
+                out.append(NcclFinding(
+                    kind="slow_link", severity="high", ranks=m.ranks, hosts=m.hosts,
+                    message=(f"{coll} in {desc} (pg {', '.join(m.pg_names)}: ranks "
+                             f"{', '.join(map(str, m.ranks))} on {', '.join(m.hosts)}) "
+                             f"measured {m.bus_bw_gbs:.1f} GB/s bus bandwidth, "
+                             f"{m.bus_bw_gbs / typical:.0%} of the {typical:.1f} GB/s its "
+                             f"{len(group) - 1} peer group(s) of the same kind reach")))
+    return out
+
+
+def measured_bandwidth(con: duckdb.DuckDBPyConnection, run: str
+                       ) -> dict[tuple[str, str], float]:
+    """(collective, group label) -> median measured bus bandwidth over its communicators'
+    ops (NCCL Inspector); {} without Inspector data."""
+    rows = _rows(con, """
+        SELECT o.collective, g.pg_desc AS label, median(o.bus_bw_gbs) AS bw
+        FROM nccl_ops o
+        JOIN (SELECT comm_id, list(DISTINCT rank ORDER BY rank) AS ranks FROM nccl_ops
+              WHERE run = $run AND rank IS NOT NULL GROUP BY comm_id) m USING (comm_id)
+        JOIN (SELECT any_value(pg_desc) AS pg_desc, list_sort(any_value(ranks)) AS ranks
+              FROM process_groups WHERE run = $run GROUP BY pg_name) g
+          ON g.ranks = m.ranks
+        WHERE o.run = $run AND o.bus_bw_gbs IS NOT NULL
+        GROUP BY o.collective, g.pg_desc""", {"run": run}) if has_nccl_sources(con, run) \
+        else []
+    return {(r["collective"], r["label"]): float(r["bw"]) for r in rows}
 
 
 RANKS_SQL = """

@@ -29,6 +29,17 @@ def nccl_lines(nccl: dict[str, Any] | None) -> list[str]:
             gdr = {True: "yes", False: "**no**", None: "-"}[g["gdr"]]
             out.append(f"| {name} | {_ranks(g['ranks'])} | {len(g['hosts'])} | "
                        f"{', '.join(g['tiers']) or '-'} | {g['link']} | {gdr} |")
+    if nccl["measured"]:
+        out += ["", "### Measured bus bandwidth (NCCL Inspector)", "",
+                "| group | collective | ranks | hosts | ops | median MB | bus GB/s (median) "
+                "| p10 | over time (GB/s) |", "|---|---|---|---|---:|---:|---:|---:|---|"]
+        for m in nccl["measured"]:
+            name = (f"{m['pg_desc'] or 'group'} ({', '.join(m['pg_names'])})"
+                    if m["pg_names"] else m["comm_id"])
+            trend = " ".join(f"{p['bus_bw_gbs']:.0f}" for p in m["over_time"])
+            out.append(f"| {name} | {m['collective']} | {_ranks(m['ranks'])} | "
+                       f"{', '.join(m['hosts'])} | {m['n_ops']} | {m['msg_bytes'] / 1e6:.1f} | "
+                       f"{m['bus_bw_gbs']:.1f} | {m['bus_bw_p10_gbs']:.1f} | {trend} |")
     if nccl["findings"]:
         out += ["", "### NCCL findings", ""]
         out += [f"- **{f['kind']}** ({f['severity']}): {f['message']}" for f in nccl["findings"]]

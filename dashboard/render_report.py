@@ -87,13 +87,14 @@ def collective_lines(rows: list[dict[str, Any]] | None) -> list[str]:
         return []
     out = ["", "## Communication (per rank and step)", "",
            "| collective | group | calls | MB | time ms | exposed ms | bus GB/s "
-           "| link (peak GB/s) |",
-           "|---|---|---:|---:|---:|---:|---:|---|"]
+           "| NCCL-measured bus GB/s | link (peak GB/s) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
         link = f"{c['link']} ({_num(c['link_peak_gbs'], '.0f')})"
         out.append(f"| {c['collective']} | {c['group_label']} | {c['calls_per_step']:.1f} | "
                    f"{c['bytes_per_step'] / 1e6:.1f} | {c['time_ms']:.2f} | "
-                   f"{c['exposed_ms']:.2f} | {_num(c['bus_bw_gbs'], '.1f')} | {link} |")
+                   f"{c['exposed_ms']:.2f} | {_num(c['bus_bw_gbs'], '.1f')} | "
+                   f"{_num(c.get('measured_bus_bw_gbs'), '.1f')} | {link} |")
     return out
 
 

@@ -14,7 +14,7 @@ PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
     "steps", "collectives", "recompute_ops", "collective_waits", "collective_exposure",
     "step_attribution", "nccl_sources", "fr_groups", "fr_entries", "nccl_processes",
-    "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings",
+    "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops",
 )
 
 

@@ -15,10 +15,12 @@ from conftest import REPO
 from analyzers.nccl import build_nccl_section
 from ingest import TraceFileError, ingest
 from ingest.nccl.debug_log import read_nccl_log
+from ingest.nccl.inspector import read_inspector
 from ingest.nccl.sniff import NCCL_LOG, sniff
 from stepscope.cli import main
 
 LOGS = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs"
+INSPECTOR = LOGS.parent / "nccl-inspector-unknown-jobid"
 TRACES = REPO / "sample_traces" / "simulated" / "tp_across_nodes"
 
 
@@ -27,6 +29,7 @@ def job(tmp_path: Path) -> Path:
     root = tmp_path / "job"
     shutil.copytree(TRACES, root / "traces")
     shutil.copytree(LOGS, root / "nccl-logs")
+    shutil.copytree(INSPECTOR, root / "nccl-inspector")
     return root
 
 
@@ -34,7 +37,7 @@ def job(tmp_path: Path) -> Path:
 def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     db = tmp_path / "s.duckdb"
     result = ingest([job(tmp_path)], db=db)
-    assert result.exit_code == 0 and len(result.nccl_files) == 8 and len(result.ranks) == 8
+    assert result.exit_code == 0 and len(result.nccl_files) == 16 and len(result.ranks) == 8
     return duckdb.connect(str(db), read_only=True)
 
 
@@ -85,7 +88,13 @@ def test_nccl_section_groups_and_findings(con: duckdb.DuckDBPyConnection) -> Non
                      ("203",): ("socket", None)}
     kinds = {f.kind: f for f in section.findings}
     assert set(kinds) == {"socket_where_ib", "gdr_disabled", "nccl_warnings",
-                          "ring_crosses_nodes"}
+                          "ring_crosses_nodes", "slow_link"}
+    slow = sorted(f.ranks for f in section.findings if f.kind == "slow_link")
+    assert slow == [[2, 6], [3, 7], [4, 5, 6, 7]]  # every slow group touches node003
+    measured = {tuple(m.pg_names): (m.n_ops, m.bus_bw_gbs) for m in section.measured}
+    assert measured == {("100",): (80, 40.0), ("104",): (80, 9.0), ("200",): (8, 30.0),
+                        ("201",): (8, 30.0), ("202",): (8, 6.0), ("203",): (8, 6.0)}
+    assert [len(m.over_time) for m in section.measured] == [10, 10, 2, 2, 2, 2]
     assert kinds["socket_where_ib"].ranks == [6, 7] and kinds["socket_where_ib"].hosts == [
         "node003"]
     assert kinds["gdr_disabled"].hosts == ["node002"] and kinds["gdr_disabled"].ranks == [4, 5]
@@ -103,6 +112,9 @@ def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
     assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["link"] == "socket"
     assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["link_source"] == "nccl_log"
     assert coll["DATA_PARALLEL_GROUP"]["link_peak_gbs"] == pytest.approx(12.5)
+    # NCCL's own measurement: median over the ops of every TP / DP communicator
+    assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["measured_bus_bw_gbs"] == pytest.approx(24.5)
+    assert coll["DATA_PARALLEL_GROUP"]["measured_bus_bw_gbs"] == pytest.approx(18.0)
     assert main(["report", str(root)]) == 0
     md = capsys.readouterr().out
     assert "## NCCL" in md and "**socket_where_ib** (high)" in md
@@ -110,6 +122,7 @@ def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
     plain = json.loads(capsys.readouterr().out)
     assert "nccl" not in plain
     assert {c["link_source"] for c in plain["collectives"]} == {"assumed"}
+    assert {c["measured_bus_bw_gbs"] for c in plain["collectives"]} == {None}
 
 
 def test_identity_conflict_is_reported_not_merged(tmp_path: Path) -> None:
@@ -191,3 +204,61 @@ def test_logs_fill_hosts_kineto_lacks(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute("SELECT rank, host, host_source FROM ranks ORDER BY rank").fetchall()
     assert rows == [(r, f"node{r // 2:03d}", "nccl_log") for r in range(8)]
+
+
+def test_inspector_reader_and_rank_resolution(tmp_path: Path) -> None:
+    """Without logs or traces, global ranks come from the world-spanning communicator;
+    here no communicator spans all 8 ranks, so ranks resolve from the Kineto traces."""
+    path = INSPECTOR / "node003-pid1007.log"
+    assert sniff(path) == "nccl_inspector"
+    table = read_inspector(path, str(path))
+    assert table.num_rows == 20 + 4  # TP [4-7] all_reduce x 20, DP [3, 7] x 4
+    row = table.slice(0, 1).to_pylist()[0]
+    assert (row["comm_id"], row["comm_rank"], row["n_ranks"], row["host"], row["pid"]) == (
+        "0x7d1e0c3a9b2f4410", 3, 4, "node003", 1007)
+    assert row["bus_bw_gbs"] == 9.0 and row["timing_source"] == "kernel_gpu"
+    root = tmp_path / "job"
+    shutil.copytree(TRACES, root / "traces")
+    shutil.copytree(INSPECTOR, root / "inspector")
+    db = tmp_path / "s.duckdb"
+    assert ingest([root], db=db).exit_code == 0
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*), count(rank), count(DISTINCT rank) FROM nccl_ops"
+                       ).fetchone() == (192, 192, 8)
+
+
+P2P_LINE = ('{"header": {"id": "0x1", "comm_name": "", "rank": 0, "n_ranks": 2, "nnodes": 1}, '
+            '"metadata": {"inspector_output_format_version": "v4.0", "dump_timestamp_us": 1, '
+            '"hostname": "h", "pid": 7}, "p2p_perf": {"p2p": "Send", "p2p_sn": 3, '
+            '"p2p_peer": 1, "p2p_msg_size_bytes": 1048576, "p2p_exec_time_us": 50.0, '
+            '"p2p_timing_source": "kernel_gpu", "p2p_algobw_gbs": 20.97, '
+            '"p2p_busbw_gbs": 20.97}}')
+
+
+def test_inspector_p2p_and_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "insp.jsonl.gz"
+    path.write_bytes(gzip.compress((P2P_LINE + "\n").encode()))
+    assert sniff(path) == "nccl_inspector"
+    row = read_inspector(path, str(path)).to_pylist()[0]
+    assert (row["kind"], row["nccl_op"], row["seq"], row["peer_comm_rank"], row["msg_bytes"]) \
+        == ("p2p", "Send", 3, 1, 1048576)
+
+
+@pytest.mark.parametrize("content", [
+    P2P_LINE + "\n{not json\n",
+    P2P_LINE.replace('"id": "0x1", ', "") + "\n",
+    P2P_LINE.replace('"p2p_exec_time_us": 50.0', '"p2p_exec_time_us": "slow"') + "\n",
+])
+def test_fuzzed_inspector_fails_alone(tmp_path: Path, content: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    good = tmp_path / "good.jsonl"
+    good.write_text(P2P_LINE + "\n")
+    with pytest.raises(TraceFileError) as exc:
+        read_inspector(bad, str(bad))
+    assert "\n" not in str(exc.value) and str(bad) in str(exc.value)
+    code = main(["ingest", str(bad), str(good), "--db", str(tmp_path / "s.duckdb"),
+                 "--run", "r"])
+    err = capsys.readouterr().err
+    assert code == 3 and len([ln for ln in err.splitlines() if "bad.jsonl" in ln]) == 1

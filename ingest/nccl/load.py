@@ -17,11 +17,12 @@ import pyarrow as pa
 from ingest.errors import TraceFileError
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
-from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_LOG
+from ingest.nccl.inspector import read_inspector
+from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG
 from ingest.sources import NcclFile
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
-               "nccl_channels", "nccl_rings", "nccl_warnings")
+               "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops")
 INSERT_SOURCE = "INSERT INTO nccl_sources BY NAME SELECT * FROM staged_source"
 INSERT_RANK_ROWS = "INSERT INTO {table} BY NAME SELECT $run AS run, $rank AS rank, * FROM staged"
 INSERT_FR_GROUPS = """
@@ -50,6 +51,9 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
         con.execute(INSERT_FR_GROUPS, {"run": run})
     if any(nf.kind == NCCL_LOG for nf in files):
         for stmt in LINK_LOG_ROWS:
+            con.execute(stmt, {"run": run})
+    if any(nf.kind == NCCL_INSPECTOR for nf in files):
+        for stmt in RESOLVE_OP_RANKS:
             con.execute(stmt, {"run": run})
     return done
 
@@ -149,5 +153,47 @@ LINK_LOG_ROWS = (
 )
 
 
+def _insert_inspector(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
+                      claimed: dict[tuple[str, int], str]) -> None:
+    ops = pl.from_arrow(read_inspector(nf.path, nf.display))
+    assert isinstance(ops, pl.DataFrame)
+    ops = ops.with_columns(
+        pl.col("nccl_op").str.to_lowercase().replace(CANONICAL_OPS).alias("collective"),
+        pl.lit(None, pl.Int32).alias("rank"), pl.lit(NCCL_INSPECTOR).alias("source"),
+        pl.lit(nf.display).alias("source_file"))
+    hosts = ops["host"].unique().drop_nulls().to_list()
+    versions = ops["format_version"].unique().drop_nulls().to_list()
+    insert_source(con, {
+        "run": run, "source_file": nf.display, "kind": NCCL_INSPECTOR, "format": "jsonl",
+        "rank": None, "rank_source": None, "version": ", ".join(sorted(versions)) or None,
+        "nccl_version": None, "host": hosts[0] if len(hosts) == 1 else None,
+        "n_records": ops.height, "note": None,
+    })
+    insert_run_rows(con, "nccl_ops", run, ops.to_arrow())
+
+
+CANONICAL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather",
+                 "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
+                 "broadcast": "broadcast", "reduce": "reduce", "send": "send", "recv": "recv",
+                 "gather": "gather", "scatter": "scatter"}
+
+# Global rank of each op: the NCCL log's process of the same host and pid, else the Kineto
+# rank of that host and pid, else its rank in a communicator spanning the whole world.
+RESOLVE_OP_RANKS = (
+    """UPDATE nccl_ops AS o SET rank = p.global_rank FROM nccl_processes p
+       WHERE o.run = $run AND p.run = $run AND o.host = p.host AND o.pid = p.pid
+         AND p.global_rank IS NOT NULL""",
+    """UPDATE nccl_ops AS o SET rank = k.rank FROM ranks k
+       WHERE o.run = $run AND k.run = $run AND o.rank IS NULL AND o.host = k.host
+         AND o.pid = k.pid""",
+    """UPDATE nccl_ops AS o SET rank = w.comm_rank FROM (
+           SELECT DISTINCT host, pid, comm_rank FROM nccl_ops
+           WHERE run = $run AND n_ranks = (SELECT max(n_ranks) FROM nccl_ops WHERE run = $run)
+       ) w
+       WHERE o.run = $run AND o.rank IS NULL AND o.host = w.host AND o.pid = w.pid""",
+)
+
+
 Reader = Callable[[duckdb.DuckDBPyConnection, str, NcclFile, dict[tuple[str, int], str]], None]
-READERS: dict[str, Reader] = {FLIGHT_RECORDER: _insert_fr, NCCL_LOG: _insert_log}
+READERS: dict[str, Reader] = {FLIGHT_RECORDER: _insert_fr, NCCL_LOG: _insert_log,
+                              NCCL_INSPECTOR: _insert_inspector}

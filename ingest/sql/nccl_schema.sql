@@ -136,3 +136,29 @@ CREATE TABLE IF NOT EXISTS nccl_warnings (
     message VARCHAR,
     source_file VARCHAR
 );
+
+CREATE TABLE IF NOT EXISTS nccl_ops (
+    run VARCHAR,
+    rank INTEGER,                -- global rank (resolved after loading), NULL if unknown
+    comm_id VARCHAR,             -- Inspector header.id (the communicator hash)
+    comm_name VARCHAR,
+    comm_rank INTEGER,
+    n_ranks INTEGER,
+    n_nodes INTEGER,
+    host VARCHAR,
+    pid BIGINT,
+    format_version VARCHAR,
+    dump_timestamp_us BIGINT,
+    kind VARCHAR,                -- coll | p2p
+    nccl_op VARCHAR,             -- AllReduce, AllGather, ReduceScatter, Send, Recv, ...
+    collective VARCHAR,          -- canonical: all_reduce, all_gather, ...
+    seq BIGINT,                  -- coll_sn / p2p_sn (per communicator)
+    peer_comm_rank INTEGER,
+    msg_bytes BIGINT,
+    exec_time_us DOUBLE,
+    timing_source VARCHAR,       -- kernel_gpu | kernel_cpu | collective_cpu ...
+    algo_bw_gbs DOUBLE,
+    bus_bw_gbs DOUBLE,
+    source VARCHAR,              -- nccl_inspector
+    source_file VARCHAR
+);

@@ -15,6 +15,7 @@ Planted problems, for the findings tests:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 OUT = Path(__file__).parent / "tp_across_nodes" / "nccl-logs"
@@ -113,10 +114,48 @@ def process_log(rank: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# NCCL Inspector (NCCL >= 2.28, plugins/profiler/inspector): one JSON object per completed
+# op, format v4.0, as in the plugin's README example (trace-formats.md §3c). Bus bandwidth
+# per communicator (GB/s) as the planted links would give: IB+GDR, IB without GDR, TCP.
+INSPECTOR_OUT = OUT.parent / "nccl-inspector-unknown-jobid"
+BUSBW = {"0x49bbd7790311d5eb": 40.0, "0x7d1e0c3a9b2f4410": 9.0, "0x1c9f00a2b3c4d501": 30.0,
+         "0x1c9f00a2b3c4d502": 30.0, "0x1c9f00a2b3c4d503": 6.0, "0x1c9f00a2b3c4d504": 6.0}
+OPS = {4: (268435456, 20), 2: (26214400, 4)}  # group size -> (message bytes, ops)
+
+
+def inspector_lines(rank: int) -> str:
+    lines = []
+    t0 = 1758610500000000
+    for comm_id, busbw in BUSBW.items():
+        members = COMMS[comm_id][0]
+        if rank not in members:
+            continue
+        n = len(members)
+        size, count = OPS[n]
+        algbw = busbw * n / (2 * (n - 1))
+        exec_us = round(size / (algbw * 1e3), 1)
+        for sn in range(count):
+            lines.append(json.dumps({
+                "header": {"id": comm_id, "comm_name": "", "rank": members.index(rank),
+                           "n_ranks": n, "nnodes": len({host(m) for m in members})},
+                "metadata": {"inspector_output_format_version": "v4.0", "git_rev": "",
+                             "rec_mechanism": "nccl_profiler_interface",
+                             "dump_timestamp_us": t0 + sn * 250000 + rank,
+                             "hostname": host(rank), "pid": 1000 + rank},
+                "coll_perf": {"coll": "AllReduce", "coll_sn": sn, "coll_msg_size_bytes": size,
+                              "coll_exec_time_us": exec_us, "coll_timing_source": "kernel_gpu",
+                              "coll_algobw_gbs": round(algbw, 2),
+                              "coll_busbw_gbs": round(busbw, 2)}}))
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    INSPECTOR_OUT.mkdir(parents=True, exist_ok=True)
     for rank in WORLD:
         (OUT / f"nccl.{host(rank)}.{1000 + rank}.log").write_text(process_log(rank))
+        (INSPECTOR_OUT / f"{host(rank)}-pid{1000 + rank}.log").write_text(
+            inspector_lines(rank))
 
 
 if __name__ == "__main__":

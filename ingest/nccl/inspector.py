@@ -1,0 +1,91 @@
+"""Read NCCL Inspector plugin output (NCCL >= 2.28, `plugins/profiler/inspector`): one JSON
+object per completed collective or P2P op per rank, with its message size, execution
+time and bandwidths as the plugin measured them.
+
+    {"header": {"id": "0x7f8c496ae9f661", "comm_name": "", "rank": 2, "n_ranks": 8,
+                "nnodes": 1},
+     "metadata": {"inspector_output_format_version": "v4.0", "git_rev": "",
+                  "rec_mechanism": "nccl_profiler_interface",
+                  "dump_timestamp_us": 1748030377748202, "hostname": "node0", "pid": 1639453},
+     "coll_perf": {"coll": "AllReduce", "coll_sn": 1407, "coll_msg_size_bytes": 17179869184,
+                   "coll_exec_time_us": 61974, "coll_timing_source": "kernel_gpu",
+                   "coll_algobw_gbs": 277.21, "coll_busbw_gbs": 485.12}}
+
+P2P ops carry `p2p_perf` {p2p, p2p_sn, p2p_peer, p2p_msg_size_bytes, p2p_exec_time_us,
+p2p_timing_source, p2p_algobw_gbs, p2p_busbw_gbs}. DuckDB's JSON reader parses the lines
+(no Python loop); header.rank is communicator-local, so the global rank is resolved
+after loading (nccl_processes, else the Kineto rank of the same host and pid).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ingest.errors import TraceFileError
+
+_COLUMNS = {
+    "header": "STRUCT(id VARCHAR, comm_name VARCHAR, rank INTEGER, n_ranks INTEGER, "
+              "nnodes INTEGER)",
+    "metadata": "STRUCT(inspector_output_format_version VARCHAR, dump_timestamp_us BIGINT, "
+                "hostname VARCHAR, pid BIGINT)",
+    "coll_perf": "STRUCT(coll VARCHAR, coll_sn BIGINT, coll_msg_size_bytes BIGINT, "
+                 "coll_exec_time_us DOUBLE, coll_timing_source VARCHAR, "
+                 "coll_algobw_gbs DOUBLE, coll_busbw_gbs DOUBLE)",
+    "p2p_perf": "STRUCT(p2p VARCHAR, p2p_sn BIGINT, p2p_peer INTEGER, "
+                "p2p_msg_size_bytes BIGINT, p2p_exec_time_us DOUBLE, "
+                "p2p_timing_source VARCHAR, p2p_algobw_gbs DOUBLE, p2p_busbw_gbs DOUBLE)",
+}
+_SELECT = """
+SELECT header.id AS comm_id, header.comm_name AS comm_name, header.rank AS comm_rank,
+       header.n_ranks AS n_ranks, header.nnodes AS n_nodes,
+       metadata.hostname AS host, metadata.pid AS pid,
+       metadata.inspector_output_format_version AS format_version,
+       metadata.dump_timestamp_us AS dump_timestamp_us,
+       CASE WHEN coll_perf IS NOT NULL THEN 'coll' ELSE 'p2p' END AS kind,
+       coalesce(coll_perf.coll, p2p_perf.p2p) AS nccl_op,
+       coalesce(coll_perf.coll_sn, p2p_perf.p2p_sn) AS seq,
+       p2p_perf.p2p_peer AS peer_comm_rank,
+       coalesce(coll_perf.coll_msg_size_bytes, p2p_perf.p2p_msg_size_bytes) AS msg_bytes,
+       coalesce(coll_perf.coll_exec_time_us, p2p_perf.p2p_exec_time_us) AS exec_time_us,
+       coalesce(coll_perf.coll_timing_source, p2p_perf.p2p_timing_source) AS timing_source,
+       coalesce(coll_perf.coll_algobw_gbs, p2p_perf.p2p_algobw_gbs) AS algo_bw_gbs,
+       coalesce(coll_perf.coll_busbw_gbs, p2p_perf.p2p_busbw_gbs) AS bus_bw_gbs
+FROM read_json($path, format = 'newline_delimited', columns = {columns},
+               compression = $compression, maximum_object_size = 16777216)
+"""
+
+
+def read_inspector(path: Path, display: str) -> pa.Table:
+    """The ops of one Inspector file; TraceFileError (one line) for anything unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+    except OSError as exc:
+        raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
+    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items()) + "}"
+    con = duckdb.connect()
+    try:
+        table = con.sql(_SELECT.replace("{columns}", columns), params={
+            "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",
+        }).to_arrow_table()
+    except duckdb.Error as exc:
+        detail = str(exc).strip().splitlines()[0]
+        raise TraceFileError(display, f"not readable as NCCL Inspector JSONL ({detail[:200]})"
+                             ) from None
+    finally:
+        con.close()
+    _check(table, display)
+    return table
+
+
+def _check(table: pa.Table, display: str) -> None:
+    if table.num_rows == 0:
+        raise TraceFileError(display, "NCCL Inspector file without any op")
+    for column, what in (("comm_id", "header.id"), ("nccl_op", "coll_perf.coll / p2p_perf.p2p"),
+                         ("exec_time_us", "the execution time")):
+        nulls = table.column(column).null_count
+        if nulls:
+            raise TraceFileError(display, f"{nulls} NCCL Inspector line(s) without {what}")
