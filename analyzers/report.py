@@ -39,6 +39,13 @@ SELECT match_method, count(*) FROM collective_waits WHERE run = $run GROUP BY 1 
 """
 
 
+def _stage_of(pipe: dict[str, Any] | None) -> dict[int, int]:
+    """Pipeline stage of each pipeline rank (empty without a pipeline)."""
+    if not pipe:
+        return {}
+    return {r: s["stage"] for s in pipe["per_stage"] for r in s["ranks"]}
+
+
 def _breakdown(row: dict[str, Any]) -> dict[str, float]:
     return {cat: float(row[cat] or 0.0) for cat in CATEGORIES}
 
@@ -80,7 +87,7 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
         "breakdown_ms": breakdown,
         "per_rank": per_rank,
         "per_step": per_step,
-        "stragglers": stragglers(con, run, step_time, per_rank),
+        "stragglers": stragglers(con, run, step_time, per_rank, _stage_of(pipe)),
         "pipeline": pipe,
         "collective_matching": {k: int(v) for k, v in methods.items()},
         "notes": notes,

@@ -59,8 +59,11 @@ def waited_on(con: duckdb.DuckDBPyConnection, run: str,
 
 
 def stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
-               per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ranked list (most severe first) of ranks flagged as stragglers."""
+               per_rank: list[dict[str, Any]],
+               stage_of: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Ranked list (most severe first) of ranks flagged as stragglers: those the others
+    visibly wait for, then hidden ones (`hidden_stragglers`). `stage_of` maps pipeline
+    ranks to their stage (peers for the compute comparison)."""
     # a rank's own time: the step less the time it waited for others (collective waits
     # and pipeline receives); a straggler's is longer than the median rank's
     own = {r["rank"]: r["step_time_ms"] - r["breakdown_ms"]["straggler_wait"]
@@ -85,6 +88,7 @@ def stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
         out.append({
             "rank": rank,
             "host": rec["host"],
+            "hidden": False,
             "slowdown": per_waiter / step_time_ms,
             "waited_on_ms": ms,
             "waiting_ranks": rec["waiters"],
@@ -98,5 +102,93 @@ def stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
                 f"of the step); its own time per step (not waiting for others) is "
                 f"{deviation:+.1f} ms from the median rank"),
         })
-    out.sort(key=lambda s: -s["waited_on_ms"])
+    out += hidden_stragglers(con, run, step_time_ms, per_rank, stage_of or {},
+                             {s["rank"] for s in out})
+    out.sort(key=lambda s: -s["slowdown"])
     return out
+
+
+# A hidden straggler: the waits it causes can land outside straggler_wait (a data-parallel
+# all-reduce whose wait sits under backward compute shows as exposed communication), so
+# its own time looks like everyone's. It is flagged when its compute per step exceeds the
+# median of its peers (the ranks in the same pipeline stage, which do the same work) by at
+# least HIDDEN_COMPUTE_EXCESS and by MIN_STEP_FRACTION of the step, and it passes the
+# arrival test above (last at most collectives it joins, beyond chance). A rank that is late
+# only because it waited upstream has no excess compute and is never flagged.
+HIDDEN_COMPUTE_EXCESS = 0.15
+
+
+def _peers(rank: int, ranks: list[int], stage_of: dict[int, int]) -> list[int]:
+    """Ranks doing the same work as `rank`: its pipeline stage, else the whole job."""
+    if rank in stage_of:
+        return [r for r in ranks if stage_of.get(r) == stage_of[rank] and r != rank]
+    return [r for r in ranks if r != rank and r not in stage_of]
+
+
+def _arrivals(con: duckdb.DuckDBPyConnection, run: str
+              ) -> tuple[dict[int, tuple[int, int, int]], dict[int, dict[int, float]]]:
+    """(times_last, n_instances, group_ranks) per rank, and the ms per step each waiter
+    waited for it (analyzers/sql/arrivals.sql)."""
+    arrivals: dict[int, tuple[int, int, int]] = {}
+    waits: dict[int, dict[int, float]] = defaultdict(dict)
+    for rank, times_last, n, group_ranks, waiter, ns in con.sql(
+            sql("arrivals.sql"), params={"run": run}).fetchall():
+        arrivals[int(rank)] = (int(times_last), int(n), int(group_ranks))
+        if waiter is not None and ns > 0:
+            waits[int(rank)][int(waiter)] = float(ns) / 1e6
+    return arrivals, waits
+
+
+def _arrives_last(times_last: int, n: int, group_ranks: int) -> bool:
+    share = times_last / n if n else 0.0
+    fair = 1.0 / max(group_ranks, 1)
+    return (share >= max(MIN_LAST_SHARE, MIN_SHARE_OVER_FAIR * fair)
+            and chance_of_being_last(times_last, n, group_ranks) <= MAX_CHANCE)
+
+
+def hidden_stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
+                      per_rank: list[dict[str, Any]], stage_of: dict[int, int],
+                      already: set[int]) -> list[dict[str, Any]]:
+    """Stragglers whose victims' waits are not (all) attributed as straggler_wait."""
+    compute = {r["rank"]: r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"]
+               for r in per_rank}
+    attributed = {r["rank"]: r["breakdown_ms"]["straggler_wait"] for r in per_rank}
+    arrivals, waits = _arrivals(con, run)
+    out = []
+    for rank, (times_last, n, group_ranks) in sorted(arrivals.items()):
+        peers = [compute[p] for p in _peers(rank, sorted(compute), stage_of)]
+        if rank in already or rank not in compute or len(peers) < 2 or step_time_ms <= 0:
+            continue
+        typical = median(peers)
+        excess = compute[rank] - typical
+        if excess < max(HIDDEN_COMPUTE_EXCESS * typical, MIN_STEP_FRACTION * step_time_ms):
+            continue
+        if not _arrives_last(times_last, n, group_ranks):
+            continue
+        who = waits[rank]
+        total = sum(who.values())
+        worst = max(who.values(), default=0.0)
+        shown = sum(min(attributed.get(w, 0.0), ms) for w, ms in who.items())
+        where = "pipeline stage" if rank in stage_of else "job"
+        out.append({
+            "rank": rank, "host": _host(con, run, rank), "hidden": True,
+            "slowdown": min(excess, worst) / step_time_ms,
+            "waited_on_ms": total, "waiting_ranks": len(who),
+            "step_time_deviation_ms": excess, "arrived_last": times_last,
+            "matched_collectives": n, "compute_ms": compute[rank], "peer_compute_ms": typical,
+            "evidence": (
+                f"arrived last at {times_last} of the {n} matched collectives it took part "
+                f"in; its compute is {compute[rank]:.2f} ms/step, "
+                f"{100 * excess / typical:.0f}% above the median of the {len(peers)} other "
+                f"ranks of its {where} ({typical:.2f} ms); {len(who)} rank(s) waited for it "
+                f"{total:.2f} ms/step in all (up to {worst:.2f} ms each), of which only "
+                f"{shown:.2f} ms shows as straggler wait: the rest is hidden in exposed "
+                f"communication or under compute"),
+        })
+    return out
+
+
+def _host(con: duckdb.DuckDBPyConnection, run: str, rank: int) -> str | None:
+    row = con.execute("SELECT host FROM ranks WHERE run = $run AND rank = $rank",
+                      {"run": run, "rank": rank}).fetchone()
+    return row[0] if row else None

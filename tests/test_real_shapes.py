@@ -245,3 +245,25 @@ def test_fp32_on_ampere_is_tf32_only_when_tf32_kernels_ran() -> None:
     v100 = lookup("Tesla V100-SXM2-32GB")
     assert peak_for_dtype("fp32", "kernels", 1.0, v100, {"tf32": 9.0})[0] == "fp32"
     assert peak_for_dtype("bf16", "default", None, a100, {})[0] == "bf16"
+
+
+# ------------------------------------------------------------------ hidden stragglers
+def test_hidden_straggler_is_named_with_evidence(tmp_path: Path) -> None:
+    cfg = truth("hidden_straggler")["config"]
+    stepscope.ingest(SIM / "hidden_straggler", db=tmp_path / "h.duckdb", run="h")
+    r = report(tmp_path / "h.duckdb", "h")
+    assert [s["rank"] for s in r["stragglers"]] == [cfg["slow_rank"]] == [13]
+    s = r["stragglers"][0]
+    assert s["hidden"] and s["host"] == "node001"
+    assert s["arrived_last"] == s["matched_collectives"] > 0
+    assert s["compute_ms"] / s["peer_compute_ms"] == pytest.approx(cfg["slow_factor"], rel=0.03)
+    # its TP group (7 ranks) and its DP group (3 ranks) waited for it
+    assert s["waiting_ranks"] == 10
+    per_rank = {p["rank"]: p for p in r["per_rank"]}
+    tp_peers = [8, 9, 10, 11, 12, 14, 15]
+    for p in tp_peers:  # visible: ~9% of the step as straggler wait
+        assert per_rank[p]["breakdown_ms"]["straggler_wait"] > 0.05 * r["step_time_ms"]
+    # ... but its own time is the median rank's: the old rule alone could not see it
+    own = per_rank[13]["step_time_ms"] - per_rank[13]["breakdown_ms"]["straggler_wait"]
+    assert own == pytest.approx(per_rank[0]["step_time_ms"], rel=0.01)
+    assert "straggler" in {x["id"] for x in r["recommendations"]}
