@@ -2,8 +2,8 @@
 standard formulas (docs/advisor.md). No recommendation without evidence, and none whose
 expected gain is under MIN_GAIN of the step.
 
-Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, straggler, recompute,
-input-bound, launch-bound.
+Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, exposed-a2a-comm, straggler,
+recompute, input-bound, launch-bound.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from analyzers.collectives import collective_stats, median_kernel_us, step_gap_m
 from analyzers.mfu import ModelSpec
 from analyzers.peaks import run_device
 from analyzers.planner import bubble_theory, zero_state_bytes_per_param
+from analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES, assign_roles
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
@@ -44,7 +45,9 @@ def gather(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
     device = run_device(con, run)
     return Context(
         report=report,
-        collectives=collective_stats(con, run),
+        collectives=assign_roles(collective_stats(con, run),
+                                 int(report["run"]["world_size"] or report["run"]["ranks"] or 1),
+                                 report["layout"]),
         step_gap_ms=step_gap_ms(con, run) if report["run"]["timeline"] == "gpu" else 0.0,
         median_kernel_us=median_kernel_us(con, run),
         recompute_attention_share=_recompute_attention_share(con, run),
@@ -130,22 +133,34 @@ def pipeline_bubble(ctx: Context) -> list[dict[str, Any]]:
     return [rec] if rec else []
 
 
-def _is_dp(row: dict[str, Any], layout: dict[str, Any]) -> bool:
-    label = str(row["group_label"]).upper()
-    if row.get("is_p2p"):
-        return False
-    if "DATA" in label:
-        return True
-    if any(k in label for k in ("TENSOR", "PIPELINE", "CONTEXT", "EXPERT")):
-        return False
-    simple = (layout["tp"] or 1) * (layout["pp"] or 1) * (layout["cp"] or 1) == 1
-    return simple or row["group_size"] == layout["dp"]
+def _guessed(rows: list[dict[str, Any]]) -> str:
+    guessed = sorted({f"{c['collective']} -> {c['role']}" for c in rows
+                      if c["role_source"] == "guess"})
+    if not guessed:
+        return ""
+    return (" (no group labels: roles guessed from the op and group: "
+            + ", ".join(guessed) + ")")
+
+
+FSDP_DETAIL = (
+    "FSDP / ZeRO-3 gathers each layer's weights before using them and reduce-scatters its "
+    "gradients after: prefetch the next layer's all-gather during the current layer "
+    "(forward and backward prefetch), keep the last layers unsharded (reshard_after_forward "
+    "off for them), and reduce the bytes that cross the network with HSDP (shard inside "
+    "the node, replicate across nodes).")
+DP_DETAIL = (
+    "The gradient reduction runs after backward instead of under it. Overlap it "
+    "(DDP buckets / Megatron overlap_grad_reduce, FSDP backward prefetch) with "
+    "buckets sized so the first ones start early in backward (e.g. 25-100 MB); "
+    "reduce the bytes that cross the network with HSDP (shard inside the node, "
+    "replicate across nodes). Moving to ZeRO-3 costs about 1.5x the DDP traffic "
+    "(an extra all-gather of the weights), so only do it for memory.")
 
 
 def exposed_dp_comm(ctx: Context) -> list[dict[str, Any]]:
     r = ctx.report
-    step, lay = r["step_time_ms"], r["layout"]
-    rows = [c for c in ctx.collectives if _is_dp(c, lay)]
+    step = r["step_time_ms"]
+    rows = [c for c in ctx.collectives if c["role"] in DATA_PARALLEL_ROLES]
     exposed = sum(c["exposed_ms"] for c in rows)
     if step <= 0 or exposed < TRIGGER * step:
         return []
@@ -157,16 +172,40 @@ def exposed_dp_comm(ctx: Context) -> list[dict[str, Any]]:
         link = (f"; bus bandwidth {worst['bus_bw_gbs']:.0f} GB/s of "
                 f"{worst['link_peak_gbs']:.0f} GB/s ({worst['link']})")
     memory = _zero_memory_note(ctx)
-    rec = _rec(r, "exposed-dp-comm", "Overlap the data-parallel gradient communication",
-               "The gradient reduction runs after backward instead of under it. Overlap it "
-               "(DDP buckets / Megatron overlap_grad_reduce, FSDP backward prefetch) with "
-               "buckets sized so the first ones start early in backward (e.g. 25-100 MB); "
-               "reduce the bytes that cross the network with HSDP (shard inside the node, "
-               "replicate across nodes). Moving to ZeRO-3 costs about 1.5x the DDP traffic "
-               "(an extra all-gather of the weights), so only do it for memory." + memory,
+    fsdp = worst["role"] == "fsdp_shards"
+    title = ("Overlap the FSDP / ZeRO-3 weight gathers and gradient reduce-scatters" if fsdp
+             else "Overlap the data-parallel gradient communication")
+    rec = _rec(r, "exposed-dp-comm", title, (FSDP_DETAIL if fsdp else DP_DETAIL) + memory,
                f"data-parallel collectives exposed {exposed:.2f} ms/step "
                f"({_pct(exposed, step)} of the step): {worst['collective']} on "
-               f"{worst['group_label']} {worst['exposed_ms']:.2f} ms{link}", gain)
+               f"{worst['group_label']} {worst['exposed_ms']:.2f} ms{link}" + _guessed(rows),
+               gain)
+    return [rec] if rec else []
+
+
+def exposed_model_exchange(ctx: Context) -> list[dict[str, Any]]:
+    """all_to_all of embedding tables (DLRM) or MoE token dispatch left exposed."""
+    r = ctx.report
+    step = r["step_time_ms"]
+    rows = [c for c in ctx.collectives if c["role"] in MODEL_EXCHANGE_ROLES]
+    exposed = sum(c["exposed_ms"] for c in rows)
+    if step <= 0 or exposed < TRIGGER * step:
+        return []
+    compute = r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"]
+    gain = min(exposed, compute)
+    worst = max(rows, key=lambda c: c["exposed_ms"])
+    rec = _rec(r, "exposed-a2a-comm", "Hide the embedding / expert all-to-all behind compute",
+               "The all-to-all exchanges model-parallel data (embedding lookups of sharded "
+               "tables, or MoE tokens to their experts), not gradients, so gradient bucketing "
+               "does not help. Overlap it with compute: pipeline the next batch's embedding "
+               "input distribution under the current step (e.g. TorchRec's "
+               "TrainPipelineSparseDist), or split MoE dispatch into chunks overlapped with "
+               "expert compute; shrink it with fp16/quantized communication, fewer or "
+               "row-wise-sharded tables, or a lower MoE capacity factor; keep it inside the "
+               "NVLink domain where the layout allows.",
+               f"all-to-all exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of the "
+               f"step): {worst['collective']} on {worst['group_label']} "
+               f"{worst['exposed_ms']:.2f} ms" + _guessed(rows), gain)
     return [rec] if rec else []
 
 
@@ -242,10 +281,8 @@ def launch_bound(ctx: Context) -> list[dict[str, Any]]:
 def tp_spans_nodes(ctx: Context) -> list[dict[str, Any]]:
     r = ctx.report
     lay = r["layout"]
-    rows = [c for c in ctx.collectives if c["crosses_nodes"] and not c.get("is_p2p") and (
-        "TENSOR" in str(c["group_label"]).upper()
-        or ((lay["tp"] or 1) > 1 and c["group_size"] == lay["tp"]
-            and "DATA" not in str(c["group_label"]).upper()))]
+    rows = [c for c in ctx.collectives if c["crosses_nodes"] and not c.get("is_p2p")
+            and c["role"] == "tensor_parallel"]
     if not rows:
         return []
     step = r["step_time_ms"]
@@ -267,8 +304,8 @@ def tp_spans_nodes(ctx: Context) -> list[dict[str, Any]]:
     return [rec] if rec else []
 
 
-CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, straggler, recompute,
-          input_bound, launch_bound)
+CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_model_exchange, straggler,
+          recompute, input_bound, launch_bound)
 
 
 def recommendations(ctx: Context) -> list[dict[str, Any]]:

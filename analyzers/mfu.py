@@ -207,6 +207,8 @@ def peak_for_dtype(dtype: str, source: str, share: float | None, device: DeviceP
     has_tf32 = device is not None and device.tflops.get("tf32") is not None
     tf32_time = kernel_weights.get("tf32", 0.0)
     gemm_time = sum(kernel_weights.values())
+    if device is None:
+        return "fp32", f"{base}: fp32 peak"
     if not has_tf32:
         return "fp32", f"{base}: fp32 peak (no TF32 on this GPU: TF32 arrived with Ampere)"
     if gemm_time > 0 and tf32_time / gemm_time >= 0.5:

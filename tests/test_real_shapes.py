@@ -17,6 +17,7 @@ from analyzers.mfu import peak_for_dtype
 from analyzers.peaks import lookup
 from analyzers.planner import bubble_theory
 from analyzers.report import build_report
+from analyzers.roles import assign_roles
 from stepscope.cli import main
 
 SIM = REPO / "sample_traces" / "simulated"
@@ -267,3 +268,54 @@ def test_hidden_straggler_is_named_with_evidence(tmp_path: Path) -> None:
     own = per_rank[13]["step_time_ms"] - per_rank[13]["breakdown_ms"]["straggler_wait"]
     assert own == pytest.approx(per_rank[0]["step_time_ms"], rel=0.01)
     assert "straggler" in {x["id"] for x in r["recommendations"]}
+
+
+# ------------------------------------------------------------------ collective roles
+def _row(op: str, label: str, size: int | None, calls: float = 1.0) -> dict[str, Any]:
+    return {"collective": op, "group_label": label, "group_size": size,
+            "calls_per_step": calls, "is_p2p": op in ("send", "recv")}
+
+
+def test_roles_from_labels_and_guesses() -> None:
+    lay = {"tp": 2, "pp": 1, "cp": 1, "dp": 4}
+    rows = assign_roles([
+        _row("all_reduce", "TENSOR_MODEL_PARALLEL_GROUP", 2),
+        _row("all_gather", "DATA_PARALLEL_GROUP", 4),
+        _row("all_to_all", "group of 8", 8),
+        _row("all_reduce", "group of 2", 2),
+        _row("all_reduce", "unknown group", None),
+        _row("broadcast", "default_pg", 8),
+        _row("recv", "group of 2", 2),
+    ], world=8, layout=lay)
+    assert [(r["role"], r["role_source"]) for r in rows] == [
+        ("tensor_parallel", "label"), ("dp_param_gather", "label"),
+        ("embedding_or_expert_exchange", "guess"), ("tensor_parallel", "guess"),
+        ("dp_gradients", "guess"), ("parameter_broadcast", "guess"), ("pipeline", "guess")]
+    fsdp = assign_roles([_row("all_gather", "default_pg", 4, 12),
+                         _row("reduce_scatter", "default_pg", 4, 12)], world=4,
+                        layout={"tp": 1, "pp": 1, "cp": 1, "dp": 4})
+    assert {r["role"] for r in fsdp} == {"fsdp_shards"}
+
+
+def test_fsdp_sample_gets_fsdp_advice(tmp_path: Path) -> None:
+    stepscope.ingest(REPO / "sample_traces" / "cpu" / "fsdp2", db=tmp_path / "f.duckdb", run="f")
+    r = report(tmp_path / "f.duckdb", "f")
+    assert {c["role"] for c in r["collectives"]} == {"fsdp_shards"}
+    (rec,) = [x for x in r["recommendations"] if x["id"] == "exposed-dp-comm"]
+    assert "FSDP" in rec["title"] and "guessed" in rec["evidence"]
+
+
+def test_dlrm_all_to_all_is_not_called_gradient_traffic(shared_traces: Path,
+                                                        tmp_path: Path) -> None:
+    """A real DLRM rank (HTA trace_filter, 2 of 128 ranks): the exposed all_to_all is the
+    embedding exchange; no advice to overlap data-parallel gradients because of it."""
+    src = shared_traces / "HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz"
+    stepscope.ingest(src, db=tmp_path / "d.duckdb", run="d")
+    r = report(tmp_path / "d.duckdb", "d")
+    roles = {c["collective"]: (c["role"], c["role_source"]) for c in r["collectives"]}
+    assert roles["all_to_all"] == ("embedding_or_expert_exchange", "guess")
+    ids = [x["id"] for x in r["recommendations"]]
+    assert "exposed-a2a-comm" in ids
+    for rec in r["recommendations"]:
+        if rec["id"] == "exposed-dp-comm":
+            assert "all_to_all" not in rec["evidence"].split(":")[1]

@@ -1,0 +1,85 @@
+"""What each collective is for (docs/advisor.md, "Collective roles"), so that advice fits.
+
+Megatron-style group descriptions say it outright (`role_source = label`). Without them the
+role is guessed from the op and its group (`role_source = guess`):
+
+* send / recv                                  -> pipeline (stage-to-stage activations);
+* all_to_all                                   -> embedding_or_expert_exchange (DLRM
+  embedding tables, MoE token dispatch: model-parallel traffic, not gradients);
+* all_gather and reduce_scatter, both several times per step -> fsdp_shards (FSDP /
+  ZeRO-3 gathering weights before and reducing gradients after each layer);
+* reduce_scatter alone                         -> dp_gradients (ZeRO-2 style);
+* all_reduce over all ranks, or over the DP degree, or in a run without model
+  parallelism                                  -> dp_gradients;
+* all_reduce over the TP degree (TP > 1)       -> tensor_parallel;
+* broadcast                                    -> parameter_broadcast;
+* anything else                                -> unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LABELS = (
+    ("TENSOR", "tensor_parallel"),
+    ("PIPELINE", "pipeline"),
+    ("CONTEXT", "context_parallel"),
+    ("EXPERT", "expert_exchange"),
+    ("EMBD", "embedding_or_expert_exchange"),
+    ("EMBEDDING", "embedding_or_expert_exchange"),
+    ("DATA", "dp_gradients"),
+)
+# Roles whose exposed time the data-parallel advice is about.
+DATA_PARALLEL_ROLES = frozenset({"dp_gradients", "fsdp_shards", "dp_param_gather"})
+MODEL_EXCHANGE_ROLES = frozenset({"embedding_or_expert_exchange", "expert_exchange"})
+
+
+def _from_label(row: dict[str, Any]) -> str | None:
+    label = str(row.get("group_label") or "").upper()
+    for marker, role in LABELS:
+        if marker in label:
+            if role == "dp_gradients" and row["collective"] == "all_gather":
+                return "dp_param_gather"  # distributed optimizer / ZeRO: gather updated weights
+            return role
+    return None
+
+
+def _fsdp_pattern(rows: list[dict[str, Any]]) -> bool:
+    """Unlabelled all_gather and reduce_scatter, each at least twice per step (per layer)."""
+    calls = {c: sum(r["calls_per_step"] or 0 for r in rows if r["collective"] == c
+                    and _from_label(r) is None)
+             for c in ("all_gather", "reduce_scatter")}
+    return all(n >= 2 for n in calls.values())
+
+
+def _guess(row: dict[str, Any], fsdp: bool, world: int, layout: dict[str, Any]) -> str:
+    op, size = row["collective"], row["group_size"]
+    tp = layout.get("tp") or 1
+    model_parallel = tp * (layout.get("pp") or 1) * (layout.get("cp") or 1) > 1
+    if row.get("is_p2p") or op in ("send", "recv", "send_recv"):
+        return "pipeline"
+    if op == "all_to_all":
+        return "embedding_or_expert_exchange"
+    if op in ("all_gather", "reduce_scatter") and fsdp:
+        return "fsdp_shards"
+    if op == "reduce_scatter":
+        return "dp_gradients"
+    if op == "all_reduce":
+        if tp > 1 and size == tp and size != world:
+            return "tensor_parallel"
+        if size is None or size == world or not model_parallel or size == layout.get("dp"):
+            return "dp_gradients"
+    if op == "broadcast":
+        return "parameter_broadcast"
+    return "unknown"
+
+
+def assign_roles(rows: list[dict[str, Any]], world: int,
+                 layout: dict[str, Any]) -> list[dict[str, Any]]:
+    """Adds `role` and `role_source` (`label` or `guess`) to each collective_stats row."""
+    fsdp = _fsdp_pattern(rows)
+    for row in rows:
+        labelled = _from_label(row)
+        row["role"] = labelled or _guess(row, fsdp, world, layout)
+        row["role_source"] = "label" if labelled else "guess"
+    return rows
