@@ -58,3 +58,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(NCCL_SCHEMA_SQL.read_text())
     con.execute(
         "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', $v)", {"v": SCHEMA_VERSION})
+
+
+def quote_identifier(name: str) -> str:
+    """A table or column name as a quoted SQL identifier (embedded quotes doubled), for
+    names read from a database: they are never spliced into SQL text as they are."""
+    return '"' + name.replace('"', '""') + '"'

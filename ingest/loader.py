@@ -4,6 +4,13 @@ Per-file parsing (`ingest.reader.read_trace`) runs in a thread pool, a bounded n
 files ahead of the writer, so no process holds all ranks' events. The writer replaces the
 run in one transaction: other runs are never touched, and an interrupted or strict-failed
 ingest leaves the database as it was.
+
+A problem with one file (any exception its reader raises, or a value in it that cannot
+be stored) fails that file only: it is listed in `runs.failed_files` and the run is
+`partial`. Every value of a file is checked before it is inserted, because a failed
+INSERT would abort the whole transaction. Ctrl-C is handled by `InterruptGuard`: the
+ingest stops at the next safe point and raises `Interrupted`, saying whether the run
+was committed (read back from the database, not guessed).
 """
 
 from __future__ import annotations
@@ -21,31 +28,41 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.db import connect_write, ensure_schema
-from ingest.errors import NothingIngestedError, TraceFileError
+from ingest.db import connect_write, ensure_schema, quote_identifier
+from ingest.errors import (
+    Interrupted,
+    NothingIngestedError,
+    StepscopeError,
+    TraceFileError,
+    as_file_error,
+)
+from ingest.interrupts import InterruptGuard
+from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
 from ingest.nccl.load import ingest_nccl_files
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
     KNOWN_IGNORED_CATEGORIES,
     OUTPUT_TABLES,
+    CancelToken,
     RankTables,
     read_trace,
 )
-from ingest.sources import TraceFile, collect_traces, default_run_name, rank_from_name
+from ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name, rank_from_name
 
 HOSTS_SQL = Path(__file__).parent / "sql" / "hosts.sql"
 ProgressFn = Callable[[int, int, str], None]
 AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
-RUN_TABLES_SQL = (
-    "SELECT DISTINCT c.table_name FROM duckdb_columns() c "
-    "JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name "
-    "AND t.database_name = c.database_name "
-    "WHERE c.column_name = 'run' AND NOT c.internal AND c.schema_name = 'main' "
-    "AND c.database_name = current_database() "
-    # the nightly history outlives re-ingests and pruned runs (analyzers/history.py)
-    "AND c.table_name <> 'history'"
-)
+# Base tables (not views) of the main schema with a `run` column; the nightly history
+# outlives re-ingests and pruned runs (analyzers/history.py).
+RUN_TABLES_SQL = """
+SELECT DISTINCT c.table_name FROM duckdb_columns() c
+JOIN duckdb_tables() t ON t.table_oid = c.table_oid
+WHERE c.column_name = 'run' AND NOT t.internal AND NOT t.temporary
+  AND t.schema_name = 'main' AND t.database_name = current_database()
+  AND c.table_name <> 'history'
+"""
+MAX_RANK = 2**31 - 1  # ranks and world sizes are INTEGER columns
 
 
 @dataclass
@@ -79,20 +96,25 @@ def _version() -> str:
 
 
 def _ordered_parallel(
-    files: Sequence[TraceFile], jobs: int, step_marker: str | None = None
+    files: Sequence[TraceFile], jobs: int, limit: int, cancel: CancelToken,
+    step_marker: str | None = None
 ) -> Iterator[tuple[TraceFile, RankTables | TraceFileError]]:
-    """Parse files in parallel, yield in input order, at most jobs + 1 files in flight."""
+    """Parse files in parallel, yield in input order, at most jobs + 1 files in flight.
+    Any exception of a reader becomes that file's failure. When the consumer stops
+    early (an error, Ctrl-C), reads in flight are cancelled and pending ones dropped, so
+    leaving never waits for whole files to be parsed."""
     threads_each = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(files))))
 
     def task(tf: TraceFile) -> RankTables | TraceFileError:
         try:
             return read_trace(tf.path, tf.display, threads=threads_each,
-                              step_marker=step_marker)
-        except TraceFileError as exc:
-            return exc
+                              step_marker=step_marker, max_bytes=limit, cancel=cancel)
+        except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
+            return as_file_error(tf.display, exc)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending: list[tuple[TraceFile, Future[RankTables | TraceFileError]]] = []
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    pending: list[tuple[TraceFile, Future[RankTables | TraceFileError]]] = []
+    try:
         queue = list(files)
         while queue or pending:
             while queue and len(pending) < jobs + 1:
@@ -100,13 +122,33 @@ def _ordered_parallel(
                 pending.append((tf, pool.submit(task, tf)))
             tf, fut = pending.pop(0)
             yield tf, fut.result()
+    finally:
+        cancel.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _checked_rank(value: Any, what: str, file: str) -> int | None:
+    """A rank or world size from distributedInfo: a plain non-negative integer in
+    INTEGER range (ASCII digits only), None when absent; a file failure otherwise."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not isinstance(value, int | str) \
+            or not text.isascii() or not text.isdigit():
+        raise TraceFileError(
+            file, f"distributedInfo.{what} is not a non-negative integer ({value!r:.40})")
+    number = int(text)
+    if number > MAX_RANK:
+        raise TraceFileError(
+            file, f"distributedInfo.{what} {text:.40} is out of range (0 to {MAX_RANK})")
+    return number
 
 
 def _resolve_rank(tables: RankTables, n_files: int) -> tuple[int, str]:
     info = tables.distributed_info or {}
-    rank = info.get("rank")
-    if isinstance(rank, int) or (isinstance(rank, str) and rank.strip().isdigit()):
-        return int(rank), "distributedInfo"
+    rank = _checked_rank(info.get("rank"), "rank", tables.file)
+    if rank is not None:
+        return rank, "distributedInfo"
     from_name = rank_from_name(tables.file)
     if from_name is not None:
         return from_name, "file_name"
@@ -128,7 +170,24 @@ def _mode(table: pa.Table, column: str) -> Any:
     return counts.field("values")[best.as_py()].as_py()
 
 
+def _text(value: Any) -> str | None:
+    """A trace value for a VARCHAR column: text as is, anything else as its JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return _json(value) or str(value)
+
+
+def _json(value: Any) -> str | None:
+    """Valid JSON text for a JSON column, or None (NaN/Infinity, cycles, deep nesting)."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]:
+    """The `ranks` row of a file, every value of its column's type (checked here, since
+    a failed INSERT would abort the whole run)."""
     info = t.distributed_info or {}
     device = _mode(t.tables["gpu_ops"], "device")
     props = next((p for p in t.device_properties if p.get("id") == device), None)
@@ -139,12 +198,12 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         {k for k in t.category_counts if ":" not in k}
         - KNOWN_EVENT_CATEGORIES - KNOWN_IGNORED_CATEGORIES
     )
-    world = info.get("world_size")
+    world = _checked_rank(info.get("world_size"), "world_size", t.file)
     return {
         "run": run,
         "rank": rank,
         "rank_source": source,
-        "world_size": int(world) if isinstance(world, int) else None,
+        "world_size": world,
         "host": t.host_name,
         "host_source": "host_name" if t.host_name else None,
         "node_gpus": len(t.device_properties) or None,
@@ -152,11 +211,11 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "step_source": t.step_source,
         "pid": _mode(cpu, "pid"),
         "device": device,
-        "device_name": props.get("name") if props else None,
-        "device_properties": json.dumps(props) if props else None,
-        "backend": info.get("backend"),
-        "nccl_version": info.get("nccl_version"),
-        "distributed_info": json.dumps(info) if info else None,
+        "device_name": _text(props.get("name")) if props else None,
+        "device_properties": _json(props) if props else None,
+        "backend": _text(info.get("backend")),
+        "nccl_version": _text(info.get("nccl_version")),
+        "distributed_info": _json(info) if info else None,
         "source_file": t.file,
         "trace_format": t.trace_format,
         "base_time_ns": t.base_time_ns,
@@ -220,55 +279,123 @@ def ingest(
     progress: ProgressFn | None = None,
     after_load: AfterLoadFn | None = None,
     step_marker: str | None = None,
+    max_bytes: int | None = None,
 ) -> IngestResult:
     """Ingest the traces of every rank of one run; replaces a run of the same name.
 
     `after_load(con, run)` runs inside the same transaction once the raw tables are in
     (the analyzers materialize their derived tables there), so a run is never visible
-    half-analysed.
+    half-analysed. `max_bytes` caps each trace's JSON text (ingest.limits).
 
     Raises UsageError for bad arguments, NothingIngestedError when no file could be
     read (or, with strict, when any file failed); the database is then unchanged.
+    Raises Interrupted on Ctrl-C, saying whether the run was committed.
     """
     run_name = run or default_run_name(paths)
+    limit = max_trace_bytes(max_bytes)
     result = IngestResult(run=run_name, db=str(db))
-    with collect_traces(paths) as traces:
+    with InterruptGuard() as guard, collect_traces(paths, limit) as traces:
         result.failures.extend(traces.failures)
         result.skipped = traces.skipped
         nccl = [f for f in traces.nccl if f.kind in NCCL_READERS]
         result.skipped += [f.display for f in traces.nccl if f.kind not in NCCL_READERS]
         result.n_files = len(traces.files) + len(traces.failures) + len(nccl)
+        if guard.hit:
+            raise Interrupted(_interrupt_message(run_name, db, False), committed=False)
         con = connect_write(db)
+        guard.add_stopper(con.interrupt)
         try:
-            ensure_schema(con)
-            con.execute("BEGIN TRANSACTION")
-            try:
-                _ingest_files(con, run_name, traces.files, result, strict, jobs, progress,
-                              step_marker)
-                result.nccl_files = ingest_nccl_files(con, run_name, nccl, result.failures)
-                _finish_run(con, run_name, [str(p) for p in paths], result, strict)
-                if after_load is not None:
-                    after_load(con, run_name)
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+            _transaction(con, run_name, [str(p) for p in paths], (traces.files, nccl), result,
+                         _Options(strict, jobs, progress, after_load, limit, step_marker),
+                         guard)
         finally:
             con.close()
     return result
 
 
-def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
-                  result: IngestResult, strict: bool, jobs: int | None,
-                  progress: ProgressFn | None, step_marker: str | None = None) -> None:
-    # every table with a `run` column, derived tables included
+@dataclass(frozen=True)
+class _Options:
+    strict: bool
+    jobs: int | None
+    progress: ProgressFn | None
+    after_load: AfterLoadFn | None
+    limit: int
+    step_marker: str | None = None
+
+
+def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
+                 files: tuple[Sequence[TraceFile], Sequence[NcclFile]], result: IngestResult,
+                 opts: _Options, guard: InterruptGuard) -> None:
+    """Replace the run in one transaction; on Ctrl-C, roll back and raise Interrupted
+    with what the database actually holds."""
+    stamp = datetime.now(UTC).replace(tzinfo=None)
+    try:
+        ensure_schema(con)
+        con.execute("BEGIN TRANSACTION")
+        _ingest_files(con, run, files[0], result, opts, guard)
+        result.nccl_files = ingest_nccl_files(con, run, files[1], result.failures)
+        guard.check()
+        _finish_run(con, run, sources, result, opts.strict, stamp)
+        if opts.after_load is not None:
+            opts.after_load(con, run)
+        guard.check()
+        con.execute("COMMIT")
+    except BaseException as exc:
+        _rollback(con)
+        if guard.hit or isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
+            committed = _committed(con, run, stamp)
+            raise Interrupted(_interrupt_message(run, result.db, committed),
+                              committed=bool(committed)) from None
+        raise
+    if guard.hit:  # Ctrl-C arrived during the COMMIT, which completed
+        raise Interrupted(_interrupt_message(run, result.db, True), committed=True)
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # no transaction open (it failed to begin, or the COMMIT went through)
+
+
+def _committed(con: duckdb.DuckDBPyConnection, run: str, stamp: datetime) -> bool | None:
+    """Does the database hold this ingest's run (None: could not tell)?"""
+    try:
+        rows = con.execute("SELECT count(*) FROM runs WHERE run = $run AND ingested_at = $t",
+                           {"run": run, "t": stamp}).fetchall()
+    except duckdb.Error:
+        return None
+    return bool(rows[0][0])
+
+
+def _interrupt_message(run: str, db: str | Path, committed: bool | None) -> str:
+    if committed is None:
+        return (f"interrupted: could not tell whether run '{run}' was committed to {db}; "
+                "check with `stepscope summary`")
+    if committed:
+        return f"interrupted: run '{run}' was committed to {db} (it is complete)"
+    return f"interrupted: run '{run}' was not ingested; {db} is unchanged"
+
+
+def _delete_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
+    """Delete the run from every table with a `run` column, derived tables included;
+    names read from the database are quoted, never spliced."""
     for (table,) in con.execute(RUN_TABLES_SQL).fetchall():
-        con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
+        con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run", {"run": run})
+
+
+def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
+                  result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
+    _delete_run(con, run)
     claimed: dict[int, str] = {}
-    jobs = max(1, jobs or (os.cpu_count() or 1))
-    for done, (tf, parsed) in enumerate(_ordered_parallel(files, jobs, step_marker), start=1):
-        if progress:
-            progress(done, len(files), tf.display)
+    jobs = max(1, opts.jobs or (os.cpu_count() or 1))
+    cancel = CancelToken()
+    guard.add_stopper(cancel.cancel)
+    parsed_files = _ordered_parallel(files, jobs, opts.limit, cancel, opts.step_marker)
+    for done, (tf, parsed) in enumerate(parsed_files, start=1):
+        guard.check()
+        if opts.progress:
+            opts.progress(done, len(files), tf.display)
         try:
             if isinstance(parsed, TraceFileError):
                 raise parsed
@@ -277,24 +404,40 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[Trac
                 raise TraceFileError(
                     tf.display, f"rank {rank} is also claimed by {claimed[rank]}; "
                     "put the traces of each run in its own --run")
+            row = _rank_row(run, rank, source, parsed)
+            _store_rank(con, run, rank, parsed, row)
             claimed[rank] = tf.display
-            _insert_rank(con, run, rank, parsed, _rank_row(run, rank, source, parsed))
             result.ranks.append(rank)
         except TraceFileError as exc:
-            if strict:
+            if opts.strict:
                 raise NothingIngestedError(f"{exc} (--strict: nothing was ingested)") from None
             result.failures.append((exc.file, exc.problem))
 
 
+def _store_rank(con: duckdb.DuckDBPyConnection, run: str, rank: int, t: RankTables,
+                row: dict[str, Any]) -> None:
+    """Insert one rank; a database error here has aborted the transaction, so it ends
+    the ingest (naming the file) instead of surfacing as 'transaction is aborted'."""
+    try:
+        _insert_rank(con, run, rank, t, row)
+    except duckdb.InterruptException:
+        raise
+    except (duckdb.Error, pa.ArrowException) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StepscopeError(
+            f"{t.file}: could not be stored ({text}); run '{run}' was not ingested, "
+            "the database is unchanged (please report this file)") from None
+
+
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
-                result: IngestResult, strict: bool) -> None:
+                result: IngestResult, strict: bool, stamp: datetime) -> None:
     if strict and result.failures:
         file, problem = result.failures[0]
         raise NothingIngestedError(f"{file}: {problem} (--strict: nothing was ingested)")
     if not result.ranks and not result.nccl_files:
         raise NothingIngestedError(
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
-            "could be read (see the errors above)")
+            "could be read (see the errors above)", result.failures)
     con.execute(INSERT_ARG_GROUPS, {"run": run})
     con.execute(HOSTS_SQL.read_text(), {"run": run})
     (world,), = con.execute(
@@ -302,7 +445,7 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     world_size = world or _nccl_world_size(con, run) or len(result.ranks)
     con.execute(INSERT_RUN_ROW, {
         "run": run,
-        "ingested_at": datetime.now(UTC).replace(tzinfo=None),
+        "ingested_at": stamp,
         "status": result.status,
         "world_size": world_size,
         "n_ranks": len(result.ranks),

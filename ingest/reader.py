@@ -6,11 +6,14 @@ returns the rank's tables. Nothing here knows about the run or the target databa
 the same function can run in a thread, a process or a Ray task.
 
 How a file is read:
-1. The file is decompressed into memory once and split into the `traceEvents` array and
-   the small rest (schemaVersion, distributedInfo, deviceProperties, baseTimeNanoseconds,
-   ...), which Python's json parses.
+1. A gzipped file is decompressed in a stream to a temporary file, at most the per-trace
+   limit (ingest/limits.py); the JSON text is memory-mapped, never held whole in memory.
+   It is split into the `traceEvents` array and the small rest (schemaVersion,
+   distributedInfo, deviceProperties, baseTimeNanoseconds, ...), which Python's json
+   parses. Finding the end of the array looks only at the document's tail (linear).
 2. The array goes to a temporary file that DuckDB reads with `format='array'` (a row per
-   event, several times faster than one giant object).
+   event, several times faster than one giant object); a decompressed copy is turned
+   into that file in place, by blanking the bytes around the array.
 3. `ts` is read as DOUBLE, exact to the ns for relative timestamps (`baseTimeNanoseconds`)
    and integer µs. Absolute timestamps with a ns fraction (19 significant digits, more
    than a DOUBLE holds) and 2021-era traces (`external id`) take the exact-text path:
@@ -20,22 +23,36 @@ How a file is read:
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import re
+import stat
 import tempfile
+import threading
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import duckdb
 import pyarrow as pa
 
 from ingest.errors import TraceFileError
+from ingest.limits import format_size, max_trace_bytes
 
 SQL_DIR = Path(__file__).parent / "sql"
 HEAD_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+READ_CHUNK = 1 << 20          # compressed bytes read at a time
+INFLATE_CHUNK = 16 << 20      # most decompressed bytes produced per step (bomb-safe)
+TAIL_WINDOW = 64 << 20        # the end of traceEvents is searched in the last 64 MiB
+# Largest |baseTimeNanoseconds| accepted: 2^62 ns is the year 2116; with event times
+# added it stays inside a BIGINT.
+MAX_BASE_NS = 1 << 62
 
 # Keys of `args` that the loader uses. Scalars are read as text and cast with TRY_CAST
 # in SQL, because their JSON type differs between eras (e.g. ROCm's "stream": "0x0").
@@ -121,23 +138,105 @@ def _gzip_problem(exc: BaseException) -> str:
     return f"corrupt gzip data ({_first_line(exc)})"
 
 
-def _load_bytes(path: Path, display: str) -> bytes:
-    """The file's JSON text, decompressed when it is gzipped (by content, not name)."""
-    data = path.read_bytes()
-    if not data.startswith(GZIP_MAGIC):
-        return data
+class CancelToken:
+    """Stops reads in flight: `cancel()` interrupts every DuckDB query a read registered
+    and makes the decompression loop stop at its next chunk (used on Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connections: set[duckdb.DuckDBPyConnection] = set()
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            for con in self._connections:
+                con.interrupt()
+
+    def check(self, display: str) -> None:
+        if self.cancelled:
+            raise TraceFileError(display, "cancelled")
+
+    @contextmanager
+    def watching(self, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        with self._lock:
+            self._connections.add(con)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._connections.discard(con)
+
+
+def _check_regular_file(path: Path, display: str) -> None:
+    """Only regular files are read: a FIFO or device would block or never end."""
     try:
-        out = zlib.decompressobj(wbits=47)  # gzip, concatenated members handled below
-        text = out.decompress(data)
-        while out.unused_data:  # another gzip member follows
-            rest = out.unused_data
-            out = zlib.decompressobj(wbits=47)
-            text += out.decompress(rest)
-        if not out.eof:
-            raise EOFError("compressed file ended before the end-of-stream marker")
-        return text
-    except (zlib.error, EOFError) as exc:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TraceFileError(display, "no such file") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
+        raise TraceFileError(display, f"not a regular file ({kind})")
+
+
+def _limit_problem(limit: int) -> str:
+    return (f"more than {format_size(limit)} of JSON, the per-trace limit (raise it with "
+            "--max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")
+
+
+def _gunzip(src: IO[bytes], dst: IO[bytes], limit: int, display: str,
+            cancel: CancelToken | None) -> None:
+    """Stream-decompress gzip (concatenated members too) from src to dst, at most
+    `limit` bytes out, whatever the compression ratio."""
+    inflater: Any = None
+    pending = b""
+    written = 0
+    try:
+        while True:
+            if not pending:
+                pending = src.read(READ_CHUNK)
+                if not pending:
+                    break
+            if inflater is None:
+                inflater = zlib.decompressobj(wbits=47)
+            out = inflater.decompress(pending, INFLATE_CHUNK)
+            pending = inflater.unconsumed_tail
+            if inflater.eof:  # another gzip member may follow
+                pending = inflater.unused_data + pending
+                inflater = None
+            written += len(out)
+            if written > limit:
+                raise TraceFileError(display, _limit_problem(limit))
+            dst.write(out)
+            if cancel is not None:
+                cancel.check(display)
+    except zlib.error as exc:
         raise TraceFileError(display, _gzip_problem(exc)) from None
+    if inflater is not None:
+        raise TraceFileError(display, _gzip_problem(EOFError()))
+
+
+@contextmanager
+def _mapped_json(path: Path, display: str, tmp: Path, limit: int,
+                 cancel: CancelToken | None) -> Iterator[tuple[mmap.mmap, Path | None]]:
+    """The file's JSON text, memory-mapped: the file itself, or its decompressed copy in
+    `tmp` (then also its path, and the map is writable)."""
+    with open(path, "rb") as fh:
+        if fh.read(2) != GZIP_MAGIC:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise TraceFileError(display, _limit_problem(limit))
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                yield mm, None
+            return
+        fh.seek(0)
+        copy = tmp / "trace.json"
+        with open(copy, "wb") as out:
+            _gunzip(fh, out, limit, display, cancel)
+    if copy.stat().st_size == 0:
+        raise TraceFileError(display, "empty file (no JSON in it)")
+    with open(copy, "r+b") as rw, mmap.mmap(rw.fileno(), 0) as mm:
+        yield mm, copy
 
 
 def _needs_exact_text(head: bytes) -> bool:
@@ -157,41 +256,114 @@ def _trace_format(head: bytes, base_ns: int | None) -> str:
     return "int_us"
 
 
-def _split_trace(text: bytes, display: str) -> tuple[dict[str, Any], int, int]:
-    """Split a trace into its top-level keys (parsed, without events) and the byte span
-    [start, end) of the traceEvents array.
+_WS = re.compile(r"[ \t\n\r]*")
 
-    The array's closing bracket is the last `]` preceded by `}` or `[` after which the
-    rest of the document parses as the remaining keys; brackets inside the events can
-    never satisfy that (the document would close too early).
-    """
-    lead = text[:64].lstrip()
+
+def _skip_ws(s: str, i: int) -> int:
+    match = _WS.match(s, i)
+    return match.end() if match else i
+
+_WS_BYTES = b" \t\n\r"
+_DECODER = json.JSONDecoder()
+
+
+def _document_bounds(text: mmap.mmap | bytes, display: str) -> tuple[int, int]:
+    """[first, last] byte of the JSON document: after a UTF-8 BOM and whitespace, up to
+    the last non-whitespace byte. A document that does not end with '}' is truncated."""
+    first = len(UTF8_BOM) if text[:3] == UTF8_BOM else 0
+    lead = bytes(text[first:first + 4096]).lstrip(_WS_BYTES)
     if not lead:
         raise TraceFileError(display, "empty file (no JSON in it)")
     if not lead.startswith(b"{"):
         raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
-    match = _TRACE_EVENTS_KEY.search(text)
+    first = text.find(b"{", first)
+    last = len(text)
+    while last > first:
+        chunk = bytes(text[max(first, last - 4096):last]).rstrip(_WS_BYTES)
+        if chunk:
+            last = max(first, last - 4096) + len(chunk) - 1
+            break
+        last = max(first, last - 4096)
+    if text[last:last + 1] != b"}":
+        raise TraceFileError(
+            display, f"truncated JSON at byte {len(text)} (the document never closes; "
+            "re-copy the file)")
+    return first, last
+
+
+def _closes_document(s: str, i: int) -> bool:
+    """Does s[i:] read as the rest of the top-level object: (',' "key": value)* '}' and
+    only whitespace after? Each value is parsed where it stands (no copies), so a wrong
+    candidate fails within a few tokens and the search stays linear."""
+    j = _skip_ws(s, i)
+    while j < len(s):
+        if s[j] == "}":
+            return _skip_ws(s, j + 1) == len(s)
+        if s[j] != ",":
+            return False
+        j = _skip_ws(s, j + 1)
+        if not s.startswith('"', j):
+            return False
+        try:
+            _, j = _DECODER.raw_decode(s, j)
+            j = _skip_ws(s, j)
+            if not s.startswith(":", j):
+                return False
+            _, j = _DECODER.raw_decode(s, _skip_ws(s, j + 1))
+        except ValueError:
+            return False
+        j = _skip_ws(s, j)
+    return False
+
+
+def _events_end(text: mmap.mmap | bytes, start: int, last: int, display: str) -> int:
+    """Byte offset just past the `]` that closes traceEvents (its `[` is at `start`)."""
+    lo = max(start, last + 1 - TAIL_WINDOW)
+    # latin-1 maps byte i to character i, so offsets carry over; JSON syntax is ASCII.
+    tail = bytes(text[lo:last + 1]).decode("latin-1")
+    try:
+        # events are objects, so their list ends `}]` (or is `[]`); other lists second
+        for only_after_object in (True, False):
+            pos = len(tail)
+            while (pos := tail.rfind("]", 0, pos)) >= 0:
+                before = tail[max(0, pos - 4096):pos].rstrip(" \t\n\r")[-1:]
+                if only_after_object and before not in ("}", "["):
+                    continue
+                if _closes_document(tail, pos + 1):
+                    return lo + pos + 1
+    except RecursionError:
+        raise TraceFileError(display, "invalid JSON (nested too deeply to be a trace)") from None
+    raise TraceFileError(display, "invalid JSON: the traceEvents list never closes "
+                         f"(truncated at byte {last + 1}?)")
+
+
+def _split_trace(text: mmap.mmap | bytes, display: str) -> tuple[dict[str, Any], int, int]:
+    """Split a trace into its top-level keys (parsed, without events) and the byte span
+    [start, end) of the traceEvents array.
+
+    The array's closing bracket is the last `]` (after `}` first: events are objects)
+    after which the rest of the document reads as the remaining keys; brackets inside
+    the events can never satisfy that (the document would close too early).
+    """
+    first, last = _document_bounds(text, display)
+    match = _TRACE_EVENTS_KEY.search(text, first)
     if match is None:
-        _raise_not_a_trace(text, display)
+        _raise_not_a_trace(bytes(text[first:last + 1]), display)
     assert match is not None
     start = match.end() - 1
-    head = text[: match.start()]
-    pos = len(text)
-    while True:
-        pos = text.rfind(b"]", start, pos)
-        if pos < 0:
-            raise TraceFileError(display, "invalid JSON (the traceEvents list is not closed)")
-        before = text[start:pos].rstrip()[-1:]
-        if before in (b"}", b"["):
-            try:
-                meta = json.loads(head + b'"traceEvents": 0' + text[pos + 1:])
-            except ValueError:
-                meta = None
-            if isinstance(meta, dict):
-                meta.pop("traceEvents", None)
-                return meta, start, pos + 1
-        if len(text) - pos > 64 << 20:
-            raise TraceFileError(display, "invalid JSON (cannot find the end of traceEvents)")
+    end = _events_end(text, start, last, display)
+    rest = bytes(text[first:match.start()]) + b'"traceEvents": 0' + bytes(text[end:last + 1])
+    try:
+        meta = json.loads(rest)
+    except ValueError as exc:
+        raise TraceFileError(display, f"invalid JSON outside traceEvents ({_first_line(exc)})") \
+            from None
+    except RecursionError:
+        raise TraceFileError(display, "invalid JSON (nested too deeply to be a trace)") from None
+    if not isinstance(meta, dict):
+        raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
+    meta.pop("traceEvents", None)
+    return meta, start, end
 
 
 def _raise_not_a_trace(text: bytes, display: str) -> None:
@@ -199,6 +371,8 @@ def _raise_not_a_trace(text: bytes, display: str) -> None:
         doc = json.loads(text)
     except ValueError as exc:
         raise TraceFileError(display, f"invalid JSON ({_first_line(exc)})") from None
+    except RecursionError:
+        raise TraceFileError(display, "invalid JSON (nested too deeply to be a trace)") from None
     if isinstance(doc, dict) and "traceEvents" in doc:
         raise TraceFileError(display, "not a Kineto trace: traceEvents is not a list")
     raise TraceFileError(display, "not a Kineto trace: no traceEvents list at the top level")
@@ -207,59 +381,70 @@ def _raise_not_a_trace(text: bytes, display: str) -> None:
 def _explain_read_error(exc: Exception) -> str:
     """Turn a DuckDB read error on the events array into a one-line problem."""
     text = _first_line(exc)
+    if isinstance(exc, duckdb.InterruptException):
+        return "cancelled"
     if "Malformed JSON" in str(exc) or "JSON" in text:
         detail = re.sub(r'^.*?Malformed JSON in file "[^"]*"', "", text).strip(" ,:")
         return f"invalid JSON in traceEvents ({detail or text})"
     return f"could not be read ({text})"
 
 
+def _write_events_file(mm: mmap.mmap, copy: Path | None, start: int, end: int, tmp: Path,
+                       exact: bool) -> Path:
+    """The file DuckDB reads: just the traceEvents array (text rewritten on the exact
+    path). A decompressed copy becomes it in place, by blanking what surrounds the array."""
+    if exact:
+        events = _TS_NUMBER.sub(rb'\1"\2"',
+                                mm[start:end].replace(b'"external id"', b'"External id"'))
+        target = tmp / "events.json"
+        target.write_bytes(events)
+        return target
+    if copy is not None:
+        mm[:start] = b" " * start
+        mm[end:] = b" " * (len(mm) - end)
+        mm.flush()
+        return copy
+    target = tmp / "events.json"
+    with open(target, "wb") as out, memoryview(mm) as view:
+        for lo in range(start, end, INFLATE_CHUNK):
+            out.write(view[lo:min(end, lo + INFLATE_CHUNK)])
+    return target
+
+
 def read_trace(path: Path, display: str | None = None, threads: int = 1,
-               step_marker: str | None = None) -> RankTables:
+               step_marker: str | None = None, max_bytes: int | None = None,
+               cancel: CancelToken | None = None) -> RankTables:
     """Parse one Kineto trace file (``.json`` or ``.json.gz``) into rank tables.
 
     `step_marker` names an annotation whose calls are the steps (before ProfilerStep#N;
     docs/attribution.md, "Steps").
 
     Raises TraceFileError with a one-line problem for anything that is not a readable
-    Kineto trace.
+    Kineto trace; `max_bytes` caps the JSON text (default: ingest.limits).
     """
     display = display or str(path)
-    if not path.is_file():
-        raise TraceFileError(display, "no such file")
+    _check_regular_file(path, display)
     if path.stat().st_size == 0:
         raise TraceFileError(display, "empty file")
-    text = _load_bytes(path, display)
-    meta, start, end = _split_trace(text, display)
-    head = text[start:start + HEAD_BYTES]
-    exact = _needs_exact_text(head)
-    events: bytes | memoryview = memoryview(text)[start:end]  # no copy on the fast path
-    if exact:
-        events = _TS_NUMBER.sub(rb'\1"\2"',
-                                bytes(events).replace(b'"external id"', b'"External id"'))
-    base_ns = _parse_base(meta.get("baseTimeNanoseconds"), display)
-    distributed = meta.get("distributedInfo")
-    distributed = distributed if isinstance(distributed, dict) else None
-
-    con = duckdb.connect(":memory:", config={"threads": max(1, int(threads))})
-    try:
-        con.execute(_sql("macros.sql"))
-        with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
-            events_file = Path(tmp) / "events.json"
-            events_file.write_bytes(events)
-            del events, text
-            try:
-                con.execute(READ_EXACT if exact else READ_FAST, {"path": str(events_file)})
-            except duckdb.Error as exc:
-                raise TraceFileError(display, _explain_read_error(exc)) from None
-        con.execute(CREATE_META, {
-            "base_ns": base_ns,
-            "distributed_info": json.dumps(distributed) if distributed else None,
-            "step_marker": step_marker or None,
-        })
-        tables, counts = _rank_tables(con, display)
-        (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
-    finally:
-        con.close()
+    limit = max_trace_bytes(max_bytes)
+    with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
+        with _mapped_json(path, display, Path(tmp), limit, cancel) as (mm, copy):
+            meta, start, end = _split_trace(mm, display)
+            head = mm[start:start + HEAD_BYTES]
+            exact = _needs_exact_text(head)
+            events_file = _write_events_file(mm, copy, start, end, Path(tmp), exact)
+        base_ns = _parse_base(meta.get("baseTimeNanoseconds"), display)
+        distributed = meta.get("distributedInfo")
+        distributed = distributed if isinstance(distributed, dict) else None
+        if cancel is not None:
+            cancel.check(display)
+        con = duckdb.connect(":memory:", config={"threads": max(1, int(threads))})
+        try:
+            with _watching(cancel, con):
+                tables, counts, step_source = _load_events(
+                    con, events_file, exact, (base_ns, distributed, step_marker), display)
+        finally:
+            con.close()
     props = meta.get("deviceProperties")
     host = meta.get("host_name")
     trace_name = meta.get("traceName")
@@ -276,6 +461,37 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         category_counts=counts,
         tables=tables,
     )
+
+
+@contextmanager
+def _watching(cancel: CancelToken | None, con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    if cancel is None:
+        yield
+        return
+    with cancel.watching(con):
+        yield
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
+                 meta: tuple[int | None, dict[str, Any] | None, str | None],
+                 display: str) -> tuple[dict[str, pa.Table], dict[str, int], str | None]:
+    """Read the events file into the rank tables; meta = (base ns, distributedInfo,
+    step marker). Returns the tables, the category counts and the steps' source."""
+    base_ns, distributed, step_marker = meta
+    con.execute(_sql("macros.sql"))
+    try:
+        con.execute(READ_EXACT if exact else READ_FAST, {"path": str(events_file)})
+    except duckdb.Error as exc:
+        raise TraceFileError(display, _explain_read_error(exc)) from None
+    try:
+        info = json.dumps(distributed, allow_nan=False) if distributed else None
+    except ValueError:
+        info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
+    con.execute(CREATE_META, {"base_ns": base_ns, "distributed_info": info,
+                              "step_marker": step_marker or None})
+    tables, counts = _rank_tables(con, display)
+    (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
+    return tables, counts, step_source
 
 
 def _rank_tables(con: duckdb.DuckDBPyConnection,
@@ -296,7 +512,15 @@ def _rank_tables(con: duckdb.DuckDBPyConnection,
         )
     tables = {name: con.sql(f"SELECT * FROM out_{name}").to_arrow_table()
               for name in OUTPUT_TABLES}
+    if not any(tables[name].num_rows for name in TIMED_TABLES):
+        raise TraceFileError(
+            display, f"no timed events: none of its {sum(counts.values())} events has a "
+            "numeric `ts` (nothing to attribute)")
     return tables, counts
+
+
+# Tables of duration events: a trace with none of them has nothing on its time line.
+TIMED_TABLES = ("cpu_ops", "gpu_ops", "gpu_annotations")
 
 
 # Categories (duration events) that stepscope stores somewhere.
@@ -315,9 +539,13 @@ KNOWN_IGNORED_CATEGORIES = frozenset({
 def _parse_base(raw: Any, display: str) -> int | None:
     if raw is None:
         return None
-    try:
-        return int(str(raw).strip('"'))
-    except ValueError:
-        raise TraceFileError(display, f"baseTimeNanoseconds is not an integer ({raw!r})") from None
+    text = str(raw).strip('"')
+    if isinstance(raw, bool) or not re.fullmatch(r"-?[0-9]{1,400}", text):
+        raise TraceFileError(display, f"baseTimeNanoseconds is not an integer ({text[:40]!r})")
+    value = int(text)
+    if not 0 <= value < MAX_BASE_NS:
+        raise TraceFileError(
+            display, f"baseTimeNanoseconds {text[:40]} is out of range (0 to 2^62 ns)")
+    return value
 
 

@@ -8,7 +8,9 @@ that path, not of the whole ingest.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import tarfile
 import tempfile
 import zipfile
@@ -19,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from ingest.errors import UsageError
+from ingest.limits import format_size, max_trace_bytes
 from ingest.nccl.sniff import sniff
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -74,21 +77,39 @@ def _looks_like_other_json(path: Path) -> bool:
     files are always tried, so their problems get reported."""
     if not path.name.lower().endswith(".json"):
         return False
-    if not 0 < path.stat().st_size <= SNIFF_BYTES:
-        return False
-    data = path.read_bytes()
-    if b'"traceEvents"' in data:
-        return False
     try:
-        json.loads(data)
-    except ValueError:
-        return False
+        if not is_regular_file(path) or not 0 < path.stat().st_size <= SNIFF_BYTES:
+            return False
+        data = path.read_bytes()
+        if b'"traceEvents"' in data:
+            return False
+        json.loads(data.removeprefix(b"\xef\xbb\xbf"))
+    except (OSError, ValueError, RecursionError):
+        return False  # the reader reports what is wrong with it
     return True
 
 
-def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path) -> None:
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+def is_regular_file(path: Path) -> bool:
+    """A regular file (following links): FIFOs, sockets and devices are never read,
+    since reading them can block forever."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
+
+
+def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
+    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if not path.exists():
+            continue  # a dangling link
+        if not is_regular_file(path):
+            if is_trace_name(path.name) or is_archive_name(path.name):
+                out.failures.append((str(path), NOT_REGULAR))
             continue
         lower = path.name.lower()
         kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(path)
@@ -100,7 +121,7 @@ def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path) -> None:
             else:
                 out.files.append(TraceFile(path, str(path)))
         elif is_archive_name(path.name):
-            _unpack(path, out, unpack_dir)
+            _unpack(path, out, unpack_dir, limit)
 
 
 def _safe_member(name: str) -> PurePosixPath | None:
@@ -110,8 +131,27 @@ def _safe_member(name: str) -> PurePosixPath | None:
     return member
 
 
-def _unpack(archive: Path, out: TraceSet, unpack_dir: Path) -> None:
-    """Extract the trace files of a zip / tar archive; skip unsafe member paths."""
+def _copy_capped(src: IO[bytes], dest: Path, limit: int) -> bool:
+    """Copy a member out, at most `limit` bytes; False (and no file) when it is larger."""
+    written = 0
+    with src, open(dest, "wb") as dst:
+        while chunk := src.read(1 << 20):
+            written += len(chunk)
+            if written > limit:
+                break
+            dst.write(chunk)
+    if written > limit:
+        dest.unlink()
+        return False
+    return True
+
+
+def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
+    """Extract the trace files of a zip / tar archive; skip unsafe member paths; a
+    member larger than the per-trace limit fails alone."""
+    if not is_regular_file(archive):
+        out.failures.append((str(archive), NOT_REGULAR))
+        return
     target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
     try:
         members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
@@ -119,12 +159,14 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path) -> None:
         for member, src in members:
             dest = target / member
             dest.parent.mkdir(parents=True, exist_ok=True)
-            with src, open(dest, "wb") as dst:
-                while chunk := src.read(1 << 20):
-                    dst.write(chunk)
-            out.files.append(TraceFile(dest, f"{archive}!{member}"))
             found += 1
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+            if _copy_capped(src, dest, limit):
+                out.files.append(TraceFile(dest, f"{archive}!{member}"))
+            else:
+                out.failures.append((f"{archive}!{member}", (
+                    f"more than {format_size(limit)} unpacked, the per-trace limit (raise it "
+                    "with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")))
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         out.failures.append((str(archive), f"unreadable archive ({detail})"))
         return
@@ -155,8 +197,11 @@ def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
 
 
 @contextmanager
-def collect_traces(paths: Sequence[str | Path]) -> Iterator[TraceSet]:
-    """Expand user paths into trace files; archives stay unpacked inside the context."""
+def collect_traces(paths: Sequence[str | Path],
+                   max_bytes: int | None = None) -> Iterator[TraceSet]:
+    """Expand user paths into trace files; archives stay unpacked inside the context.
+    Non-regular files (FIFOs, devices) become failures, never reads."""
+    limit = max_trace_bytes(max_bytes)
     if not paths:
         raise UsageError("no trace path given: pass trace files, directories or archives")
     with tempfile.TemporaryDirectory(prefix="stepscope-unpack-") as tmp:
@@ -166,9 +211,11 @@ def collect_traces(paths: Sequence[str | Path]) -> Iterator[TraceSet]:
             if not path.exists():
                 raise UsageError(f"{path}: no such file or directory")
             if path.is_dir():
-                _scan_directory(path, out, Path(tmp))
+                _scan_directory(path, out, Path(tmp), limit)
+            elif not is_regular_file(path):
+                out.failures.append((str(path), NOT_REGULAR))
             elif is_archive_name(path.name):
-                _unpack(path, out, Path(tmp))
+                _unpack(path, out, Path(tmp), limit)
             elif (kind := sniff(path, named=True)) is not None:
                 out.nccl.append(NcclFile(path, str(path), kind))
             else:

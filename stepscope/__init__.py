@@ -8,44 +8,64 @@ Public Python API (small on purpose):
     store.summary()            # polars DataFrame, one row per run
     store.table("collectives", run="nightly")
     store.sql("SELECT ...", params={...})
+
+The heavy modules (DuckDB, polars, the analyzers) load on first use, so the CLI answers
+Ctrl-C during start-up with one line instead of a traceback.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from analyzers.attribution import materialize
-from ingest import DEFAULT_DB, IngestResult, StepscopeError, UsageError
-from ingest import ingest as _ingest
-from ingest.loader import ProgressFn
-from stepscope.store import Store
+if TYPE_CHECKING:
+    from ingest import IngestResult, StepscopeError, UsageError
+    from ingest.loader import ProgressFn
+    from stepscope.store import Store
 
 __version__ = "0.1.0"
+_DEFAULT_DB = "stepscope.duckdb"  # ingest.DEFAULT_DB, without importing DuckDB here
+_LAZY = {"IngestResult": "ingest", "StepscopeError": "ingest", "UsageError": "ingest",
+         "Store": "stepscope.store"}
 
 
 def ingest(
     paths: str | Path | Sequence[str | Path],
-    db: str | Path = DEFAULT_DB,
+    db: str | Path = _DEFAULT_DB,
     run: str | None = None,
     strict: bool = False,
     jobs: int | None = None,
     progress: ProgressFn | None = None,
     step_marker: str | None = None,
+    max_bytes: int | None = None,
 ) -> IngestResult:
     """Ingest every rank's traces (files, directories, archives) as one run, then
     compute its step-time attribution in the same transaction. `step_marker` names the
     annotation whose calls are the steps (default: ProfilerStep#N, then the fallbacks of
-    docs/attribution.md, "Steps")."""
+    docs/attribution.md, "Steps"). `max_bytes` caps each trace's JSON text (default
+    $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits")."""
+    from analyzers.attribution import materialize
+    from ingest import ingest as _ingest
+
     if isinstance(paths, (str, Path)):
         paths = [paths]
     return _ingest(list(paths), db=db, run=run, strict=strict, jobs=jobs, progress=progress,
-                   after_load=materialize, step_marker=step_marker)
+                   after_load=materialize, step_marker=step_marker, max_bytes=max_bytes)
 
 
-def open(db: str | Path = DEFAULT_DB) -> Store:  # noqa: A001 - the API's name
+def open(db: str | Path = _DEFAULT_DB) -> Store:  # noqa: A001 - the API's name
     """Open a stepscope database read-only."""
+    from stepscope.store import Store
+
     return Store(db)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
 
 
 __all__ = ["IngestResult", "Store", "StepscopeError", "UsageError", "ingest", "open"]

@@ -1,55 +1,40 @@
 """The `stepscope` command line: thin wrappers over the library, one module per subcommand.
 
-Exit codes (stable, for scripts):
-  0  success
-  1  nothing done (no trace could be ingested; --strict failure; unexpected error)
-  2  usage error (bad arguments, missing paths, unknown run, locked database)
-  3  partial ingest (some files failed; the others are in the database)
-  4  `nightly`: at least one --fail-if check failed (stderr names each, value and threshold)
+Exit codes (stable, for scripts; README "Exit codes"):
+  0    success
+  1    nothing done (no trace could be ingested; --strict failure; unexpected error)
+  2    usage error (bad arguments, missing paths, unknown run, locked database), always
+       found before any work
+  3    partial ingest (some files failed; the others are in the database)
+  4    `nightly`: at least one --fail-if check failed (stderr names each, value and threshold)
+  130  interrupted (Ctrl-C); the one line says whether the run was committed
+
+Only the standard library is imported at module level, so Ctrl-C while the heavy
+modules load is still one line and exit 130, not a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
-from ingest import NothingIngestedError, StepscopeError, UsageError
-from stepscope import __version__
-from stepscope.commands import (
-    dashboard_cmd,
-    diff_cmd,
-    hang_cmd,
-    history_cmd,
-    ingest_cmd,
-    nightly_cmd,
-    plan_cmd,
-    report_cmd,
-    summary_cmd,
-)
-
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
-
-COMMANDS = {
-    "ingest": ingest_cmd,
-    "summary": summary_cmd,
-    "report": report_cmd,
-    "diff": diff_cmd,
-    "plan": plan_cmd,
-    "hang": hang_cmd,
-    "nightly": nightly_cmd,
-    "history": history_cmd,
-    "dashboard": dashboard_cmd,
-}
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+EXIT_INTERRUPTED = 130
+NOTHING_WRITTEN = "interrupted: nothing was written"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ingest import UsageError
+    from stepscope import __version__
+    from stepscope.commands import COMMANDS
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            raise UsageError(f"{self.prog}: {message} (see --help)")
+
     parser = _Parser(
         prog="stepscope",
         description="Where did the step time go? Multi-rank PyTorch profiler trace analysis.",
@@ -61,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (never raises for user errors)."""
+def _run(argv: Sequence[str] | None) -> int:
+    from ingest import NothingIngestedError, StepscopeError, UsageError
+    from stepscope.commands import COMMANDS
+
     parser = build_parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -74,14 +61,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except NothingIngestedError as exc:
+        for file, problem in exc.failures:
+            print(f"error: {file}: {problem}", file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NOTHING
     except StepscopeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_NOTHING
-    except KeyboardInterrupt:
-        print("interrupted: the database is unchanged", file=sys.stderr)
-        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (never raises for user errors)."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot cut this line
+        print(getattr(exc, "message", None) or NOTHING_WRITTEN, file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
@@ -90,6 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for "
               "the traceback, and please report it)", file=sys.stderr)
         return EXIT_NOTHING
+
+
+def __getattr__(name: str) -> object:
+    """`COMMANDS` (name -> command module) lives in stepscope.commands; loaded lazily."""
+    if name == "COMMANDS":
+        from stepscope.commands import COMMANDS
+
+        return COMMANDS
+    raise AttributeError(f"module 'stepscope.cli' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -72,8 +72,11 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "corrupt gzip": (
         lambda d: _write(d / "rank1.json.gz", b"\x1f\x8b\x08\x00" + b"garbage" * 50),
         "rank1.json.gz: corrupt gzip data"),
-    "invalid JSON": (
+    "truncated JSON": (
         lambda d: write_trace(d / "rank1.json.gz", '{"traceEvents": [{"ph": "X",'),
+        "rank1.json.gz: truncated JSON at byte 28"),
+    "invalid JSON": (
+        lambda d: write_trace(d / "rank1.json.gz", '{"traceEvents": [{"ph": "X" "cat": 1}]}'),
         "rank1.json.gz: invalid JSON"),
     "JSON that is not a trace": (
         lambda d: write_trace(d / "rank1.json.gz", {"hello": "world"}),

@@ -1,4 +1,4 @@
-"""`stepscope ingest PATH... [--db FILE] [--run NAME] [--strict]`."""
+"""`stepscope ingest PATH... [--db FILE] [--run NAME] [--strict] [--max-trace-size SIZE]`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from pathlib import Path
 
 from dashboard.render_summary import summary_text
 from ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
+from ingest.errors import Interrupted
+from ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
 from ingest.sources import is_archive_name, is_trace_name
 from stepscope import ingest
 from stepscope.store import Store
+from stepscope.validate import JOBS, size
 
 HELP = "ingest the traces of every rank of a run into the database"
 
@@ -25,8 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                  "an existing run of that name is replaced")
     p.add_argument("--strict", action="store_true",
                    help="fail the whole ingest, writing nothing, if any file fails")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="files parsed in parallel (default: number of CPUs)")
+    p.add_argument("--jobs", type=JOBS, default=None,
+                   help="files parsed in parallel, 1 to 1024 (default: number of CPUs)")
+    p.add_argument("--max-trace-size", type=size, default=None, metavar="SIZE",
+                   help="most JSON text one trace may hold once decompressed, e.g. 8G, 500M "
+                        f"(default: ${MAX_TRACE_ENV} or {format_size(DEFAULT_MAX_TRACE_BYTES)});"
+                        " a larger file fails alone")
     p.add_argument("--run-per-dir", action="store_true",
                    help="ingest each subdirectory of each PATH as its own run, named after it")
     p.add_argument("--quiet", action="store_true", help="print errors only")
@@ -90,7 +97,29 @@ def _run_dirs(paths: list[str]) -> list[tuple[Path, str]]:
             for d in dirs]
 
 
+def _interrupted(exc: KeyboardInterrupt, committed: list[str], db: str) -> Interrupted:
+    """One line that says what the database holds, whenever Ctrl-C came."""
+    done = ", ".join(f"'{r}'" for r in committed)
+    if isinstance(exc, Interrupted):
+        if not committed:
+            return exc
+        return Interrupted(f"{exc.message} (run(s) {done} were committed before)",
+                           exc.committed)
+    if committed:
+        return Interrupted(f"interrupted: run(s) {done} were committed to {db} (complete); "
+                           "only the summary was not printed", True)
+    return Interrupted(f"interrupted: nothing was ingested; {db} is unchanged", False)
+
+
 def run(args: argparse.Namespace) -> int:
+    committed: list[str] = []
+    try:
+        return _ingest_all(args, committed)
+    except KeyboardInterrupt as exc:
+        raise _interrupted(exc, committed, args.db) from None
+
+
+def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
     progress = _Progress()
     if args.run_per_dir:
         if args.run:
@@ -103,13 +132,17 @@ def run(args: argparse.Namespace) -> int:
     for paths, name in jobs:
         try:
             result = ingest(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
-                            progress=progress, step_marker=args.step_marker)
+                            progress=progress, step_marker=args.step_marker,
+                            max_bytes=args.max_trace_size)
         except NothingIngestedError as exc:
             if len(jobs) == 1:
                 raise
+            for file, problem in exc.failures:
+                print(f"error: {file}: {problem}", file=sys.stderr)
             print(f"error: {exc}", file=sys.stderr)
             nothing += 1
             continue
+        committed.append(result.run)
         _report(result, args.quiet)
         results.append(result)
     if not args.quiet and results:

@@ -1,0 +1,50 @@
+"""Resource limits of ingest, with their documented defaults (README "Limits").
+
+A trace is capped by the size of its JSON text after decompression, so a small
+compressed file that inflates without end (a "zip bomb") fails that file only, after
+writing at most the limit to a temporary file; memory stays bounded because the text
+is memory-mapped, never held whole in a Python object.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ingest.errors import UsageError
+
+# Real Kineto traces of one rank are 10 MB to ~2 GB of JSON; 8 GiB leaves 4x headroom.
+DEFAULT_MAX_TRACE_BYTES = 8 << 30
+MAX_TRACE_ENV = "STEPSCOPE_MAX_TRACE_SIZE"
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE | re.ASCII)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str, what: str = "--max-trace-size") -> int:
+    """'8G', '500M', '1.5GiB', '123456' -> bytes (binary units); UsageError otherwise."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise UsageError(f"{what} {text!r}: not a size; write it like 8G, 500M or 1048576")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    if not 1 << 10 <= value <= 1 << 50:
+        raise UsageError(f"{what} {text!r}: must be between 1K and 1024T")
+    return value
+
+
+def format_size(n: int) -> str:
+    """Bytes in the largest binary unit that keeps it exact enough: 8589934592 -> '8G'."""
+    for unit in ("T", "G", "M", "K"):
+        if n >= _UNITS[unit]:
+            return f"{n / _UNITS[unit]:.3g}{unit}"
+    return f"{n}B"
+
+
+def max_trace_bytes(explicit: int | None = None) -> int:
+    """The per-trace limit: the explicit value, else $STEPSCOPE_MAX_TRACE_SIZE, else 8G."""
+    if explicit is not None:
+        if explicit <= 0:
+            raise UsageError("max_trace_bytes must be positive")
+        return explicit
+    env = os.environ.get(MAX_TRACE_ENV)
+    return parse_size(env, MAX_TRACE_ENV) if env else DEFAULT_MAX_TRACE_BYTES

@@ -1,0 +1,105 @@
+"""Argument checks shared by the commands, as argparse `type=` functions.
+
+Every number a user gives is checked here, before any work starts: finite, in a sane
+range, of the right kind. A bad value is a usage error (exit 2) that names the option,
+the value and the allowed range; NaN and infinities never reach a report, so the JSON
+output stays valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ingest.errors import UsageError
+from ingest.limits import parse_size
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def real(low: float, high: float, *, low_open: bool = True) -> Callable[[str], float]:
+    """A finite float in (low, high] (or [low, high] when low_open is False)."""
+
+    def parse(text: str) -> float:
+        value = _number(text)
+        too_low = value <= low if low_open else value < low
+        if too_low or value > high:
+            bracket = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range: must be in {bracket}{low:g}, {high:g}]")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def integer(low: int, high: int) -> Callable[[str], int]:
+    """A whole number in [low, high] (written plainly, like 8 or 4096)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is out of range: must be from {low} to {high}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def size(text: str) -> int:
+    """A byte size such as 8G or 500M (binary units)."""
+    try:
+        return parse_size(text, "size")
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("size ")) from None
+
+
+def output_file(text: str) -> Path:
+    """Where a report goes: its folder must exist and be writable, and it must not be a
+    folder itself; checked before any work, so a long ingest never ends in a failed write."""
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path,
+                                                                                   os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{text}: cannot write there (permission denied)")
+    return path
+
+
+def write_output(text: str, out: Path | None) -> None:
+    """Write to `out` atomically (a temporary file renamed over it: an interrupt never
+    leaves half a report), or to stdout when out is None."""
+    import sys
+
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+# Ranges of the user's numbers (documented in README "Limits").
+PEAK_TFLOPS = real(0, 1e6)            # per GPU; today's largest dense peak is ~5e3
+JOBS = integer(1, 1024)
