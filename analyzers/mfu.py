@@ -22,6 +22,7 @@ non-compute category X of the attribution, and ends exactly at MFU.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +53,14 @@ class ModelSpec:
 
 def load_spec(path: Path) -> ModelSpec:
     """Read a model spec (JSON or YAML); errors name the file and the field."""
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{path}: the model spec is not a regular file")
     try:
         text = path.read_text()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the model spec ({exc.strerror})") from None
+    except UnicodeError:
+        raise UsageError(f"{path}: the model spec is not UTF-8 text") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -72,7 +77,45 @@ def load_spec(path: Path) -> ModelSpec:
     return spec_from_mapping(raw, str(path))
 
 
-def spec_from_mapping(raw: dict[str, Any], where: str = "model spec") -> ModelSpec:
+# Sane ranges of the spec's numbers: (kind, low, high); low is exclusive for sizes.
+SPEC_RANGES: dict[str, tuple[type, float, float]] = {
+    "n_params": (float, 0, 1e16),
+    "n_layers": (int, 0, 100_000),
+    "hidden": (int, 0, 10_000_000),
+    "seq_len": (int, 0, 1 << 30),
+    "global_batch_tokens": (float, 0, 1e13),
+    "n_active_params": (float, 0, 1e16),
+    "vocab": (int, -1, 100_000_000),
+}
+
+
+def _spec_number(raw: Any, name: str, where: str) -> float | int:
+    """One numeric field: a finite number (or numeric text) within SPEC_RANGES."""
+    kind, low, high = SPEC_RANGES[name]
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}")
+    try:
+        value = float(raw)
+    except (ValueError, OverflowError):
+        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{where}: {name} must be a finite number, not {raw!r:.40}")
+    if not low < value <= high:
+        raise UsageError(f"{where}: {name} {raw!r:.40} is out of range "
+                         f"(must be above {low:g} and at most {high:g})")
+    if kind is int:
+        if value != int(value):
+            raise UsageError(f"{where}: {name} must be a whole number, not {raw!r:.40}")
+        return int(value)
+    return value
+
+
+def spec_from_mapping(raw: dict[Any, Any], where: str = "model spec") -> ModelSpec:
+    """A validated ModelSpec: text keys, every number finite and in SPEC_RANGES, known
+    attention and convention; anything else is a usage error naming the field."""
+    odd = [k for k in raw if not isinstance(k, str)]
+    if odd:
+        raise UsageError(f"{where}: field names must be text, found {odd[0]!r:.40}")
     required = ("n_params", "n_layers", "hidden", "seq_len", "global_batch_tokens")
     missing = [k for k in required if k not in raw]
     if missing:
@@ -81,25 +124,21 @@ def spec_from_mapping(raw: dict[str, Any], where: str = "model spec") -> ModelSp
     unknown = sorted(set(raw) - set(ModelSpec.__dataclass_fields__))
     if unknown:
         raise UsageError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    try:
-        spec = ModelSpec(
-            n_params=float(raw["n_params"]), n_layers=int(raw["n_layers"]),
-            hidden=int(raw["hidden"]), seq_len=int(raw["seq_len"]),
-            global_batch_tokens=float(raw["global_batch_tokens"]),
-            n_active_params=(float(raw["n_active_params"])
-                             if raw.get("n_active_params") is not None else None),
-            attention=str(raw.get("attention", "full")),
-            convention=str(raw.get("convention", "palm")),
-            vocab=int(raw.get("vocab", 0)))
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: a field is not a number ({exc})") from None
+    numbers = {name: _spec_number(raw[name], name, where)
+               for name in SPEC_RANGES if raw.get(name) is not None}
+    spec = ModelSpec(
+        n_params=float(numbers["n_params"]), n_layers=int(numbers["n_layers"]),
+        hidden=int(numbers["hidden"]), seq_len=int(numbers["seq_len"]),
+        global_batch_tokens=float(numbers["global_batch_tokens"]),
+        n_active_params=(float(numbers["n_active_params"])
+                         if "n_active_params" in numbers else None),
+        attention=str(raw.get("attention", "full")),
+        convention=str(raw.get("convention", "palm")),
+        vocab=int(numbers.get("vocab", 0)))
     if spec.attention not in ATTENTION:
         raise UsageError(f"{where}: attention must be one of {', '.join(ATTENTION)}")
     if spec.convention not in CONVENTIONS:
         raise UsageError(f"{where}: convention must be one of {', '.join(CONVENTIONS)}")
-    if min(spec.n_params, spec.n_layers, spec.hidden, spec.seq_len,
-           spec.global_batch_tokens) <= 0:
-        raise UsageError(f"{where}: sizes must be positive")
     return spec
 
 

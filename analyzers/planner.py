@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from analyzers.peaks import DevicePeak
+from ingest.errors import UsageError
 
 DEFAULT_EFFICIENCY = 0.55     # share of peak that large GEMMs reach in practice
 DEFAULT_NETWORK_GBS = 50.0    # 400 Gb/s per GPU, one direction
@@ -102,8 +103,31 @@ class Plan:
         return asdict(self)
 
 
+MAX_PLAN_GPUS = 1 << 20      # a million GPUs; bounds every loop of the planner
+
+
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Divisors of n in increasing order, in O(sqrt n)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def check_job(job: Job) -> None:
+    """Reject a job the planner cannot answer meaningfully, before any loop runs."""
+    numbers = (job.params, job.global_batch_tokens, job.network_gbs, job.efficiency)
+    if not all(math.isfinite(x) and x > 0 for x in numbers) or job.efficiency > 1:
+        raise UsageError("plan: params, global batch tokens and network bandwidth must be "
+                         "finite and positive, efficiency in (0, 1]")
+    if not 1 <= job.gpus <= MAX_PLAN_GPUS:
+        raise UsageError(f"plan: gpus must be from 1 to {MAX_PLAN_GPUS}")
+    if min(job.gpus_per_node, job.seq, job.layers, job.hidden, job.heads,
+           job.micro_batch) < 1:
+        raise UsageError("plan: gpus per node, seq, layers, hidden, heads and micro-batch "
+                         "must be at least 1")
+    if job.global_batch_tokens < job.micro_batch * job.seq:
+        raise UsageError(
+            f"plan: a global batch of {job.global_batch_tokens:g} tokens is less than one "
+            f"micro-batch ({job.micro_batch} x {job.seq} tokens): no layout has a microbatch")
 
 
 def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
@@ -177,6 +201,7 @@ def plan(job: Job, device: DevicePeak) -> list[Plan]:
     """Every valid layout, feasible ones first, by predicted MFU; for each (TP, PP, DP)
     the first setting that fits in the order selective recompute with ZeRO 0..3, then
     full recompute with ZeRO 0..3 (later settings only add traffic or compute)."""
+    check_job(job)
     tps = [t for t in (1, 2, 4, 8, 16, 32) if t <= max(job.gpus_per_node, 8) * 2]
     pps = [p for p in _divisors(job.gpus) if p <= job.layers]
     out: list[Plan] = []

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from analyzers.attribution import CATEGORIES
 from analyzers.diff import LABELS, STAGES
+from dashboard import strict_json
 from dashboard.render_report import recommendation_lines
 
 
 def diff_json(diff: dict[str, Any]) -> str:
-    return json.dumps(diff, indent=2, default=str)
+    return strict_json.dumps(diff, indent=2, default=str)
 
 
 def _pct(v: float | None) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from dashboard import strict_json
 
 
 def plan_json(model: dict[str, Any]) -> str:
-    return json.dumps(model, indent=2)
+    return strict_json.dumps(model, indent=2)
 
 
 def plan_markdown(model: dict[str, Any]) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from analyzers.attribution import CATEGORIES
+from dashboard import strict_json
 from dashboard.render_nccl import nccl_lines
 
 LABELS = {
@@ -16,7 +16,7 @@ LABELS = {
 
 
 def report_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, default=str)
+    return strict_json.dumps(report, indent=2, default=str)
 
 
 def _pct(part: float, whole: float) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
+
+from dashboard import strict_json
 
 # (column, header) shown in the human formats, in order.
 TEXT_COLUMNS = (
@@ -73,4 +74,4 @@ def summary_markdown(summary: pl.DataFrame) -> str:
 def summary_json(summary: pl.DataFrame) -> str:
     """JSON list of run objects with every summary column."""
     records = summary.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S"))
-    return json.dumps(records.to_dicts(), indent=2)
+    return strict_json.dumps(records.to_dicts(), indent=2)

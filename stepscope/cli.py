@@ -24,6 +24,7 @@ from collections.abc import Sequence
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
 NOTHING_WRITTEN = "interrupted: nothing was written"
+WRITES_DATABASE = {"ingest"}  # the others read it, or ingest into a temporary one
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +57,12 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        return int(COMMANDS[args.command].run(args))
+        try:
+            return int(COMMANDS[args.command].run(args))
+        except KeyboardInterrupt:
+            if args.command in WRITES_DATABASE:
+                raise
+            raise KeyboardInterrupt from None  # a temporary database only: nothing written
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

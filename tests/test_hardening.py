@@ -353,3 +353,144 @@ def test_crafted_table_name_cannot_widen_the_delete(tmp_path: Path) -> None:
     assert main(["ingest", str(SAMPLES / "ddp"), "--db", str(db), "--run", "r",
                  "--quiet"]) == 0
     assert q(db, f'SELECT run, v FROM "{name.replace(chr(34), chr(34) * 2)}"') == [("other", 1)]
+
+
+def _spec(tmp_path: Path, text: str, suffix: str = ".yaml") -> Path:
+    path = tmp_path / f"model{suffix}"
+    path.write_text(text)
+    return path
+
+
+GOOD_SPEC = ("n_params: 7e9\nn_layers: 32\nhidden: 4096\nseq_len: 4096\n"
+             "global_batch_tokens: 4194304\n")
+
+# case -> (arguments after `stepscope`, with {tmp}/{trace}; the message after "error: ")
+USAGE_CASES: dict[str, tuple[list[str], str]] = {
+    "--peak-tflops nan": (
+        ["report", "{trace}", "--peak-tflops", "nan"],
+        "stepscope report: argument --peak-tflops: not a finite number: 'nan' (see --help)"),
+    "--peak-tflops inf": (
+        ["report", "{trace}", "--peak-tflops", "inf"],
+        "stepscope report: argument --peak-tflops: not a finite number: 'inf' (see --help)"),
+    "--peak-tflops 0": (
+        ["diff", "{trace}", "{trace}", "--peak-tflops", "0"],
+        "stepscope diff: argument --peak-tflops: '0' is out of range: must be in (0, 1e+06] "
+        "(see --help)"),
+    "--peak-tflops -5": (
+        ["report", "{trace}", "--peak-tflops", "-5"],
+        "stepscope report: argument --peak-tflops: '-5' is out of range: must be in "
+        "(0, 1e+06] (see --help)"),
+    "--out in a missing folder": (
+        ["report", "{trace}", "--out", "{tmp}/nope/r.md"],
+        "stepscope report: argument --out: {tmp}/nope/r.md: the folder {tmp}/nope does not "
+        "exist (see --help)"),
+    "--out is a folder": (
+        ["diff", "{trace}", "{trace}", "--out", "{tmp}"],
+        "stepscope diff: argument --out: {tmp}: is a folder; give a file name (see --help)"),
+    "plan --out in a missing folder": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--out", "{tmp}/nope/p.json"],
+        "stepscope plan: argument --out: {tmp}/nope/p.json: the folder {tmp}/nope does not "
+        "exist (see --help)"),
+    "plan --efficiency 0": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--efficiency", "0"],
+        "stepscope plan: argument --efficiency: '0' is out of range: must be in (0, 1] "
+        "(see --help)"),
+    "plan --network-gbs 0": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--network-gbs", "0"],
+        "stepscope plan: argument --network-gbs: '0' is out of range: must be in (0, 100000] "
+        "(see --help)"),
+    "plan --micro-batch 0": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--micro-batch", "0"],
+        "stepscope plan: argument --micro-batch: '0' is out of range: must be from 1 to "
+        "65536 (see --help)"),
+    "plan --gpus 10^18": (
+        ["plan", "--params", "7e9", "--gpus", "1000000000000000000", "--gpu", "H100",
+         "--seq", "4096"],
+        "stepscope plan: argument --gpus: '1000000000000000000' is out of range: must be "
+        "from 1 to 1048576 (see --help)"),
+    "plan --gpus 1e18": (
+        ["plan", "--params", "7e9", "--gpus", "1e18", "--gpu", "H100", "--seq", "4096"],
+        "stepscope plan: argument --gpus: not a whole number: '1e18' (see --help)"),
+    "plan --params nan": (
+        ["plan", "--params", "nan", "--gpus", "8", "--gpu", "H100", "--seq", "4096"],
+        "stepscope plan: argument --params: not a finite number: 'nan' (see --help)"),
+    "plan with no microbatch": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--global-batch-tokens", "100"],
+        "plan: a global batch of 100 tokens is less than one micro-batch (1 x 4096 tokens): "
+        "no layout has a microbatch"),
+    "ingest --jobs 0": (
+        ["ingest", "{trace}", "--jobs", "0"],
+        "stepscope ingest: argument --jobs: '0' is out of range: must be from 1 to 1024 "
+        "(see --help)"),
+    "spec with NaN": (
+        ["report", "{trace}", "--model", "{spec:n_params: .nan}"],
+        "{tmp}/model.yaml: n_params must be a finite number, not nan"),
+    "spec with .inf": (
+        ["report", "{trace}", "--model", "{spec:global_batch_tokens: .inf}"],
+        "{tmp}/model.yaml: global_batch_tokens must be a finite number, not inf"),
+    "spec with a negative size": (
+        ["report", "{trace}", "--model", "{spec:hidden: -4096}"],
+        "{tmp}/model.yaml: hidden -4096 is out of range (must be above 0 and at most 1e+07)"),
+    "spec with a fractional layer count": (
+        ["report", "{trace}", "--model", "{spec:n_layers: 32.5}"],
+        "{tmp}/model.yaml: n_layers must be a whole number, not 32.5"),
+    "spec with a list": (
+        ["report", "{trace}", "--model", "{spec:seq_len: [1, 2]}"],
+        "{tmp}/model.yaml: seq_len must be a number, not [1, 2]"),
+    "spec with a boolean": (
+        ["report", "{trace}", "--model", "{spec:n_layers: true}"],
+        "{tmp}/model.yaml: n_layers must be a number, not True"),
+    "spec with mixed-type keys": (
+        ["report", "{trace}", "--model", "{spec:1: 2}"],
+        "{tmp}/model.yaml: field names must be text, found 1"),
+}
+
+
+def _fill(arg: str, tmp: Path, trace: Path) -> str:
+    if arg.startswith("{spec:"):
+        override = arg[len("{spec:"):-1]
+        key = override.split(":")[0]
+        lines = [x for x in GOOD_SPEC.splitlines() if not x.startswith(key + ":")]
+        return str(_spec(tmp, "\n".join([*lines, override]) + "\n"))
+    return arg.replace("{tmp}", str(tmp)).replace("{trace}", str(trace))
+
+
+@pytest.mark.parametrize("case", sorted(USAGE_CASES))
+def test_bad_numbers_and_paths_are_usage_errors_before_any_work(
+        case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import stepscope.commands.diff_cmd as diff_cmd
+    import stepscope.commands.report_cmd as report_cmd
+
+    def no_work(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("work started before the arguments were checked")
+
+    monkeypatch.setattr(report_cmd, "ingest", no_work)
+    monkeypatch.setattr(diff_cmd, "ingest", no_work)
+    trace = write_trace(tmp_path / "rank0.json.gz", kineto_trace(rank=0))
+    argv, message = USAGE_CASES[case]
+    code = main([_fill(a, tmp_path, trace) for a in argv])
+    err = capsys.readouterr()
+    assert code == 2, err
+    assert err.err.strip().splitlines() == [f"error: {_fill(message, tmp_path, trace)}"]
+    assert err.out == ""
+    assert not (tmp_path / "stepscope.duckdb").exists()
+
+
+def test_json_output_is_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No NaN/Infinity token in any JSON the CLI writes; non-finite values become null."""
+    from dashboard.strict_json import dumps
+
+    assert dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": (float("-inf"),)}) == \
+        '{"a": null, "b": [null, 1.5], "c": [null]}'
+    out = tmp_path / "r.json"
+    assert main(["report", str(SAMPLES / "ddp"), "--format", "json", "--peak-tflops", "1e-9",
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
+    assert not list(tmp_path.glob(".r.json.*.tmp"))

@@ -21,6 +21,7 @@ from stepscope import ingest
 from stepscope.commands._targets import is_path
 from stepscope.commands.ingest_cmd import add_step_marker
 from stepscope.store import Store
+from stepscope.validate import PEAK_TFLOPS, output_file, write_output
 
 HELP = "why did MFU change between two runs: causes, setup, communication, advice"
 RENDERERS = {"json": diff_json, "md": diff_markdown, "html": diff_html}
@@ -32,11 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("run_b", metavar="RUN_B", help="the run to explain: a run or a trace path")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--model", type=Path, help="model spec for both runs (see `report`)")
-    p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
+    p.add_argument("--peak-tflops", type=PEAK_TFLOPS,
+                   help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="which peak of the table to use (default: inferred from the traces)")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=Path, help="write the diff here instead of stdout")
+    p.add_argument("--out", type=output_file,
+                   help="write the diff here instead of stdout (its folder must exist)")
     add_step_marker(p)
 
 
@@ -69,8 +72,5 @@ def run(args: argparse.Namespace) -> int:
     for line in failures:
         print(f"error: {line}", file=sys.stderr)
     text = RENDERERS[args.format](build_diff(a, b, ops_a, ops_b))
-    if args.out is None:
-        sys.stdout.write(text)
-    else:
-        args.out.write_text(text)
+    write_output(text, args.out)
     return 3 if failures else 0

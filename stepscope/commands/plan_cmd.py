@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from analyzers.peaks import DevicePeak, by_id, lookup
-from analyzers.planner import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, default_shape, plan
+from analyzers.planner import (
+    DEFAULT_EFFICIENCY,
+    DEFAULT_NETWORK_GBS,
+    MAX_PLAN_GPUS,
+    Job,
+    default_shape,
+    plan,
+)
 from dashboard.render_plan import plan_json, plan_markdown
 from ingest import UsageError
+from stepscope.validate import integer, output_file, real, write_output
+
+# Ranges of plan's inputs (README "Limits"): beyond them the planner's answer means
+# nothing, and --gpus bounds its loops (divisors of the GPU count).
+MAX_GPUS = MAX_PLAN_GPUS
+PARAMS = real(0, 1e16)
+GPUS = integer(1, MAX_GPUS)
+GPUS_PER_NODE = integer(1, 1024)
+SEQ = integer(1, 1 << 24)
+TOKENS = real(0, 1e13)
+LAYERS = integer(1, 10_000)
+HIDDEN = integer(1, 1 << 20)
+HEADS = integer(1, 1 << 16)
+MICRO_BATCH = integer(1, 1 << 16)
+NETWORK_GBS = real(0, 1e5)
+EFFICIENCY = real(0, 1)
+TOP = integer(1, 100_000)
 
 HELP = "rank TP/PP/DP/ZeRO layouts for a model and cluster by predicted MFU"
 RENDERERS = {"json": plan_json, "md": plan_markdown}
@@ -17,24 +39,25 @@ RENDERERS = {"json": plan_json, "md": plan_markdown}
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("plan", help=HELP, description=HELP + ".")
-    p.add_argument("--params", type=float, required=True, help="parameters, e.g. 70e9")
-    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--params", type=PARAMS, required=True, help="parameters, e.g. 70e9")
+    p.add_argument("--gpus", type=GPUS, required=True, help=f"1 to {MAX_GPUS}")
     p.add_argument("--gpu", required=True, help="device, e.g. H100, 'NVIDIA H200', MI300X")
-    p.add_argument("--gpus-per-node", type=int, default=8)
-    p.add_argument("--seq", type=int, required=True, help="sequence length")
-    p.add_argument("--global-batch-tokens", type=float, default=4 * 2**20,
+    p.add_argument("--gpus-per-node", type=GPUS_PER_NODE, default=8)
+    p.add_argument("--seq", type=SEQ, required=True, help="sequence length")
+    p.add_argument("--global-batch-tokens", type=TOKENS, default=4 * 2**20,
                    help="tokens per step across the job (default 4 Mi)")
-    p.add_argument("--layers", type=int, help="default: derived from --params")
-    p.add_argument("--hidden", type=int, help="default: derived from --params")
-    p.add_argument("--heads", type=int, help="default: hidden / 128")
-    p.add_argument("--micro-batch", type=int, default=1)
-    p.add_argument("--network-gbs", type=float, default=DEFAULT_NETWORK_GBS,
+    p.add_argument("--layers", type=LAYERS, help="default: derived from --params")
+    p.add_argument("--hidden", type=HIDDEN, help="default: derived from --params")
+    p.add_argument("--heads", type=HEADS, help="default: hidden / 128")
+    p.add_argument("--micro-batch", type=MICRO_BATCH, default=1)
+    p.add_argument("--network-gbs", type=NETWORK_GBS, default=DEFAULT_NETWORK_GBS,
                    help=f"per-GPU network bandwidth, GB/s (default {DEFAULT_NETWORK_GBS:g})")
-    p.add_argument("--efficiency", type=float, default=DEFAULT_EFFICIENCY,
-                   help=f"kernel efficiency, share of peak (default {DEFAULT_EFFICIENCY})")
-    p.add_argument("--top", type=int, default=10, help="layouts to show (default 10)")
+    p.add_argument("--efficiency", type=EFFICIENCY, default=DEFAULT_EFFICIENCY,
+                   help=f"kernel efficiency, share of peak in (0, 1] "
+                        f"(default {DEFAULT_EFFICIENCY})")
+    p.add_argument("--top", type=TOP, default=10, help="layouts to show (default 10)")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=output_file, help="write the plan here (its folder must exist)")
 
 
 def resolve_device(name: str) -> DevicePeak:
@@ -47,8 +70,6 @@ def resolve_device(name: str) -> DevicePeak:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.params <= 0 or args.gpus <= 0 or args.seq <= 0 or args.gpus_per_node <= 0:
-        raise UsageError("--params, --gpus, --gpus-per-node and --seq must be positive")
     device = resolve_device(args.gpu)
     layers, hidden, heads = default_shape(args.params)
     job = Job(params=args.params, gpus=args.gpus, gpus_per_node=args.gpus_per_node,
@@ -63,8 +84,5 @@ def run(args: argparse.Namespace) -> int:
              "feasible": len(feasible), "plans": [p.as_dict() for p in feasible[:args.top]]}
     model["job"] = {k: getattr(job, k) for k in job.__dataclass_fields__}
     text = RENDERERS[args.format](model)
-    if args.out:
-        args.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_output(text, args.out)
     return 0 if feasible else 1

@@ -18,6 +18,7 @@ from stepscope import ingest
 from stepscope.commands._targets import is_path
 from stepscope.commands.ingest_cmd import add_step_marker
 from stepscope.store import Store
+from stepscope.validate import PEAK_TFLOPS, output_file, write_output
 
 HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
 RENDERERS = {"json": report_json, "md": report_markdown, "html": report_html}
@@ -30,22 +31,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "ingest on the fly into a temporary database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=Path, help="write the report here instead of stdout")
+    p.add_argument("--out", type=output_file,
+                   help="write the report here instead of stdout (its folder must exist)")
     p.add_argument("--model", type=Path, help="model spec (JSON or YAML): n_params, n_layers, "
                    "hidden, seq_len, global_batch_tokens [, n_active_params, attention, "
                    "convention, vocab]; without it, FLOPs come from the traces' shapes")
-    p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
+    p.add_argument("--peak-tflops", type=PEAK_TFLOPS,
+                   help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="which peak of the table to use (default: inferred from the "
                         "matmuls' input types, else kernel names, else bf16)")
     add_step_marker(p)
-
-
-def _emit(text: str, out: Path | None) -> None:
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        out.write_text(text)
 
 
 def _build(store: Store, run: str, args: argparse.Namespace, spec: ModelSpec | None) -> str:
@@ -64,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"error: {file}: {problem}", file=sys.stderr)
             with Store(db) as store:
                 text = _build(store, default_run_name([target]), args, spec)
-            _emit(text, args.out)
+            write_output(text, args.out)
             return result.exit_code
     if args.step_marker:
         raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the run: "
@@ -73,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         store.require_run(args.target)
         text = _build(store, args.target, args, spec)
-    _emit(text, args.out)
+    write_output(text, args.out)
     return 0
