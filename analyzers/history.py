@@ -15,6 +15,7 @@ import polars as pl
 
 from analyzers._sql import sql
 from analyzers.attribution import CATEGORIES
+from ingest.db import quote_identifier
 from ingest.loader import RUN_TABLES_SQL
 
 TRACE_START_SQL = "SELECT min(trace_start_ns) FROM ranks WHERE run = $run"
@@ -118,7 +119,8 @@ def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
     tables = [t for (t,) in con.execute(RUN_TABLES_SQL).fetchall()]  # history excluded
     for run in runs:
         for table in tables:
-            con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
+            con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run",
+                        {"run": run})
     if runs:
         con.execute("CHECKPOINT")
     return runs

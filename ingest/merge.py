@@ -19,6 +19,7 @@ from typing import TypeVar
 import duckdb
 
 from ingest.db import connect_write, ensure_schema
+from ingest.db import quote_identifier as q
 from ingest.errors import DatabaseBusyError, UsageError
 
 T = TypeVar("T")
@@ -52,11 +53,11 @@ def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     main_tables = set(_run_tables(con, None))
     for table in _run_tables(con, "stg"):
         if table not in main_tables:  # a derived table the shared file does not have yet
-            con.execute(f'CREATE TABLE "{table}" AS FROM stg."{table}" LIMIT 0')
+            con.execute(f"CREATE TABLE {q(table)} AS FROM stg.{q(table)} LIMIT 0")
     for table in _run_tables(con, None):
-        con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
+        con.execute(f"DELETE FROM {q(table)} WHERE run = $run", {"run": run})
     for table in _run_tables(con, "stg"):
-        con.execute(f'INSERT INTO "{table}" BY NAME FROM stg."{table}" WHERE run = $run',
+        con.execute(f"INSERT INTO {q(table)} BY NAME FROM stg.{q(table)} WHERE run = $run",
                     {"run": run})
     for (create_view,) in con.execute(MISSING_VIEWS_SQL).fetchall():
         con.execute(create_view)  # unqualified names: they resolve in the shared file
@@ -92,7 +93,7 @@ def delete_run(db: str | Path, run: str) -> None:
         con.execute("BEGIN TRANSACTION")
         try:
             for table in _run_tables(con, None):
-                con.execute(f'DELETE FROM "{table}" WHERE run = $run', {"run": run})
+                con.execute(f"DELETE FROM {q(table)} WHERE run = $run", {"run": run})
         except BaseException:
             con.execute("ROLLBACK")
             raise

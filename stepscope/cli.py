@@ -24,7 +24,9 @@ from collections.abc import Sequence
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
 NOTHING_WRITTEN = "interrupted: nothing was written"
-WRITES_DATABASE = {"ingest"}  # the others read it, or ingest into a temporary one
+# Commands that write the user's database report what it holds when interrupted; the
+# others only read it, or ingest into a temporary database that is gone.
+WRITES_DATABASE = {"ingest", "nightly"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ingest.errors import TraceFileError
+from ingest.errors import TraceFileError, as_file_error
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
 from ingest.nccl.inspector import read_inspector
@@ -45,8 +45,11 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
         try:
             READERS[nf.kind](con, run, nf, claimed)
             done.append(nf.display)
-        except TraceFileError as exc:
-            failures.append((exc.file, exc.problem))
+        except duckdb.Error:
+            raise  # the transaction is aborted: the ingest stops (ingest/loader.py)
+        except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
+            failure = as_file_error(nf.display, exc)
+            failures.append((failure.file, failure.problem))
     if any(nf.kind == FLIGHT_RECORDER for nf in files):
         con.execute(INSERT_FR_GROUPS, {"run": run})
     if any(nf.kind == NCCL_LOG for nf in files):

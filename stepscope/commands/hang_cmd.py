@@ -13,6 +13,7 @@ from ingest import DEFAULT_DB, UsageError
 from ingest.sources import default_run_name
 from stepscope import ingest
 from stepscope.store import Store
+from stepscope.validate import output_file, write_output
 
 HELP = "why a job hung: stuck collectives, missing and suspect ranks from Flight Recorder dumps"
 RENDERERS = {"json": hang_json, "md": hang_markdown}
@@ -25,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "(with or without Kineto traces) to read on the fly")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=Path, help="write the report here instead of stdout")
+    p.add_argument("--out", type=output_file,
+                   help="write the report here instead of stdout (its folder must exist)")
 
 
 def _analyse(store: Store, run: str) -> HangReport:
@@ -39,10 +41,7 @@ def _analyse(store: Store, run: str) -> HangReport:
 
 
 def _emit(text: str, out: Path | None) -> None:
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        out.write_text(text)
+    write_output(text, out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from analyzers.history import jobs, read_history
 from dashboard.render_nightly import history_json, history_markdown, history_text
 from ingest import DEFAULT_DB, UsageError
 from stepscope.store import Store
+from stepscope.validate import integer
 
 HELP = "a job's nightly runs over time: status, step time, MFU, largest loss, change"
 RENDERERS = {"text": history_text, "md": history_markdown, "json": history_json}
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("job", metavar="JOB", help="the --job of `stepscope nightly`")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=sorted(RENDERERS), default="text")
-    p.add_argument("--last", type=int, metavar="N", help="only the last N nights")
+    p.add_argument("--last", type=integer(1, 1_000_000), metavar="N",
+                   help="only the last N nights")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from analyzers.mfu import load_spec
 from analyzers.peaks import DTYPES
 from ingest import DEFAULT_DB
 from stepscope.nightly import NightlyOptions, run_nightly
+from stepscope.validate import JOBS, PEAK_TFLOPS, integer
 
 HELP = "ingest tonight's traces of a job, diff against the last night, check thresholds"
 EPILOG = ("metrics for --fail-if: " + ", ".join(metric_catalog()) + ". Exit codes: 0 pass, "
@@ -39,14 +40,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "'diff.mfu_delta_points < -3' (metrics listed below)")
     p.add_argument("--allow-missing", action="store_true",
                    help="a metric that cannot be computed (no baseline, no MFU) passes")
-    p.add_argument("--keep", type=int, metavar="N",
+    p.add_argument("--keep", type=integer(1, 1_000_000), metavar="N",
                    help="keep only the job's last N runs' traces in the database "
                         "(history rows stay)")
     p.add_argument("--model", type=Path, help="model spec (see `stepscope report --help`)")
-    p.add_argument("--peak-tflops", type=float, help="peak TFLOP/s per GPU (overrides the table)")
+    p.add_argument("--peak-tflops", type=PEAK_TFLOPS,
+                   help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="which peak of the table to use (default: inferred from the traces)")
-    p.add_argument("--jobs", type=int, default=None, help="files parsed in parallel")
+    p.add_argument("--jobs", type=JOBS, default=None, help="files parsed in parallel (1-1024)")
     p.add_argument("--quiet", action="store_true", help="print failures only")
 
 
