@@ -1,4 +1,10 @@
-"""Opening the stepscope DuckDB file: one writer, any number of read-only readers."""
+"""Opening the stepscope DuckDB file: one writer, or any number of read-only readers.
+
+DuckDB locks the file per process: one process may write it, or any number may read it,
+never both at once. So a reader also locks out a writer while it is open, and a writer
+locks out readers; both sides get DatabaseBusyError (exit 2), never a wait or partial
+data. Readers therefore close as soon as they are done (docs/schema.md, "Concurrency").
+"""
 
 from __future__ import annotations
 
@@ -37,7 +43,8 @@ def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open an existing database read-only, so readers never lock out a writer."""
+    """Open an existing database read-only. Any number of readers share the file, but
+    while this connection is open no process can write it (close it promptly)."""
     path = Path(db)
     if not path.is_file():
         raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
