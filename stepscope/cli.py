@@ -19,6 +19,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
@@ -78,13 +79,25 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_NOTHING
 
 
+def _print_uninterrupted(line: str) -> None:
+    """Print the interrupt's one line; a second Ctrl-C cannot cut it (SIGINT is ignored
+    while printing, then the previous handler is restored for in-process callers)."""
+    if threading.current_thread() is not threading.main_thread():
+        print(line, file=sys.stderr)
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        print(line, file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (never raises for user errors)."""
     try:
         return _run(argv)
     except KeyboardInterrupt as exc:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot cut this line
-        print(getattr(exc, "message", None) or NOTHING_WRITTEN, file=sys.stderr)
+        _print_uninterrupted(getattr(exc, "message", None) or NOTHING_WRITTEN)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
