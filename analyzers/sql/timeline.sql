@@ -1,0 +1,135 @@
+-- The attribution of one step of selected ranks as time segments: what each instant of
+-- the step window went to (docs/attribution.md), for the dashboard's Timeline.
+-- Reads: step_attribution (windows), gpu_ops, collectives, collective_waits,
+-- recompute_ops, cpu_ops (CPU-only ranks). Writes nothing (read-only connections).
+-- Parameters: $run, $step, $ranks (INTEGER[]), $bins (NULL: exact segments, merged when
+-- adjacent and of one category; N: the window cut into N equal bins per rank, each given
+-- the category that holds most of its time).
+-- The intervals and their priority are those of attribution.sql (a_intervals, the
+-- priority sweep); tests check that each rank's segments add up to step_attribution.
+-- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble,
+-- 6 memory, 7 idle. Times are ns from the rank's own window start (hosts' clocks differ).
+WITH win AS (
+    SELECT rank, timeline, window_start_ns AS ws, window_end_ns AS we
+    FROM step_attribution
+    WHERE run = $run AND step = $step AND list_contains($ranks, rank)
+), rc AS (
+    SELECT rank, op_id FROM recompute_ops WHERE run = $run AND list_contains($ranks, rank)
+), iv AS (
+    -- GPU kernels and memory ops (communication comes from the collectives below)
+    SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
+        CASE WHEN g.kind IN ('memcpy', 'memset') THEN 6
+             WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
+    FROM gpu_ops g JOIN win ON win.rank = g.rank AND win.timeline = 'gpu'
+    LEFT JOIN rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id
+    WHERE g.run = $run AND g.kind <> 'comm' AND g.end_ns > win.ws AND g.start_ns < win.we
+    UNION ALL
+    -- collectives: the wait for the last rank, then the transfer; P2P is bubble
+    SELECT c.rank, c.work_start_ns, c.work_start_ns + coalesce(w.wait_ns, 0), 4
+    FROM collectives c JOIN win ON win.rank = c.rank
+    JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
+    WHERE c.run = $run AND NOT c.is_p2p AND w.wait_ns > 0
+      AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
+    UNION ALL
+    SELECT c.rank, c.work_start_ns + coalesce(w.wait_ns, 0), c.work_end_ns, 3
+    FROM collectives c JOIN win ON win.rank = c.rank
+    JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
+    WHERE c.run = $run AND NOT c.is_p2p AND c.work_start_ns IS NOT NULL
+      AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
+    UNION ALL
+    SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
+    FROM collectives c JOIN win ON win.rank = c.rank
+    WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL
+      AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
+    UNION ALL
+    -- CPU-only ranks: the self time of each compute op on the CPU
+    SELECT rank, s, e, cat FROM (
+        WITH ops AS (
+            SELECT o.rank, o.op_id, o.parent_id, o.start_ns, o.end_ns, o.category, o.name
+            FROM cpu_ops o JOIN win ON win.rank = o.rank AND win.timeline = 'cpu'
+            WHERE o.run = $run AND o.end_ns > win.ws AND o.start_ns < win.we
+        ), kids AS (
+            SELECT c.rank, c.parent_id AS op_id, c.start_ns, c.end_ns,
+                lag(c.end_ns) OVER (PARTITION BY c.rank, c.parent_id
+                                    ORDER BY c.start_ns, c.op_id) AS prev_end
+            FROM ops c WHERE c.parent_id IS NOT NULL
+        ), gaps AS (
+            SELECT k.rank, k.op_id, coalesce(greatest(k.prev_end, p.start_ns), p.start_ns) AS s,
+                   k.start_ns AS e
+            FROM kids k JOIN ops p ON p.rank = k.rank AND p.op_id = k.op_id
+            UNION ALL
+            SELECT p.rank, p.op_id, max(k.end_ns), p.end_ns
+            FROM kids k JOIN ops p ON p.rank = k.rank AND p.op_id = k.op_id
+            GROUP BY p.rank, p.op_id, p.end_ns
+            UNION ALL
+            SELECT p.rank, p.op_id, p.start_ns, p.end_ns FROM ops p
+            WHERE NOT EXISTS (SELECT 1 FROM ops k WHERE k.rank = p.rank AND k.parent_id = p.op_id)
+        )
+        SELECT g.rank, g.s, g.e, CASE WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
+        FROM gaps g
+        JOIN ops o ON o.rank = g.rank AND o.op_id = g.op_id
+        LEFT JOIN rc ON rc.rank = g.rank AND rc.op_id = g.op_id
+        WHERE g.e > g.s
+          AND o.category IN ('cpu_op', 'Operator')
+          AND o.name NOT LIKE 'c10d::%' AND o.name NOT LIKE '_c10d_functional::%'
+          AND o.name NOT LIKE 'record_param_comms' AND o.name NOT LIKE '%wait%'
+          AND o.name NOT LIKE 'ProfilerStep#%'
+    )
+), clipped AS (
+    SELECT iv.rank, greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.cat
+    FROM iv JOIN win USING (rank) WHERE iv.e > iv.s
+), pts AS (
+    SELECT rank, s AS t, cat, 1 AS d FROM clipped WHERE e > s
+    UNION ALL SELECT rank, e, cat, -1 FROM clipped WHERE e > s
+    UNION ALL SELECT rank, ws, 0, 0 FROM win
+    UNION ALL SELECT rank, we, 0, 0 FROM win
+), bounds AS (
+    SELECT rank, t,
+        sum(d) FILTER (WHERE cat = 1) AS d1, sum(d) FILTER (WHERE cat = 2) AS d2,
+        sum(d) FILTER (WHERE cat = 3) AS d3, sum(d) FILTER (WHERE cat = 4) AS d4,
+        sum(d) FILTER (WHERE cat = 5) AS d5, sum(d) FILTER (WHERE cat = 6) AS d6
+    FROM pts GROUP BY rank, t
+), running AS (
+    SELECT rank, t, lead(t) OVER w AS t_next,
+        sum(coalesce(d1, 0)) OVER w AS n1, sum(coalesce(d2, 0)) OVER w AS n2,
+        sum(coalesce(d3, 0)) OVER w AS n3, sum(coalesce(d4, 0)) OVER w AS n4,
+        sum(coalesce(d5, 0)) OVER w AS n5, sum(coalesce(d6, 0)) OVER w AS n6
+    FROM bounds
+    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), segments AS (
+    SELECT r.rank, r.t - win.ws AS s, r.t_next - win.ws AS e,
+        CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
+             WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat
+    FROM running r JOIN win USING (rank)
+    WHERE r.t_next IS NOT NULL AND r.t_next > r.t AND r.t >= win.ws AND r.t_next <= win.we
+), islands AS (
+    -- adjacent segments of one category become one rectangle
+    SELECT *, sum(CASE WHEN cat = prev_cat AND s = prev_e THEN 0 ELSE 1 END)
+                  OVER (PARTITION BY rank ORDER BY s) AS island
+    FROM (SELECT *, lag(cat) OVER (PARTITION BY rank ORDER BY s) AS prev_cat,
+                    lag(e) OVER (PARTITION BY rank ORDER BY s) AS prev_e
+          FROM segments)
+), merged AS (
+    SELECT rank, min(s) AS start_ns, max(e) AS end_ns, any_value(cat) AS cat
+    FROM islands GROUP BY rank, island
+), binned AS (
+    -- each segment's time spread over the equal bins it covers
+    SELECT m.rank, b.bin, m.cat,
+        sum(least(m.end_ns, (b.bin + 1) * w.width) - greatest(m.start_ns, b.bin * w.width))
+            AS ns
+    FROM merged m
+    JOIN (SELECT rank, (we - ws) / $bins::DOUBLE AS width FROM win) w USING (rank)
+    CROSS JOIN LATERAL (
+        SELECT unnest(range(CAST(floor(m.start_ns / w.width) AS BIGINT),
+                            least(CAST(ceil(m.end_ns / w.width) AS BIGINT), $bins))) AS bin
+    ) b
+    WHERE $bins IS NOT NULL
+    GROUP BY ALL
+)
+SELECT rank, start_ns, end_ns, cat FROM merged WHERE $bins IS NULL
+UNION ALL
+SELECT b.rank, CAST(b.bin * w.width AS BIGINT), CAST((b.bin + 1) * w.width AS BIGINT),
+    arg_max(b.cat, b.ns)
+FROM binned b JOIN (SELECT rank, (we - ws) / $bins::DOUBLE AS width FROM win) w USING (rank)
+GROUP BY b.rank, b.bin, w.width
+ORDER BY rank, start_ns
