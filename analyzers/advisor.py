@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
 from analyzers._sql import sql
-from analyzers.collectives import collective_stats, median_kernel_us, step_gap_ms
+from analyzers.collectives import median_kernel_us, step_gap_ms
+from analyzers.context import RunContext
 from analyzers.mfu import ModelSpec
-from analyzers.peaks import run_device
+from analyzers.model import (
+    Breakdown,
+    CollectiveStat,
+    Layout,
+    Mfu,
+    Pipeline,
+    Recommendation,
+    Straggler,
+)
 from analyzers.planner import bubble_theory, zero_state_bytes_per_param
-from analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES, assign_roles
+from analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
@@ -27,34 +35,48 @@ BUBBLE_TARGET = 0.05    # pipeline-bubble aims under this theoretical bubble
 LAUNCH_BOUND_KERNEL_US = 10.0
 
 
-@dataclass
-class Context:
-    """What the advisor looks at, gathered once per run."""
-    report: dict[str, Any]
-    collectives: list[dict[str, Any]]
+@dataclass(frozen=True)
+class Evidence:
+    """What the advisor judges: the run context, the finished typed sections it needs,
+    and a few extra measurements."""
+    ctx: RunContext
+    layout: Layout
+    pipeline: Pipeline | None
+    stragglers: tuple[Straggler, ...]
+    mfu: Mfu
+    collectives: tuple[CollectiveStat, ...]
     step_gap_ms: float
     median_kernel_us: float | None
     recompute_attention_share: float | None
-    device_memory_bytes: int | None
-    nvlink_gbs: float | None = None
-    spec: ModelSpec | None = None
+
+    @property
+    def step_ms(self) -> float:
+        return self.ctx.attribution.step_time_ms
+
+    @property
+    def breakdown(self) -> Breakdown:
+        return self.ctx.attribution.breakdown_ms
+
+    @property
+    def spec(self) -> ModelSpec | None:
+        return self.ctx.spec
+
+    @property
+    def device_memory_bytes(self) -> int | None:
+        value = self.ctx.device.properties.get("totalGlobalMem")
+        return int(value) if value else None
 
 
-def gather(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
-           spec: ModelSpec | None = None) -> Context:
-    device = run_device(con, run)
-    return Context(
-        report=report,
-        collectives=assign_roles(collective_stats(con, run),
-                                 int(report["run"]["world_size"] or report["run"]["ranks"] or 1),
-                                 report["layout"]),
-        step_gap_ms=step_gap_ms(con, run) if report["run"]["timeline"] == "gpu" else 0.0,
+def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggler, ...],
+           mfu: Mfu, collectives: tuple[CollectiveStat, ...]) -> Evidence:
+    """The advisor's inputs: finished sections plus its own measurements of the run."""
+    con, run = ctx.con, ctx.run
+    return Evidence(
+        ctx=ctx, layout=ctx.layout, pipeline=pipeline, stragglers=stragglers, mfu=mfu,
+        collectives=collectives,
+        step_gap_ms=step_gap_ms(con, run) if ctx.info.timeline == "gpu" else 0.0,
         median_kernel_us=median_kernel_us(con, run),
-        recompute_attention_share=_recompute_attention_share(con, run),
-        device_memory_bytes=device.properties.get("totalGlobalMem"),
-        nvlink_gbs=device.nvlink_gbs,
-        spec=spec,
-    )
+        recompute_attention_share=_recompute_attention_share(con, run))
 
 
 def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
@@ -64,24 +86,24 @@ def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> floa
     return float(attn or 0) / float(total) if total else None
 
 
-def _points(report: dict[str, Any], gain_ms: float) -> float | None:
+def _points(ev: Evidence, gain_ms: float) -> float | None:
     """MFU points gained if the step got `gain_ms` shorter at the same work."""
-    mfu = (report.get("mfu") or {}).get("mfu")
-    step = report["step_time_ms"]
+    mfu = ev.mfu.mfu
+    step = ev.step_ms
     if mfu is None or step <= gain_ms or gain_ms <= 0:
         return None
     return 100.0 * mfu * (step / (step - gain_ms) - 1.0)
 
 
-def _rec(report: dict[str, Any], rid: str, title: str, detail: str, evidence: str,
-         gain_ms: float) -> dict[str, Any] | None:
-    step = report["step_time_ms"]
+def _rec(ev: Evidence, rid: str, title: str, detail: str, evidence: str,
+         gain_ms: float) -> Recommendation | None:
+    step = ev.step_ms
     if step <= 0 or gain_ms < MIN_GAIN * step:
         return None
     share = gain_ms / step
-    return {"id": rid, "severity": "high" if share >= 0.15 else "medium", "title": title,
-            "detail": detail, "evidence": evidence, "expected_gain_ms": gain_ms,
-            "expected_mfu_points": _points(report, gain_ms)}
+    return Recommendation(id=rid, severity="high" if share >= 0.15 else "medium", title=title,
+                          detail=detail, evidence=evidence, expected_gain_ms=gain_ms,
+                          expected_mfu_points=_points(ev, gain_ms))
 
 
 def _pct(part: float, whole: float) -> str:
@@ -89,30 +111,29 @@ def _pct(part: float, whole: float) -> str:
 
 
 # ------------------------------------------------------------------ the checks
-def straggler(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
+def straggler(ev: Evidence) -> list[Recommendation]:
     out = []
-    for s in r["stragglers"]:
-        gain = s["slowdown"] * r["step_time_ms"]
-        rec = _rec(r, "straggler", f"Fix or replace straggling rank {s['rank']} "
-                   f"(host {s['host'] or 'unknown'})",
+    for s in ev.stragglers:
+        gain = s.slowdown * ev.step_ms
+        rec = _rec(ev, "straggler", f"Fix or replace straggling rank {s.rank} "
+                   f"(host {s.host or 'unknown'})",
                    "The other ranks wait for this rank at their collectives. Check its host "
                    "(thermals, clocks, ECC/XID errors, a noisy neighbour, a slow data shard); "
                    "if it persists, cordon the host and restart from the checkpoint.",
-                   s["evidence"], gain)
+                   s.evidence, gain)
         if rec:
             out.append(rec)
     return out
 
 
-def pipeline_bubble(ctx: Context) -> list[dict[str, Any]]:
-    r, pipe = ctx.report, ctx.report["pipeline"]
+def pipeline_bubble(ev: Evidence) -> list[Recommendation]:
+    pipe = ev.pipeline
     if not pipe:
         return []
-    step, bubble = r["step_time_ms"], r["breakdown_ms"]["bubble"]
+    step, bubble = ev.step_ms, ev.breakdown.bubble
     if step <= 0 or bubble < TRIGGER * step:
         return []
-    s, m = pipe["stages"], pipe["microbatches"]
+    s, m = pipe.stages, pipe.microbatches
     now = bubble_theory(s, m)
     if now <= 0:
         return []
@@ -120,7 +141,7 @@ def pipeline_bubble(ctx: Context) -> list[dict[str, Any]]:
     v = max(2, math.ceil(now / BUBBLE_TARGET))
     new = bubble_theory(s, m_target)
     gain = bubble * (1 - new / now)
-    rec = _rec(r, "pipeline-bubble",
+    rec = _rec(ev, "pipeline-bubble",
                f"Cut the pipeline bubble: {m} -> {m_target} microbatches per step",
                f"1F1B with S={s} stages and M={m} microbatches idles (S-1)/(S-1+M) = "
                f"{100 * now:.1f}% of the step in theory. M={m_target} brings it to "
@@ -128,14 +149,13 @@ def pipeline_bubble(ctx: Context) -> list[dict[str, Any]]:
                f"global batch); alternatively an interleaved schedule with {v} model chunks "
                f"per stage divides the bubble by about {v}.",
                f"measured bubble {bubble:.2f} ms/step ({_pct(bubble, step)} of the step) on "
-               f"{pipe['pipelines']} pipeline(s) of {s} stages, theory {100 * now:.1f}%",
+               f"{pipe.pipelines} pipeline(s) of {s} stages, theory {100 * now:.1f}%",
                gain)
     return [rec] if rec else []
 
 
-def _guessed(rows: list[dict[str, Any]]) -> str:
-    guessed = sorted({f"{c['collective']} -> {c['role']}" for c in rows
-                      if c["role_source"] == "guess"})
+def _guessed(rows: list[CollectiveStat]) -> str:
+    guessed = sorted({f"{c.collective} -> {c.role}" for c in rows if c.role_source == "guess"})
     if not guessed:
         return ""
     return (" (no group labels: roles guessed from the op and group: "
@@ -157,44 +177,42 @@ DP_DETAIL = (
     "(an extra all-gather of the weights), so only do it for memory.")
 
 
-def exposed_dp_comm(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
-    step = r["step_time_ms"]
-    rows = [c for c in ctx.collectives if c["role"] in DATA_PARALLEL_ROLES]
-    exposed = sum(c["exposed_ms"] for c in rows)
+def exposed_dp_comm(ev: Evidence) -> list[Recommendation]:
+    step = ev.step_ms
+    rows = [c for c in ev.collectives if c.role in DATA_PARALLEL_ROLES]
+    exposed = sum(c.exposed_ms for c in rows)
     if step <= 0 or exposed < TRIGGER * step:
         return []
-    backward = 2 / 3 * (r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"])
+    backward = 2 / 3 * (ev.breakdown.compute + ev.breakdown.recompute)
     gain = min(exposed, backward)
-    worst = max(rows, key=lambda c: c["exposed_ms"])
+    worst = max(rows, key=lambda c: c.exposed_ms)
     link = ""
-    if worst["bus_bw_gbs"] and worst["link_peak_gbs"]:
-        link = (f"; bus bandwidth {worst['bus_bw_gbs']:.0f} GB/s of "
-                f"{worst['link_peak_gbs']:.0f} GB/s ({worst['link']})")
-    memory = _zero_memory_note(ctx)
-    fsdp = worst["role"] == "fsdp_shards"
+    if worst.bus_bw_gbs and worst.link_peak_gbs:
+        link = (f"; bus bandwidth {worst.bus_bw_gbs:.0f} GB/s of "
+                f"{worst.link_peak_gbs:.0f} GB/s ({worst.link})")
+    memory = _zero_memory_note(ev)
+    fsdp = worst.role == "fsdp_shards"
     title = ("Overlap the FSDP / ZeRO-3 weight gathers and gradient reduce-scatters" if fsdp
              else "Overlap the data-parallel gradient communication")
-    rec = _rec(r, "exposed-dp-comm", title, (FSDP_DETAIL if fsdp else DP_DETAIL) + memory,
+    rec = _rec(ev, "exposed-dp-comm", title, (FSDP_DETAIL if fsdp else DP_DETAIL) + memory,
                f"data-parallel collectives exposed {exposed:.2f} ms/step "
-               f"({_pct(exposed, step)} of the step): {worst['collective']} on "
-               f"{worst['group_label']} {worst['exposed_ms']:.2f} ms{link}" + _guessed(rows),
+               f"({_pct(exposed, step)} of the step): {worst.collective} on "
+               f"{worst.group_label} {worst.exposed_ms:.2f} ms{link}" + _guessed(rows),
                gain)
     return [rec] if rec else []
 
 
-def exposed_model_exchange(ctx: Context) -> list[dict[str, Any]]:
+def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
     """all_to_all of embedding tables (DLRM) or MoE token dispatch left exposed."""
-    r = ctx.report
-    step = r["step_time_ms"]
-    rows = [c for c in ctx.collectives if c["role"] in MODEL_EXCHANGE_ROLES]
-    exposed = sum(c["exposed_ms"] for c in rows)
+    step = ev.step_ms
+    rows = [c for c in ev.collectives if c.role in MODEL_EXCHANGE_ROLES]
+    exposed = sum(c.exposed_ms for c in rows)
     if step <= 0 or exposed < TRIGGER * step:
         return []
-    compute = r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"]
+    compute = ev.breakdown.compute + ev.breakdown.recompute
     gain = min(exposed, compute)
-    worst = max(rows, key=lambda c: c["exposed_ms"])
-    rec = _rec(r, "exposed-a2a-comm", "Hide the embedding / expert all-to-all behind compute",
+    worst = max(rows, key=lambda c: c.exposed_ms)
+    rec = _rec(ev, "exposed-a2a-comm", "Hide the embedding / expert all-to-all behind compute",
                "The all-to-all exchanges model-parallel data (embedding lookups of sharded "
                "tables, or MoE tokens to their experts), not gradients, so gradient bucketing "
                "does not help. Overlap it with compute: pipeline the next batch's embedding "
@@ -204,19 +222,19 @@ def exposed_model_exchange(ctx: Context) -> list[dict[str, Any]]:
                "row-wise-sharded tables, or a lower MoE capacity factor; keep it inside the "
                "NVLink domain where the layout allows.",
                f"all-to-all exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of the "
-               f"step): {worst['collective']} on {worst['group_label']} "
-               f"{worst['exposed_ms']:.2f} ms" + _guessed(rows), gain)
+               f"step): {worst.collective} on {worst.group_label} "
+               f"{worst.exposed_ms:.2f} ms" + _guessed(rows), gain)
     return [rec] if rec else []
 
 
-def _zero_memory_note(ctx: Context) -> str:
-    spec, mem = ctx.spec, ctx.device_memory_bytes
-    lay = ctx.report["layout"]
+def _zero_memory_note(ev: Evidence) -> str:
+    spec, mem = ev.spec, ev.device_memory_bytes
+    lay = ev.layout
     if spec is None or not mem:
         return (" Memory check: no model spec (--model) or device memory in the traces, so "
                 "the ZeRO stage that fits is not checked.")
-    shard = spec.n_params / ((lay["tp"] or 1) * (lay["pp"] or 1))
-    dp = lay["dp"] or 1
+    shard = spec.n_params / (lay.tp * lay.pp)
+    dp = lay.dp
     parts = []
     for stage in (0, 1, 2, 3):
         gb = zero_state_bytes_per_param(stage, dp) * shard / 1e9
@@ -225,17 +243,16 @@ def _zero_memory_note(ctx: Context) -> str:
             f"{mem / 1e9:.0f} GB): " + ", ".join(parts) + ".")
 
 
-def recompute(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
-    step, rc = r["step_time_ms"], r["breakdown_ms"]["recompute"]
+def recompute(ev: Evidence) -> list[Recommendation]:
+    step, rc = ev.step_ms, ev.breakdown.recompute
     if step <= 0 or rc < TRIGGER * step:
         return []
-    attn = ctx.recompute_attention_share
+    attn = ev.recompute_attention_share
     keep = attn if attn is not None else 0.0
     gain = rc * (1 - keep)
     share = f"{100 * attn:.0f}% of the recomputed FLOPs are attention" if attn is not None \
         else "the share of attention in the recomputed work is unknown (no shapes)"
-    rec = _rec(r, "recompute", "Use selective activation recomputation",
+    rec = _rec(ev, "recompute", "Use selective activation recomputation",
                "Full activation checkpointing re-runs the whole forward of each layer in "
                "backward. Selective recomputation (Korthikanti et al. 2022) keeps the "
                "activations of the linear layers and recomputes only the attention core, "
@@ -247,29 +264,27 @@ def recompute(ctx: Context) -> list[dict[str, Any]]:
     return [rec] if rec else []
 
 
-def input_bound(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
-    step, gap = r["step_time_ms"], ctx.step_gap_ms
-    if step <= 0 or r["breakdown_ms"]["idle"] < TRIGGER * step or gap < TRIGGER * step:
+def input_bound(ev: Evidence) -> list[Recommendation]:
+    step, gap = ev.step_ms, ev.step_gap_ms
+    if step <= 0 or ev.breakdown.idle < TRIGGER * step or gap < TRIGGER * step:
         return []
-    rec = _rec(r, "input-bound", "Feed the GPUs: the host delays every step",
+    rec = _rec(ev, "input-bound", "Feed the GPUs: the host delays every step",
                "Between steps the GPU waits while the host prepares the next batch. Prefetch "
                "and pin the next batch (DataLoader num_workers, pin_memory, "
                "prefetch_factor, non_blocking copies) and move host work off the critical "
                "path.",
                f"GPU idle {gap:.2f} ms between consecutive steps ({_pct(gap, step)} of the "
-               f"step); total idle {r['breakdown_ms']['idle']:.2f} ms/step", gap)
+               f"step); total idle {ev.breakdown.idle:.2f} ms/step", gap)
     return [rec] if rec else []
 
 
-def launch_bound(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
-    step = r["step_time_ms"]
-    inner_idle = r["breakdown_ms"]["idle"] - ctx.step_gap_ms
-    med = ctx.median_kernel_us
+def launch_bound(ev: Evidence) -> list[Recommendation]:
+    step = ev.step_ms
+    inner_idle = ev.breakdown.idle - ev.step_gap_ms
+    med = ev.median_kernel_us
     if step <= 0 or med is None or med >= LAUNCH_BOUND_KERNEL_US or inner_idle < TRIGGER * step:
         return []
-    rec = _rec(r, "launch-bound", "Launch fewer, larger kernels",
+    rec = _rec(ev, "launch-bound", "Launch fewer, larger kernels",
                "Most kernels run for a few microseconds and the GPU idles between them while "
                "the CPU launches the next: capture the step with CUDA graphs, fuse "
                "elementwise work (torch.compile), or raise the work per kernel.",
@@ -278,27 +293,26 @@ def launch_bound(ctx: Context) -> list[dict[str, Any]]:
     return [rec] if rec else []
 
 
-def tp_spans_nodes(ctx: Context) -> list[dict[str, Any]]:
-    r = ctx.report
-    lay = r["layout"]
-    rows = [c for c in ctx.collectives if c["crosses_nodes"] and not c.get("is_p2p")
-            and c["role"] == "tensor_parallel"]
+def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
+    lay = ev.layout
+    rows = [c for c in ev.collectives if c.crosses_nodes and not c.is_p2p
+            and c.role == "tensor_parallel"]
     if not rows:
         return []
-    step = r["step_time_ms"]
-    exposed = sum(c["exposed_ms"] for c in rows)
-    worst = max(rows, key=lambda c: c["exposed_ms"])
-    nvlink = ctx.nvlink_gbs
-    bw = worst["bus_bw_gbs"]
+    step = ev.step_ms
+    exposed = sum(c.exposed_ms for c in rows)
+    worst = max(rows, key=lambda c: c.exposed_ms)
+    nvlink = ev.ctx.device.nvlink_gbs
+    bw = worst.bus_bw_gbs
     speedup = (nvlink / bw) if nvlink and bw else None
     gain = exposed * (1 - 1 / speedup) if speedup and speedup > 1 else 0.0
-    per_node = lay["gpus_per_node"] or "?"
-    rec = _rec(r, "tp-spans-nodes", "Keep tensor parallelism inside the NVLink domain",
-               f"A tensor-parallel group of {worst['group_size']} ranks spans hosts with "
+    per_node = lay.gpus_per_node or "?"
+    rec = _rec(ev, "tp-spans-nodes", "Keep tensor parallelism inside the NVLink domain",
+               f"A tensor-parallel group of {worst.group_size} ranks spans hosts with "
                f"{per_node} GPUs each, so every layer's TP all-reduces cross the network. "
                f"Use TP <= {per_node} and move the remaining factor to pipeline or data "
                "parallelism.",
-               f"TP collectives on {worst['group_label']} cross nodes: {exposed:.2f} ms/step "
+               f"TP collectives on {worst.group_label} cross nodes: {exposed:.2f} ms/step "
                f"exposed ({_pct(exposed, step)} of the step) at "
                f"{bw or 0:.0f} GB/s bus bandwidth vs {nvlink or 0:.0f} GB/s on NVLink", gain)
     return [rec] if rec else []
@@ -308,7 +322,7 @@ CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_model_exchan
           recompute, input_bound, launch_bound)
 
 
-def recommendations(ctx: Context) -> list[dict[str, Any]]:
+def recommendations(ev: Evidence) -> tuple[Recommendation, ...]:
     """All recommendations, largest expected gain first."""
-    out = [rec for check in CHECKS for rec in check(ctx)]
-    return sorted(out, key=lambda x: -x["expected_gain_ms"])
+    out = [rec for check in CHECKS for rec in check(ev)]
+    return tuple(sorted(out, key=lambda x: -x.expected_gain_ms))

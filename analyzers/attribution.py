@@ -10,10 +10,9 @@ import duckdb
 import polars as pl
 
 from analyzers._sql import run_script, sql
+from analyzers.model import CATEGORIES
 
-CATEGORIES = (
-    "compute", "recompute", "exposed_comm", "straggler_wait", "bubble", "memory", "idle",
-)
+__all__ = ["CATEGORIES", "ensure_schema", "materialize", "trace_breakdown"]
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from analyzers.attribution import CATEGORIES
-from analyzers.diff import STAGES
+from analyzers.model import CATEGORIES, STAGES, Diff, Report, to_builtins
 from ingest import UsageError
 
 OPS = ("<", "<=", ">", ">=")
@@ -152,10 +151,18 @@ def _holds(value: float, op: str, limit: float) -> bool:
             ">": value > limit, ">=": value >= limit}[op]
 
 
-def evaluate(thresholds: list[Threshold], report: Mapping[str, Any],
-             diff: Mapping[str, Any] | None, allow_missing: bool = False) -> list[CheckResult]:
+def evaluate(thresholds: list[Threshold], report: Report, diff: Diff | None,
+             allow_missing: bool = False) -> list[CheckResult]:
     """Each threshold's value and verdict; a metric that cannot be computed fails
-    unless `allow_missing`."""
+    unless `allow_missing`. Metrics are paths of the models' JSON (docs/report.md)."""
+    return evaluate_json(thresholds, to_builtins(report),
+                         None if diff is None else to_builtins(diff), allow_missing)
+
+
+def evaluate_json(thresholds: list[Threshold], report: Mapping[str, Any],
+                  diff: Mapping[str, Any] | None,
+                  allow_missing: bool = False) -> list[CheckResult]:
+    """`evaluate` on the JSON of a report and a diff (as report.json holds them)."""
     results = []
     for t in thresholds:
         value = metric_value(t.metric, report, diff)

@@ -7,12 +7,12 @@ from typing import Any
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.context import RunContext
+from analyzers.model import DEFAULT_NETWORK_GBS, CollectiveStat
 from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
-from analyzers.peaks import run_device
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
-# one 400 Gb/s NIC per GPU (GB/s, one direction).
-DEFAULT_NETWORK_GBS = 50.0
+# one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.
 
 STEP_GAPS_SQL = """
 -- Idle between steps: from the last GPU end of step k's own ops to the first GPU start
@@ -31,27 +31,36 @@ SELECT median(dur_ns) / 1e3 FROM gpu_ops WHERE run = $run AND kind = 'compute'
 """
 
 
-def collective_stats(con: duckdb.DuckDBPyConnection, run: str,
-                     network_gbs: float = DEFAULT_NETWORK_GBS) -> list[dict[str, Any]]:
+def _stat(row: dict[str, Any], nvlink_gbs: float | None, network_gbs: float,
+          measured: dict[str, str], inspector: dict[tuple[str, str], float]) -> CollectiveStat:
+    crosses = bool(row["crosses_nodes"])
+    link, link_source = "network" if crosses else "nvlink", "assumed"
+    if row["group_label"] in measured:  # the transport NCCL's own log reports
+        link, link_source = measured[row["group_label"]], "nccl_log"
+    peak = {"nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(link, network_gbs)
+    bw = None if row["bus_bw_gbs"] is None else float(row["bus_bw_gbs"])
+    return CollectiveStat(
+        collective=row["collective"], group_label=row["group_label"], crosses_nodes=crosses,
+        group_size=None if row["group_size"] is None else int(row["group_size"]),
+        calls_per_step=float(row["calls_per_step"]),
+        bytes_per_step=float(row["bytes_per_step"]), time_ms=float(row["time_ms"]),
+        exposed_ms=float(row["exposed_ms"]), bus_bw_gbs=bw, is_p2p=bool(row["is_p2p"]),
+        # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
+        measured_bus_bw_gbs=inspector.get((row["collective"], row["group_label"])),
+        link=link, link_source=link_source, link_peak_gbs=peak,
+        link_utilization=bw / peak if bw is not None and peak else None)
+
+
+def collective_stats(ctx: RunContext,
+                     network_gbs: float = DEFAULT_NETWORK_GBS) -> tuple[CollectiveStat, ...]:
     """Per (collective, group) per rank and step: calls, bytes, time, exposed time, bus
     bandwidth and the peak of the link (NVLink inside a node, network across nodes; the
     transport of the NCCL_DEBUG logs when the run has them)."""
-    nvlink = run_device(con, run).nvlink_gbs
-    measured = measured_links(con, run)
-    inspector = measured_bandwidth(con, run)
-    rows = con.sql(sql("collective_stats.sql"), params={"run": run}).pl().to_dicts()
-    for row in rows:
-        # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
-        row["measured_bus_bw_gbs"] = inspector.get((row["collective"], row["group_label"]))
-        row["link"] = "network" if row["crosses_nodes"] else "nvlink"
-        row["link_source"] = "assumed"
-        if row["group_label"] in measured:  # the transport NCCL's own log reports
-            row["link"], row["link_source"] = measured[row["group_label"]], "nccl_log"
-        row["link_peak_gbs"] = {"nvlink": nvlink, "socket": SOCKET_GBS}.get(
-            row["link"], network_gbs)
-        bw, peak = row["bus_bw_gbs"], row["link_peak_gbs"]
-        row["link_utilization"] = bw / peak if bw is not None and peak else None
-    return rows
+    measured = measured_links(ctx.con, ctx.run)
+    inspector = measured_bandwidth(ctx.con, ctx.run)
+    rows = ctx.con.sql(sql("collective_stats.sql"), params={"run": ctx.run}).pl().to_dicts()
+    return tuple(_stat(row, ctx.device.nvlink_gbs, network_gbs, measured, inspector)
+                 for row in rows)
 
 
 def step_gap_ms(con: duckdb.DuckDBPyConnection, run: str) -> float:

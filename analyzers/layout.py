@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import duckdb
+
+from analyzers.model import Layout
 
 # (layout key, substring of Megatron-style process-group descriptions)
 GROUP_MARKERS = (
@@ -20,7 +20,7 @@ HOSTS_SQL = "SELECT nodes, gpus_per_node, host_source FROM run_nodes WHERE run =
 
 
 def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
-           pipeline_stages: int | None) -> dict[str, Any]:
+           pipeline_stages: int | None) -> Layout:
     """Degrees from group descriptions when the framework labels them; otherwise PP from
     the point-to-point pattern and DP as what is left of the world."""
     groups = con.sql(GROUPS_SQL, params={"run": run}).fetchall()
@@ -41,5 +41,7 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
         degrees["dp"] = max(1, world_size // model)
     nodes, per_node, host_source = next(
         iter(con.execute(HOSTS_SQL, {"run": run}).fetchall()), (None, None, None))
-    return {**degrees, "gpus_per_node": per_node, "nodes": nodes or None,
-            "host_source": host_source, "source": source}
+    return Layout(tp=degrees["tp"] or 1, pp=degrees["pp"] or 1, dp=degrees["dp"] or 1,
+                  cp=degrees["cp"] or 1, ep=degrees["ep"] or 1,
+                  gpus_per_node=None if per_node is None else int(per_node),
+                  nodes=int(nodes) if nodes else None, host_source=host_source, source=source)

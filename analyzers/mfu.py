@@ -25,14 +25,18 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
+import msgspec
 
 from analyzers._sql import sql
-from analyzers.attribution import CATEGORIES
-from analyzers.peaks import DTYPES, DevicePeak, run_device, table_version
+from analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
+from analyzers.peaks import DevicePeak, table_version
 from ingest.errors import UsageError
+
+if TYPE_CHECKING:
+    from analyzers.context import RunContext
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
 ATTENTION = ("full", "causal")
@@ -257,89 +261,80 @@ def peak_for_dtype(dtype: str, source: str, share: float | None, device: DeviceP
                     "off TF32 unless allow_tf32 / set_float32_matmul_precision allows it)")
 
 
-def waterfall(mfu: float, efficiency: float, breakdown: dict[str, float],
-              step_ms: float) -> list[dict[str, Any]]:
+def waterfall(efficiency: float, breakdown: Breakdown,
+              step_ms: float) -> tuple[WaterfallStep, ...]:
     """Points (percent of peak) lost at each stage; 100 + sum(points) == 100 * mfu."""
-    out = [{"name": "kernel_efficiency", "points": -100.0 * (1.0 - efficiency)}]
+    out = [WaterfallStep(name="kernel_efficiency", points=-100.0 * (1.0 - efficiency))]
     for cat in CATEGORIES:
         if cat == "compute":
             continue
-        out.append({"name": cat,
-                    "points": -100.0 * breakdown[cat] / step_ms * efficiency if step_ms else 0.0})
-    return out
+        out.append(WaterfallStep(
+            name=cat,
+            points=-100.0 * breakdown.ms(cat) / step_ms * efficiency if step_ms else 0.0))
+    return tuple(out)
 
 
-def mfu_section(con: duckdb.DuckDBPyConnection, run: str, report: dict[str, Any],
-                spec: ModelSpec | None = None, peak_tflops: float | None = None,
-                dtype: str | None = None) -> dict[str, Any]:
-    """The `mfu` object of the report (docs/report.md); `mfu` is None with a `message`
+def _peak(ctx: RunContext, choice: DtypeChoice) -> tuple[float | None, str | None, str | None]:
+    """(peak FLOP/s per GPU, device label, message): no peak comes with a message."""
+    device, opts = ctx.device, ctx.options
+    entry: DevicePeak | None = device.peak
+    name = device.name
+    if opts.peak_tflops is not None:
+        forced = f"{name or 'unknown device'} (--peak-tflops {opts.peak_tflops:g})"
+        return opts.peak_tflops * 1e12, forced, None
+    label = entry.name if entry else name
+    if entry is None:
+        if name is None and device.has_gpu:
+            return None, label, ("the traces do not name the GPU (no deviceProperties); "
+                                 "pass --peak-tflops")
+        return None, label, (f"unknown device '{name or 'CPU only'}': no peak in the table "
+                             f"(version {table_version()}); pass --peak-tflops")
+    peak = entry.flops(choice.peak_dtype)
+    if peak is None:
+        return None, label, (f"{entry.name} has no {choice.peak_dtype} peak ({choice.reason}); "
+                             "pass --dtype (e.g. fp16) or --peak-tflops")
+    return peak, label, None
+
+
+NO_FLOPS = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, seq_len, "
+            "global_batch_tokens) or profile with record_shapes=True")
+
+
+def mfu_section(ctx: RunContext) -> Mfu:
+    """The `mfu` section of the report (docs/report.md); `mfu` is None with a `message`
     when it cannot be computed honestly."""
-    if dtype is not None and dtype not in DTYPES:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}")
-    world = int(report["run"]["world_size"] or report["run"]["ranks"] or 1)
-    step_ms = float(report["step_time_ms"])
-    from_trace = trace_flops(con, run)
-    from_spec = flops_per_step(spec) if spec else None
-    out: dict[str, Any] = {
-        "mfu": None, "hfu": None, "model_flops_per_step": None, "flops_source": None,
-        "flops_from_spec": from_spec,
-        "flops_from_trace": from_trace["model"] if from_trace else None,
-        "recompute_flops_per_step": from_trace["recompute"] if from_trace else None,
-        "flops_sources_ratio": None, "peak_flops_per_gpu": None, "device": None,
-        "peak_table_version": table_version(), "dtype": None, "dtype_source": None,
-        "dtype_share": None, "peak_dtype": None, "peak_reason": None,
-        "achieved_tflops_per_gpu": None, "waterfall": [], "message": None,
-    }
-    if from_spec and from_trace and from_trace["model"] > 0:
-        out["flops_sources_ratio"] = from_trace["model"] / from_spec
+    world = ctx.world
+    choice = choose_dtype(ctx.con, ctx.run, ctx.options.dtype, ctx.device.peak)
+    step_ms = ctx.attribution.step_time_ms
+    from_trace = trace_flops(ctx.con, ctx.run)
+    from_spec = flops_per_step(ctx.spec) if ctx.spec else None
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
-    out["flops_source"] = "spec" if from_spec else ("trace" if model else None)
-    out["model_flops_per_step"] = model
-    device = run_device(con, run)
-    name, n_kinds, has_gpu = device.name, device.kinds, device.has_gpu
-    peak_entry: DevicePeak | None = device.peak
-    out["device"] = peak_entry.name if peak_entry else name
-    choice = choose_dtype(con, run, dtype, peak_entry)
-    out.update({"dtype": choice.dtype, "dtype_source": choice.source,
-                "dtype_share": choice.share, "peak_dtype": choice.peak_dtype,
-                "peak_reason": choice.reason})
-    if peak_tflops is not None:
-        if peak_tflops <= 0:
-            raise UsageError("--peak-tflops must be positive")
-        peak = peak_tflops * 1e12
-        out["device"] = f"{name or 'unknown device'} (--peak-tflops {peak_tflops:g})"
-    elif peak_entry is None:
-        if name is None and has_gpu:
-            out["message"] = ("the traces do not name the GPU (no deviceProperties); "
-                              "pass --peak-tflops")
-        else:
-            out["message"] = (f"unknown device '{name or 'CPU only'}': no peak in the table "
-                              f"(version {table_version()}); pass --peak-tflops")
-        return out
-    else:
-        peak_or_none = peak_entry.flops(choice.peak_dtype)
-        if peak_or_none is None:
-            out["message"] = (f"{peak_entry.name} has no {choice.peak_dtype} peak "
-                              f"({choice.reason}); pass --dtype (e.g. fp16) or --peak-tflops")
-            return out
-        peak = peak_or_none
-    if n_kinds > 1:
-        out["message"] = "ranks run on different devices; MFU uses the most common one"
-    out["peak_flops_per_gpu"] = peak
+    base = Mfu(
+        model_flops_per_step=model,
+        flops_source="spec" if from_spec else ("trace" if model else None),
+        flops_from_spec=from_spec,
+        flops_from_trace=from_trace["model"] if from_trace else None,
+        recompute_flops_per_step=from_trace["recompute"] if from_trace else None,
+        flops_sources_ratio=(from_trace["model"] / from_spec
+                             if from_spec and from_trace and from_trace["model"] > 0 else None),
+        peak_table_version=table_version(), dtype=choice.dtype,
+        dtype_source=choice.source, dtype_share=choice.share, peak_dtype=choice.peak_dtype,
+        peak_reason=choice.reason)
+    peak, label, message = _peak(ctx, choice)
+    if peak is None:
+        return msgspec.structs.replace(base, device=label, message=message)
+    if ctx.device.kinds > 1:
+        message = "ranks run on different devices; MFU uses the most common one"
     if not model or step_ms <= 0:
-        out["message"] = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, "
-                          "seq_len, global_batch_tokens) or profile with record_shapes=True")
-        return out
+        return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
+                                       message=NO_FLOPS)
     step_s = step_ms / 1e3
-    mfu = model / (step_s * world * peak)
     hw = model + (from_trace["recompute"] + from_trace["extra"] if from_trace else 0.0)
-    compute_ms = float(report["breakdown_ms"]["compute"])
+    compute_ms = ctx.attribution.breakdown_ms.compute
     efficiency = (model / world) / (peak * compute_ms / 1e3) if compute_ms > 0 else 0.0
-    out.update({
-        "mfu": mfu,
-        "hfu": hw / (step_s * world * peak),
-        "achieved_tflops_per_gpu": (model / world) / (compute_ms / 1e3) / 1e12
-        if compute_ms > 0 else None,
-        "waterfall": waterfall(mfu, efficiency, report["breakdown_ms"], step_ms),
-    })
-    return out
+    return msgspec.structs.replace(
+        base, device=label, peak_flops_per_gpu=peak, message=message,
+        mfu=model / (step_s * world * peak), hfu=hw / (step_s * world * peak),
+        achieved_tflops_per_gpu=((model / world) / (compute_ms / 1e3) / 1e12
+                                 if compute_ms > 0 else None),
+        waterfall=waterfall(efficiency, ctx.attribution.breakdown_ms, step_ms))

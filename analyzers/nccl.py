@@ -12,93 +12,26 @@ whose (host, pid) the logs give to another rank is reported, never guessed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.model import (
+    BandwidthPoint,
+    MeasuredOps,
+    NcclFinding,
+    NcclGroup,
+    NcclRank,
+    NcclSection,
+    NcclSource,
+)
+
+__all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRank",
+           "NcclSection", "NcclSource", "build_nccl_section", "has_nccl_sources",
+           "measured_bandwidth", "measured_links", "measured_ops"]
 
 NETWORK_TIERS = ("ib", "net", "socket", "collnet")
-
-
-@dataclass(frozen=True)
-class NcclSource:
-    kind: str                           # flight_recorder | nccl_log | nccl_inspector ...
-    files: int
-    ranks: int                          # distinct ranks the files speak for
-
-
-@dataclass(frozen=True)
-class NcclRank:
-    """One process as the NCCL logs see it."""
-
-    rank: int
-    host: str
-    pid: int
-    cuda_dev: int | None
-    bus_id: str | None
-    network: str | None                 # Using network IB | Socket
-    nccl_version: str | None
-
-
-@dataclass(frozen=True)
-class NcclGroup:
-    """One communicator: members, hosts and the real transport of its links."""
-
-    comm_id: str
-    pg_names: list[str]                 # process groups with exactly these members
-    pg_desc: str | None
-    ranks: list[int]
-    nranks: int
-    hosts: list[str]
-    tiers: list[str]                    # p2p, shm, ib, socket, ... seen on its channels
-    link: str                           # the slowest tier it uses: socket > ib > shm > p2p
-    gdr: bool | None                    # every IB connection uses GPUDirect RDMA
-
-
-@dataclass(frozen=True)
-class NcclFinding:
-    kind: str                           # socket_where_ib | gdr_disabled | nccl_warnings | ...
-    severity: str                       # high | medium | info
-    ranks: list[int]
-    hosts: list[str]
-    message: str
-
-
-@dataclass(frozen=True)
-class BandwidthPoint:
-    t_us: int                           # start of a tenth of the recording window (epoch µs)
-    bus_bw_gbs: float                   # median bus bandwidth of the ops in it
-
-
-@dataclass(frozen=True)
-class MeasuredOps:
-    """Bus bandwidth NCCL measured (Inspector) for one collective of one communicator."""
-
-    comm_id: str
-    collective: str
-    pg_names: list[str]
-    pg_desc: str | None
-    ranks: list[int]
-    hosts: list[str]
-    n_ops: int
-    msg_bytes: float
-    bus_bw_gbs: float                   # median over ops and ranks
-    bus_bw_p10_gbs: float
-    timing_source: str | None
-    over_time: list[BandwidthPoint]
-
-
-@dataclass(frozen=True)
-class NcclSection:
-    versions: list[str]
-    sources: list[NcclSource]
-    hosts: dict[str, list[int]]         # host -> global ranks (NCCL logs)
-    ranks: list[NcclRank]
-    groups: list[NcclGroup]
-    measured: list[MeasuredOps]
-    findings: list[NcclFinding]
 
 
 def _rows(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any]

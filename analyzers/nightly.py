@@ -11,11 +11,12 @@ from datetime import datetime
 from typing import Any
 
 from analyzers.checks import CheckResult
-from analyzers.diff import LABELS, _top_causes
+from analyzers.diff import CAUSE_WORDS, _top_causes
 from analyzers.history import HistoryRow, largest_loss
+from analyzers.model import Diff, Report, to_builtins
+from ingest.exit_codes import EXIT_CHECK_FAILED, EXIT_OK, EXIT_PARTIAL
 
 NIGHTLY_SCHEMA_VERSION = 1
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,10 @@ class NightlyReport:
     ingested_at: datetime
     status: str  # complete | partial
     failed_files: list[tuple[str, str]]
-    report: dict[str, Any]
+    report: Report
     baseline: Baseline | None
     baseline_note: str | None
-    diff: dict[str, Any] | None
+    diff: Diff | None
     checks: list[CheckResult]
     pruned: list[str] = field(default_factory=list)
 
@@ -69,30 +70,29 @@ class NightlyReport:
             causes = _top_causes(self.diff)
             if causes:
                 return causes
-        cat, ms = largest_loss(self.report["breakdown_ms"])
+        cat, ms = largest_loss(self.report.breakdown_ms.as_dict())
         if cat is None or ms is None:
             return []
-        step = self.report["step_time_ms"] or 1.0
-        return [f"largest loss: {LABELS[cat]} {ms:.2f} ms/step "
+        step = self.report.step_time_ms or 1.0
+        return [f"largest loss: {CAUSE_WORDS[cat]} {ms:.2f} ms/step "
                 f"({100 * ms / step:.1f}% of the step)"]
 
     def history_row(self) -> HistoryRow:
         r, d = self.report, self.diff
-        mfu = r.get("mfu") or {}
-        loss, loss_ms = largest_loss(r["breakdown_ms"])
+        loss, loss_ms = largest_loss(r.breakdown_ms.as_dict())
         causes = self.top_causes()
         return HistoryRow(
             job=self.job, run=self.run, trace_start=self.trace_start,
             ingested_at=self.ingested_at, status=self.status,
             checks=("fail" if self.failed_checks else "pass") if self.checks else "none",
-            checks_failed=len(self.failed_checks), world_size=r["run"]["world_size"],
-            n_ranks=r["run"]["ranks"], device=r["run"]["device"],
-            step_time_ms=r["step_time_ms"], mfu=mfu.get("mfu"), hfu=mfu.get("hfu"),
-            **{f"{c}_ms": v for c, v in r["breakdown_ms"].items()},
+            checks_failed=len(self.failed_checks), world_size=r.run.world_size,
+            n_ranks=r.run.ranks, device=r.run.device,
+            step_time_ms=r.step_time_ms, mfu=r.mfu.mfu, hfu=r.mfu.hfu,
+            **{f"{c}_ms": v for c, v in r.breakdown_ms.as_dict().items()},
             largest_loss=loss, largest_loss_ms=loss_ms,
             baseline=self.baseline.run if self.baseline else None,
-            mfu_delta_points=d["mfu_delta_points"] if d else None,
-            step_time_delta_ms=d["step_time_delta_ms"] if d else None,
+            mfu_delta_points=d.mfu_delta_points if d else None,
+            step_time_delta_ms=d.step_time_delta_ms if d else None,
             top_cause=causes[0] if causes else None,
         )
 
@@ -100,7 +100,7 @@ class NightlyReport:
         """report.json: the report, plus `nightly`, `baseline`, `diff` and `checks`."""
         base = self.baseline
         return {
-            **self.report,
+            **to_builtins(self.report),
             "nightly": {
                 "schema_version": NIGHTLY_SCHEMA_VERSION, "job": self.job, "run": self.run,
                 "trace_start": _iso(self.trace_start), "ingested_at": _iso(self.ingested_at),
@@ -112,7 +112,7 @@ class NightlyReport:
                 "run": base.run, "selected_by": base.selected_by,
                 "trace_start": _iso(base.trace_start)},
             "baseline_note": self.baseline_note,
-            "diff": self.diff,
+            "diff": None if self.diff is None else to_builtins(self.diff),
             "checks": [c.to_json() for c in self.checks],
         }
 

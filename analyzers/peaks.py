@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from ingest.errors import UsageError
+
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 
@@ -69,6 +71,17 @@ def lookup(device_name: str | None, properties: dict[str, Any] | None = None
         if want and all(props.get(k) == v for k, v in want.items()):
             return _entry(raw)
     return None
+
+
+def resolve_device(name: str) -> DevicePeak:
+    """A device as a user names it ('H100', 'NVIDIA H200', 'MI300X', 'A100-SXM'); UsageError
+    naming the option and examples when the table has no such device."""
+    for guess in (lookup(name), by_id(name), by_id(f"{name}-SXM"),
+                  lookup(f"NVIDIA {name}"), lookup(f"AMD Instinct {name}")):
+        if guess is not None:
+            return guess
+    raise UsageError(f"--gpu {name}: not in the peak table; use a name such as H100, "
+                     "H200, B200, A100-SXM, MI300X")
 
 
 def by_id(device_id: str) -> DevicePeak | None:

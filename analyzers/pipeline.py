@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.model import Pipeline, PipelineStage, RankTimes
 from analyzers.planner import bubble_theory
 
 
@@ -48,9 +50,18 @@ def _stages(comp: set[int], edges: set[tuple[int, int]], first: set[int]) -> dic
     return stage
 
 
-def pipeline(con: duckdb.DuckDBPyConnection, run: str,
-             per_rank: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Pipeline summary, or None when the run has no point-to-point traffic."""
+@dataclass(frozen=True)
+class PipelineTopology:
+    """The pipeline's shape from the point-to-point pattern of complete steps."""
+    stages: int
+    pipelines: int
+    microbatches: int
+    stage_of: dict[int, int]
+
+
+def topology(con: duckdb.DuckDBPyConnection, run: str) -> PipelineTopology | None:
+    """Stages, pipelines, microbatches and each rank's stage, or None when the run has
+    no point-to-point traffic."""
     rows = con.sql(sql("p2p.sql"), params={"run": run}).fetchall()
     if not rows:
         return None
@@ -61,31 +72,33 @@ def pipeline(con: duckdb.DuckDBPyConnection, run: str,
     firsts = con.sql(sql("first_p2p.sql"), params={"run": run}).fetchall()
     first_sender = {int(r) for r, _step, op in firsts if op == "send"}
     comps = _components(edges)
-    stages = max(len(c) for c in comps)
-    # end stages exchange 2 messages per microbatch (forward + backward), middle ones 4
-    microbatches = max(1, round(min(ops_per_step.values()) / 2))
     stage_of: dict[int, int] = {}
     for comp in comps:
         stage_of.update(_stages(comp, edges, first_sender))
-    by_rank = {r["rank"]: r for r in per_rank}
-    fractions = [by_rank[r]["breakdown_ms"]["bubble"] / by_rank[r]["step_time_ms"]
-                 for r in stage_of if r in by_rank and by_rank[r]["step_time_ms"] > 0]
+    # end stages exchange 2 messages per microbatch (forward + backward), middle ones 4
+    return PipelineTopology(stages=max(len(c) for c in comps), pipelines=len(comps),
+                            microbatches=max(1, round(min(ops_per_step.values()) / 2)),
+                            stage_of=stage_of)
+
+
+def pipeline(shape: PipelineTopology | None, by_rank: Mapping[int, RankTimes]) -> Pipeline | None:
+    """The pipeline section: measured bubble per stage and overall vs the 1F1B theory."""
+    if shape is None:
+        return None
+    stage_of = shape.stage_of
+    fractions = [by_rank[r].breakdown_ms.bubble / by_rank[r].step_time_ms
+                 for r in stage_of if r in by_rank and by_rank[r].step_time_ms > 0]
     per_stage = []
     for s in sorted(set(stage_of.values())):
         ranks = sorted(r for r, st in stage_of.items() if st == s and r in by_rank)
         if not ranks:
             continue
-        per_stage.append({
-            "stage": s,
-            "ranks": ranks,
-            "bubble_ms": sum(by_rank[r]["breakdown_ms"]["bubble"] for r in ranks) / len(ranks),
-            "idle_ms": sum(by_rank[r]["breakdown_ms"]["idle"] for r in ranks) / len(ranks),
-        })
-    return {
-        "stages": stages,
-        "pipelines": len(comps),
-        "microbatches": microbatches,
-        "bubble_fraction": sum(fractions) / len(fractions) if fractions else 0.0,
-        "bubble_theory": bubble_theory(stages, microbatches),
-        "per_stage": per_stage,
-    }
+        per_stage.append(PipelineStage(
+            stage=s, ranks=tuple(ranks),
+            bubble_ms=sum(by_rank[r].breakdown_ms.bubble for r in ranks) / len(ranks),
+            idle_ms=sum(by_rank[r].breakdown_ms.idle for r in ranks) / len(ranks)))
+    return Pipeline(
+        stages=shape.stages, pipelines=shape.pipelines, microbatches=shape.microbatches,
+        bubble_fraction=sum(fractions) / len(fractions) if fractions else 0.0,
+        bubble_theory=bubble_theory(shape.stages, shape.microbatches),
+        per_stage=tuple(per_stage))

@@ -27,14 +27,13 @@ global batch G tokens, M = G / (DP * b * s) microbatches per pipeline:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
 
+from analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
 from analyzers.peaks import DevicePeak
 from ingest.errors import UsageError
 
-DEFAULT_EFFICIENCY = 0.55     # share of peak that large GEMMs reach in practice
-DEFAULT_NETWORK_GBS = 50.0    # 400 Gb/s per GPU, one direction
+__all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "Plan", "PlanResult",
+           "bubble_theory", "evaluate", "make_job", "plan", "plan_result", "rank_of"]
 MEMORY_HEADROOM = 0.9         # usable share of device memory
 MAX_INTERLEAVE = 4            # model chunks per stage (more costs P2P traffic)
 
@@ -53,21 +52,6 @@ def bubble_theory(stages: int, microbatches: int, interleave: int = 1) -> float:
     return (stages - 1) / (stages - 1 + interleave * microbatches)
 
 
-@dataclass(frozen=True)
-class Job:
-    params: float
-    gpus: int
-    gpus_per_node: int
-    seq: int
-    global_batch_tokens: float
-    layers: int
-    hidden: int
-    heads: int
-    micro_batch: int = 1
-    network_gbs: float = DEFAULT_NETWORK_GBS
-    efficiency: float = DEFAULT_EFFICIENCY
-
-
 def default_shape(params: float) -> tuple[int, int, int]:
     """(layers, hidden, heads) of a dense transformer with ~params weights when not
     given: 12*L*h^2 = N with h ~ 110 L (Llama-like aspect), h a multiple of 128."""
@@ -76,31 +60,21 @@ def default_shape(params: float) -> tuple[int, int, int]:
     return layers, hidden, max(1, hidden // 128)
 
 
-@dataclass
-class Plan:
-    tp: int
-    pp: int
-    dp: int
-    zero: int
-    microbatches: int
-    interleave: int
-    recompute: str
-    memory_gb: float
-    state_gb: float
-    activation_gb: float
-    compute_ms: float
-    bubble_ms: float
-    tp_comm_ms: float
-    dp_comm_ms: float
-    dp_exposed_ms: float
-    step_ms: float
-    mfu: float
-    tp_link: str
-    dp_link: str
-    fits: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def make_job(params: float, gpus: int, gpus_per_node: int, seq: int,
+             global_batch_tokens: float, layers: int | None = None, hidden: int | None = None,
+             heads: int | None = None, micro_batch: int = 1,
+             network_gbs: float = DEFAULT_NETWORK_GBS,
+             efficiency: float = DEFAULT_EFFICIENCY) -> Job:
+    """A job from what the user gave; the shape not given is derived from the parameter
+    count (default_shape), heads from the hidden size (128 per head)."""
+    if params <= 0 or gpus <= 0 or seq <= 0 or gpus_per_node <= 0:
+        raise UsageError("--params, --gpus, --gpus-per-node and --seq must be positive")
+    d_layers, d_hidden, _ = default_shape(params)
+    width = hidden or d_hidden
+    return Job(params=params, gpus=gpus, gpus_per_node=gpus_per_node, seq=seq,
+               global_batch_tokens=global_batch_tokens, layers=layers or d_layers,
+               hidden=width, heads=heads or max(1, width // 128), micro_batch=micro_batch,
+               network_gbs=network_gbs, efficiency=efficiency)
 
 
 MAX_PLAN_GPUS = 1 << 20      # a million GPUs; bounds every loop of the planner
@@ -223,3 +197,11 @@ def rank_of(plans: list[Plan], tp: int, pp: int, dp: int) -> int | None:
         if (p.tp, p.pp, p.dp) == (tp, pp, dp):
             return i
     return None
+
+
+def plan_result(job: Job, device: DevicePeak, top: int = 10) -> PlanResult:
+    """The plan model: the `top` feasible layouts, best predicted MFU first."""
+    plans = plan(job, device)
+    feasible = [p for p in plans if p.fits]
+    return PlanResult(job=job, device=device.name, evaluated=len(plans),
+                      feasible=len(feasible), plans=tuple(feasible[:top]))

@@ -18,7 +18,9 @@ role is guessed from the op and its group (`role_source = guess`):
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
+
+from analyzers.model import CollectiveStat, Layout
 
 LABELS = (
     ("TENSOR", "tensor_parallel"),
@@ -34,29 +36,29 @@ DATA_PARALLEL_ROLES = frozenset({"dp_gradients", "fsdp_shards", "dp_param_gather
 MODEL_EXCHANGE_ROLES = frozenset({"embedding_or_expert_exchange", "expert_exchange"})
 
 
-def _from_label(row: dict[str, Any]) -> str | None:
-    label = str(row.get("group_label") or "").upper()
+def _from_label(row: CollectiveStat) -> str | None:
+    label = (row.group_label or "").upper()
     for marker, role in LABELS:
         if marker in label:
-            if role == "dp_gradients" and row["collective"] == "all_gather":
+            if role == "dp_gradients" and row.collective == "all_gather":
                 return "dp_param_gather"  # distributed optimizer / ZeRO: gather updated weights
             return role
     return None
 
 
-def _fsdp_pattern(rows: list[dict[str, Any]]) -> bool:
+def _fsdp_pattern(rows: tuple[CollectiveStat, ...]) -> bool:
     """Unlabelled all_gather and reduce_scatter, each at least twice per step (per layer)."""
-    calls = {c: sum(r["calls_per_step"] or 0 for r in rows if r["collective"] == c
+    calls = {c: sum(r.calls_per_step or 0 for r in rows if r.collective == c
                     and _from_label(r) is None)
              for c in ("all_gather", "reduce_scatter")}
     return all(n >= 2 for n in calls.values())
 
 
-def _guess(row: dict[str, Any], fsdp: bool, world: int, layout: dict[str, Any]) -> str:
-    op, size = row["collective"], row["group_size"]
-    tp = layout.get("tp") or 1
-    model_parallel = tp * (layout.get("pp") or 1) * (layout.get("cp") or 1) > 1
-    if row.get("is_p2p") or op in ("send", "recv", "send_recv"):
+def _guess(row: CollectiveStat, fsdp: bool, world: int, layout: Layout) -> str:
+    op, size = row.collective, row.group_size
+    tp = layout.tp or 1
+    model_parallel = tp * (layout.pp or 1) * (layout.cp or 1) > 1
+    if row.is_p2p or op in ("send", "recv", "send_recv"):
         return "pipeline"
     if op == "all_to_all":
         return "embedding_or_expert_exchange"
@@ -67,19 +69,21 @@ def _guess(row: dict[str, Any], fsdp: bool, world: int, layout: dict[str, Any]) 
     if op == "all_reduce":
         if tp > 1 and size == tp and size != world:
             return "tensor_parallel"
-        if size is None or size == world or not model_parallel or size == layout.get("dp"):
+        if size is None or size == world or not model_parallel or size == layout.dp:
             return "dp_gradients"
     if op == "broadcast":
         return "parameter_broadcast"
     return "unknown"
 
 
-def assign_roles(rows: list[dict[str, Any]], world: int,
-                 layout: dict[str, Any]) -> list[dict[str, Any]]:
-    """Adds `role` and `role_source` (`label` or `guess`) to each collective_stats row."""
+def assign_roles(rows: tuple[CollectiveStat, ...], world: int,
+                 layout: Layout) -> tuple[CollectiveStat, ...]:
+    """Each collective_stats row with its `role` and `role_source` (`label` or `guess`)."""
     fsdp = _fsdp_pattern(rows)
+    out = []
     for row in rows:
         labelled = _from_label(row)
-        row["role"] = labelled or _guess(row, fsdp, world, layout)
-        row["role_source"] = "label" if labelled else "guess"
-    return rows
+        out.append(msgspec.structs.replace(
+            row, role=labelled or _guess(row, fsdp, world, layout),
+            role_source="label" if labelled else "guess"))
+    return tuple(out)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
 import duckdb
 
 from analyzers._sql import sql
+from analyzers.context import RunContext
+from analyzers.model import RankTimes, Straggler
 
 # A straggler arrives last at most instances (at least half, and at least 1.5x its fair
 # share 1/n), more often than chance would explain (binomial tail below MAX_CHANCE), and
@@ -37,11 +40,11 @@ def chance_of_being_last(times_last: int, instances: int, group_ranks: int) -> f
 
 
 def waited_on(con: duckdb.DuckDBPyConnection, run: str,
-              per_rank: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+              per_rank: Sequence[RankTimes]) -> dict[int, dict[str, Any]]:
     """Per culprit rank: its arrival record and the total time the other ranks spent
     waiting for it per step (the waiter's attributed straggler_wait, split over culprits in
     proportion to the collective waits each caused; overlapping collectives count once)."""
-    wait_ms = {r["rank"]: r["breakdown_ms"]["straggler_wait"] for r in per_rank}
+    wait_ms = {r.rank: r.breakdown_ms.straggler_wait for r in per_rank}
     rows = con.sql(sql("stragglers.sql"), params={"run": run}).fetchall()
     out: dict[int, dict[str, Any]] = {}
     shares: dict[int, list[float]] = defaultdict(list)
@@ -58,19 +61,19 @@ def waited_on(con: duckdb.DuckDBPyConnection, run: str,
     return out
 
 
-def stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
-               per_rank: list[dict[str, Any]],
-               stage_of: dict[int, int] | None = None) -> list[dict[str, Any]]:
+def stragglers(ctx: RunContext, stage_of: dict[int, int] | None = None
+               ) -> tuple[Straggler, ...]:
     """Ranked list (most severe first) of ranks flagged as stragglers: those the others
     visibly wait for, then hidden ones (`hidden_stragglers`). `stage_of` maps pipeline
     ranks to their stage (peers for the compute comparison)."""
+    per_rank, step_time_ms = ctx.attribution.per_rank, ctx.attribution.step_time_ms
     # a rank's own time: the step less the time it waited for others (collective waits
     # and pipeline receives); a straggler's is longer than the median rank's
-    own = {r["rank"]: r["step_time_ms"] - r["breakdown_ms"]["straggler_wait"]
-           - r["breakdown_ms"]["bubble"] for r in per_rank}
+    own = {r.rank: r.step_time_ms - r.breakdown_ms.straggler_wait - r.breakdown_ms.bubble
+           for r in per_rank}
     typical_own = median(own.values()) if own else 0.0
-    out: list[dict[str, Any]] = []
-    for rank, rec in waited_on(con, run, per_rank).items():
+    out: list[Straggler] = []
+    for rank, rec in waited_on(ctx.con, ctx.run, per_rank).items():
         share = rec["times_last"] / rec["n_instances"] if rec["n_instances"] else 0.0
         fair = 1.0 / max(rec["group_ranks"], 1)
         ms = rec["waited_on_ms"]
@@ -85,27 +88,19 @@ def stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
         deviation = own.get(rank, typical_own) - typical_own
         if deviation < MIN_STEP_FRACTION * step_time_ms:
             continue  # late only because it waited for someone upstream
-        out.append({
-            "rank": rank,
-            "host": rec["host"],
-            "hidden": False,
-            "slowdown": per_waiter / step_time_ms,
-            "waited_on_ms": ms,
-            "waiting_ranks": rec["waiters"],
-            "step_time_deviation_ms": deviation,
-            "arrived_last": rec["times_last"],
-            "matched_collectives": rec["n_instances"],
-            "evidence": (
+        out.append(Straggler(
+            rank=rank, host=rec["host"], hidden=False, slowdown=per_waiter / step_time_ms,
+            waited_on_ms=ms, waiting_ranks=rec["waiters"], step_time_deviation_ms=deviation,
+            arrived_last=rec["times_last"], matched_collectives=rec["n_instances"],
+            evidence=(
                 f"arrived last at {rec['times_last']} of the {rec['n_instances']} matched "
                 f"collectives it took part in; {rec['waiters']} rank(s) waited "
                 f"{per_waiter:.1f} ms/step each for it ({100 * per_waiter / step_time_ms:.0f}% "
                 f"of the step); its own time per step (not waiting for others) is "
-                f"{deviation:+.1f} ms from the median rank"),
-        })
-    out += hidden_stragglers(con, run, step_time_ms, per_rank, stage_of or {},
-                             {s["rank"] for s in out})
-    out.sort(key=lambda s: -s["slowdown"])
-    return out
+                f"{deviation:+.1f} ms from the median rank")))
+    out += hidden_stragglers(ctx.con, ctx.run, step_time_ms, per_rank, stage_of or {},
+                             {s.rank for s in out})
+    return tuple(sorted(out, key=lambda s: -s.slowdown))
 
 
 # A hidden straggler: the waits it causes can land outside straggler_wait (a data-parallel
@@ -147,12 +142,11 @@ def _arrives_last(times_last: int, n: int, group_ranks: int) -> bool:
 
 
 def hidden_stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: float,
-                      per_rank: list[dict[str, Any]], stage_of: dict[int, int],
-                      already: set[int]) -> list[dict[str, Any]]:
+                      per_rank: Sequence[RankTimes], stage_of: dict[int, int],
+                      already: set[int]) -> list[Straggler]:
     """Stragglers whose victims' waits are not (all) attributed as straggler_wait."""
-    compute = {r["rank"]: r["breakdown_ms"]["compute"] + r["breakdown_ms"]["recompute"]
-               for r in per_rank}
-    attributed = {r["rank"]: r["breakdown_ms"]["straggler_wait"] for r in per_rank}
+    compute = {r.rank: r.breakdown_ms.compute + r.breakdown_ms.recompute for r in per_rank}
+    attributed = {r.rank: r.breakdown_ms.straggler_wait for r in per_rank}
     arrivals, waits = _arrivals(con, run)
     out = []
     for rank, (times_last, n, group_ranks) in sorted(arrivals.items()):
@@ -170,21 +164,20 @@ def hidden_stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: fl
         worst = max(who.values(), default=0.0)
         shown = sum(min(attributed.get(w, 0.0), ms) for w, ms in who.items())
         where = "pipeline stage" if rank in stage_of else "job"
-        out.append({
-            "rank": rank, "host": _host(con, run, rank), "hidden": True,
-            "slowdown": min(excess, worst) / step_time_ms,
-            "waited_on_ms": total, "waiting_ranks": len(who),
-            "step_time_deviation_ms": excess, "arrived_last": times_last,
-            "matched_collectives": n, "compute_ms": compute[rank], "peer_compute_ms": typical,
-            "evidence": (
+        out.append(Straggler(
+            rank=rank, host=_host(con, run, rank), hidden=True,
+            slowdown=min(excess, worst) / step_time_ms,
+            waited_on_ms=total, waiting_ranks=len(who),
+            step_time_deviation_ms=excess, arrived_last=times_last,
+            matched_collectives=n, compute_ms=compute[rank], peer_compute_ms=typical,
+            evidence=(
                 f"arrived last at {times_last} of the {n} matched collectives it took part "
                 f"in; its compute is {compute[rank]:.2f} ms/step, "
                 f"{100 * excess / typical:.0f}% above the median of the {len(peers)} other "
                 f"ranks of its {where} ({typical:.2f} ms); {len(who)} rank(s) waited for it "
                 f"{total:.2f} ms/step in all (up to {worst:.2f} ms each), of which only "
                 f"{shown:.2f} ms shows as straggler wait: the rest is hidden in exposed "
-                f"communication or under compute"),
-        })
+                f"communication or under compute")))
     return out
 
 
@@ -192,3 +185,4 @@ def _host(con: duckdb.DuckDBPyConnection, run: str, rank: int) -> str | None:
     row = con.execute("SELECT host FROM ranks WHERE run = $run AND rank = $rank",
                       {"run": run, "rank": rank}).fetchone()
     return row[0] if row else None
+

@@ -1,66 +1,82 @@
-"""Markdown rendering of a run diff (analyzers.diff.build_diff)."""
+"""Markdown and JSON rendering of a run diff (analyzers.model.Diff)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from analyzers.attribution import CATEGORIES
-from analyzers.diff import LABELS, STAGES
-from dashboard import strict_json
+from analyzers.model import Diff, to_json
+from dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
 from dashboard.render_report import recommendation_lines
 
 
-def diff_json(diff: dict[str, Any]) -> str:
-    return strict_json.dumps(diff, indent=2, default=str)
+def diff_json(diff: Diff) -> str:
+    return to_json(diff)
 
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def _n(v: Any, fmt: str = ".2f") -> str:
+def _n(v: float | None, fmt: str = ".2f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def diff_markdown(d: dict[str, Any]) -> str:
-    a, b = d["a"], d["b"]
-    out = [f"# stepscope diff: {a['run']} -> {b['run']}", "", d["narrative"], "",
-           "| | " + f"{a['run']} | {b['run']} | change |", "|---|---:|---:|---:|",
-           f"| MFU | {_pct(a['mfu'])} | {_pct(b['mfu'])} | "
-           f"{_n(d['mfu_delta_points'], '+.1f')} pts |",
-           f"| step time ms | {a['step_time_ms']:.2f} | {b['step_time_ms']:.2f} | "
-           f"{d['step_time_delta_ms']:+.2f} |"]
+def _summary_table(d: Diff) -> list[str]:
+    a, b = d.a, d.b
+    out = ["| | " + f"{a.run} | {b.run} | change |", "|---|---:|---:|---:|",
+           f"| MFU | {_pct(a.mfu)} | {_pct(b.mfu)} | {_n(d.mfu_delta_points, '+.1f')} pts |",
+           f"| step time ms | {a.step_time_ms:.2f} | {b.step_time_ms:.2f} | "
+           f"{d.step_time_delta_ms:+.2f} |"]
     for cat in CATEGORIES:
-        out.append(f"| {LABELS[cat]} ms | {a['breakdown_ms'][cat]:.2f} | "
-                   f"{b['breakdown_ms'][cat]:.2f} | {d['breakdown_delta_ms'][cat]:+.2f} |")
-    pts = d["mfu_points_by_category"]
-    out += ["", "## MFU points by cause", ""]
+        out.append(f"| {STAGE_LABELS[cat]} ms | {a.breakdown_ms.ms(cat):.2f} | "
+                   f"{b.breakdown_ms.ms(cat):.2f} | {d.breakdown_delta_ms.ms(cat):+.2f} |")
+    return out
+
+
+def _points_lines(d: Diff) -> list[str]:
+    pts = d.mfu_points_by_category
+    out = ["", "## MFU points by cause", ""]
     if pts is None:
-        out.append("- not available: MFU needs a known peak and model FLOPs on both runs")
-    else:
-        out += ["| stage | points |", "|---|---:|"]
-        out += [f"| {LABELS[s]} | {pts[s]:+.2f} |" for s in STAGES]
-        out.append(f"| **total** | **{sum(pts.values()):+.2f}** |")
-    out += ["", "## Setup changes", ""]
-    out += [f"- {c['what']}: {c['a']} -> {c['b']}" for c in d["setup_changes"]] or [
-        "- none"]
-    out += ["", "## Communication (per rank and step)", "",
-            "| collective | group | exposed ms | bus GB/s | link |", "|---|---|---:|---:|---|"]
-    for c in d["collectives"]:
-        ca, cb = c["a"] or {}, c["b"] or {}
-        out.append(f"| {c['collective']} | {c['group']} | {_n(ca.get('exposed_ms'))} -> "
-                   f"{_n(cb.get('exposed_ms'))} | {_n(ca.get('bus_bw_gbs'), '.0f')} -> "
-                   f"{_n(cb.get('bus_bw_gbs'), '.0f')} | {cb.get('link') or ca.get('link')} |")
-    s = d["stragglers"]
-    out += ["", "## Stragglers", ""]
-    out += [f"- new: rank {x['rank']} ({x['host']})" for x in s["new"]]
-    out += [f"- resolved: rank {x['rank']} ({x['host']})" for x in s["resolved"]]
-    out += [f"- still: rank {x['rank']} ({x['host']})" for x in s["persisting"]]
-    if not any(s.values()):
+        return out + ["- not available: MFU needs a known peak and model FLOPs on both runs"]
+    out += ["| stage | points |", "|---|---:|"]
+    out += [f"| {STAGE_LABELS[s]} | {pts.points(s):+.2f} |" for s in STAGES]
+    out.append(f"| **total** | **{sum(pts.as_dict().values()):+.2f}** |")
+    return out
+
+
+def _collective_lines(d: Diff) -> list[str]:
+    out = ["", "## Communication (per rank and step)", "",
+           "| collective | group | exposed ms | bus GB/s | link |", "|---|---|---:|---:|---|"]
+    for c in d.collectives:
+        ca, cb = c.a, c.b
+        link = (cb.link if cb else None) or (ca.link if ca else None)
+        out.append(f"| {c.collective} | {c.group} | {_n(ca.exposed_ms if ca else None)} -> "
+                   f"{_n(cb.exposed_ms if cb else None)} | "
+                   f"{_n(ca.bus_bw_gbs if ca else None, '.0f')} -> "
+                   f"{_n(cb.bus_bw_gbs if cb else None, '.0f')} | {link} |")
+    return out
+
+
+def _straggler_lines(d: Diff) -> list[str]:
+    s = d.stragglers
+    out = ["", "## Stragglers", ""]
+    out += [f"- new: rank {x.rank} ({x.host})" for x in s.new]
+    out += [f"- resolved: rank {x.rank} ({x.host})" for x in s.resolved]
+    out += [f"- still: rank {x.rank} ({x.host})" for x in s.persisting]
+    if not (s.new or s.resolved or s.persisting):
         out.append("- none on either run")
+    return out
+
+
+def diff_markdown(d: Diff) -> str:
+    out = [f"# stepscope diff: {d.a.run} -> {d.b.run}", "", d.narrative, ""]
+    out += _summary_table(d)
+    out += _points_lines(d)
+    out += ["", "## Setup changes", ""]
+    out += [f"- {c.what}: {c.a} -> {c.b}" for c in d.setup_changes] or ["- none"]
+    out += _collective_lines(d)
+    out += _straggler_lines(d)
     out += ["", "## Largest changes per op (ms per rank and step)", "",
             "| op | a | b | change |", "|---|---:|---:|---:|"]
-    out += [f"| `{o['op'][:80]}` | {o['a_ms']:.3f} | {o['b_ms']:.3f} | {o['delta_ms']:+.3f} |"
-            for o in d["top_ops"]]
-    out += recommendation_lines(d["recommendations"])
+    out += [f"| `{o.op[:80]}` | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
+            for o in d.top_ops]
+    out += recommendation_lines(d.recommendations)
     return "\n".join(out) + "\n"

@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from analyzers.attribution import CATEGORIES
-from analyzers.diff import LABELS as STAGE_LABELS
-from analyzers.diff import STAGES
+from analyzers.model import Diff, Report, to_builtins
 from analyzers.nightly import NightlyReport
-from dashboard.render_report import LABELS
+from dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
+from dashboard.labels import CATEGORY_LABELS as LABELS
 from dashboard.svg_charts import COLORS, diverging_bars, stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
@@ -329,8 +328,9 @@ def report_sections(report: dict[str, Any]) -> list[str]:
             _communication(report), _pipeline(report), _per_rank(report), _per_step(report)]
 
 
-def report_html(report: dict[str, Any]) -> str:
+def report_html(model: Report) -> str:
     """`stepscope report --format html`."""
+    report = to_builtins(model)
     return _page(f"stepscope report: {report['run']['name']}", report_sections(report))
 
 
@@ -407,8 +407,9 @@ def _collective_change(c: dict[str, Any]) -> list[str]:
             _e(cb.get("link") or ca.get("link"))]
 
 
-def diff_html(d: dict[str, Any]) -> str:
+def diff_html(model: Diff) -> str:
     """`stepscope diff --format html`."""
+    d = to_builtins(model)
     title = f"stepscope diff: {d['a']['run']} → {d['b']['run']}"
     return _page(title, [f"<h1>{_e(title)}</h1>", *diff_sections(d, "What changed"),
                          _recommendations(d.get("recommendations"))])
@@ -419,18 +420,18 @@ def diff_html(d: dict[str, Any]) -> str:
 
 def _nightly_cards(night: NightlyReport) -> str:
     r, d = night.report, night.diff
-    mfu = (r.get("mfu") or {}).get("mfu")
-    mfu_delta = d["mfu_delta_points"] if d else None
-    step_delta = d["step_time_delta_ms"] if d else None
+    mfu = r.mfu.mfu
+    mfu_delta = d.mfu_delta_points if d else None
+    step_delta = d.step_time_delta_ms if d else None
     cards = [
         _card("MFU", _pct(mfu), "" if mfu_delta is None else f"{mfu_delta:+.1f} pts",
               _delta_cls(mfu_delta, True)),
-        _card("step time", f"{r['step_time_ms']:.2f} ms",
+        _card("step time", f"{r.step_time_ms:.2f} ms",
               "" if step_delta is None else f"{step_delta:+.2f} ms",
               _delta_cls(step_delta, False)),
         _card("checks", f"{len(night.checks) - len(night.failed_checks)}/{len(night.checks)}"
               " pass" if night.checks else "none"),
-        _card("ranks", f"{r['run']['ranks']}/{r['run']['world_size']}",
+        _card("ranks", f"{r.run.ranks}/{r.run.world_size}",
               night.status, "bad" if night.status != "complete" else ""),
     ]
     return f'<div class="cards">{"".join(cards)}</div>'
@@ -467,6 +468,7 @@ def nightly_html(night: NightlyReport) -> str:
                 f"failed</p><ul>{files}</ul>"
     sections = [head, _nightly_cards(night), _checks(night)]
     if night.diff is not None:
-        sections += diff_sections(night.diff, f"Change vs baseline {night.diff['a']['run']}")
-    sections += report_sections(night.report)
+        sections += diff_sections(to_builtins(night.diff),
+                                  f"Change vs baseline {night.diff.a.run}")
+    sections += report_sections(to_builtins(night.report))
     return _page(f"stepscope nightly: {night.job} {night.verdict}", sections)

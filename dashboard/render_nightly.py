@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 from analyzers.nightly import NightlyReport
+from dashboard.labels import CATEGORY_LABELS as LABELS
 from dashboard.render_diff import diff_markdown
-from dashboard.render_report import LABELS, report_markdown
+from dashboard.render_report import report_markdown
 
 HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "change pts",
                    "largest loss")
@@ -32,18 +33,18 @@ def _pct(v: float | None) -> str:
 def headline(night: NightlyReport) -> list[str]:
     """MFU and step time, each with its change against the baseline."""
     r, d = night.report, night.diff
-    mfu = (r.get("mfu") or {}).get("mfu")
-    step = r["step_time_ms"]
+    mfu = r.mfu.mfu
+    step = r.step_time_ms
     if d is None:
         why = night.baseline_note or "no baseline"
         return [f"- **MFU {_pct(mfu)}** · **step time {step:.2f} ms** ({why})"]
-    a = d["a"]
-    mfu_change = ("" if d["mfu_delta_points"] is None
-                  else f" ({d['mfu_delta_points']:+.1f} pts vs {_pct(a['mfu'])})")
-    rel = 100 * d["step_time_delta_ms"] / a["step_time_ms"] if a["step_time_ms"] else 0.0
+    a = d.a
+    mfu_change = ("" if d.mfu_delta_points is None
+                  else f" ({d.mfu_delta_points:+.1f} pts vs {_pct(a.mfu)})")
+    rel = 100 * d.step_time_delta_ms / a.step_time_ms if a.step_time_ms else 0.0
     return [f"- **MFU {_pct(mfu)}**{mfu_change} · **step time {step:.2f} ms** "
-            f"({d['step_time_delta_ms']:+.2f} ms, {rel:+.1f}% vs {a['step_time_ms']:.2f} ms) "
-            f"— baseline `{a['run']}`"]
+            f"({d.step_time_delta_ms:+.2f} ms, {rel:+.1f}% vs {a.step_time_ms:.2f} ms) "
+            f"— baseline `{a.run}`"]
 
 
 def summary_markdown(night: NightlyReport) -> list[str]:
@@ -65,8 +66,8 @@ def summary_markdown(night: NightlyReport) -> list[str]:
         more = f" (+{len(night.failed_files) - 3} more)" if len(night.failed_files) > 3 else ""
         out.append(f"- **Partial ingest:** {len(night.failed_files)} file(s) failed: "
                    f"{shown}{more}")
-    setup = [f"{c['what']} {c['a']} -> {c['b']}" for c in (night.diff or {}).get(
-        "setup_changes", [])]
+    setup = [f"{c.what} {c.a} -> {c.b}"
+             for c in (night.diff.setup_changes if night.diff else ())]
     if setup:
         out.append("- Setup changed: " + ", ".join(setup[:6]))
     return out

@@ -1,88 +1,93 @@
-"""Markdown rendering of a run report (analyzers.report.build_report)."""
+"""Markdown and JSON rendering of a run report (analyzers.model.Report).
+
+Pure functions of the model: no database, no recomputed numbers; labels and number
+formatting live here.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
-from analyzers.attribution import CATEGORIES
-from dashboard import strict_json
+from analyzers.model import (
+    Breakdown,
+    CollectiveStat,
+    Mfu,
+    Pipeline,
+    RankTimes,
+    Recommendation,
+    Report,
+    StepTimes,
+    Straggler,
+    to_json,
+)
+from dashboard.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
 from dashboard.render_nccl import nccl_lines
 
-LABELS = {
-    "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
-    "straggler_wait": "straggler wait", "bubble": "pipeline bubble", "memory": "memory copies",
-    "idle": "idle",
-}
+LABELS = CATEGORY_LABELS
 
 
-def report_json(report: dict[str, Any]) -> str:
-    return strict_json.dumps(report, indent=2, default=str)
+def report_json(report: Report) -> str:
+    return to_json(report)
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def _breakdown_table(breakdown: dict[str, float], step_ms: float) -> list[str]:
-    lines = ["| category | ms/step | share |", "|---|---:|---:|"]
-    for cat in CATEGORIES:
-        lines.append(f"| {LABELS[cat]} | {breakdown[cat]:.2f} | {_pct(breakdown[cat], step_ms)} |")
-    lines.append(f"| **step** | **{step_ms:.2f}** | 100% |")
-    return lines
-
-
-WATERFALL_LABELS = {"kernel_efficiency": "kernel efficiency (compute below peak)", **LABELS}
-
-
-def _mfu_lines(mfu: dict[str, Any] | None) -> list[str]:
-    if not mfu:
-        return []
-    out = ["", "## MFU", ""]
-    if mfu["mfu"] is None:
-        return out + [f"- not computed: {mfu['message']}"]
-    out.append(f"- **MFU {100 * mfu['mfu']:.1f}%**, HFU {100 * mfu['hfu']:.1f}% of "
-               f"{mfu['peak_flops_per_gpu'] / 1e12:.1f} TFLOP/s {mfu['dtype']} per GPU "
-               f"({mfu['device']}; peak table {mfu['peak_table_version']})")
-    if mfu.get("peak_reason"):
-        out.append(f"- peak: {mfu['peak_reason']}")
-    out.append(f"- model FLOPs per step: {mfu['model_flops_per_step']:.4g} "
-               f"(from the {mfu['flops_source']})")
-    if mfu["flops_sources_ratio"] is not None:
-        out.append(f"- traces count {mfu['flops_from_trace']:.4g} FLOPs per step, "
-                   f"{100 * (mfu['flops_sources_ratio'] - 1):+.1f}% vs the spec")
-    if mfu["achieved_tflops_per_gpu"] is not None:
-        out.append(f"- achieved {mfu['achieved_tflops_per_gpu']:.1f} TFLOP/s per GPU while "
-                   "computing")
-    if mfu["message"]:
-        out.append(f"- note: {mfu['message']}")
-    out += ["", "| from 100% of peak, lost to | points |", "|---|---:|"]
-    for step in mfu["waterfall"]:
-        out.append(f"| {WATERFALL_LABELS[step['name']]} | {step['points']:.2f} |")
-    out.append(f"| **= MFU** | **{100 * mfu['mfu']:.2f}** |")
-    return out
-
-
-def recommendation_lines(recs: list[dict[str, Any]] | None) -> list[str]:
-    if recs is None:
-        return []
-    out = ["", "## Recommendations", ""]
-    if not recs:
-        return out + ["- none: no category costs enough for a fix to pay off"]
-    for r in recs:
-        pts = (f", about +{r['expected_mfu_points']:.1f} MFU points"
-               if r["expected_mfu_points"] is not None else "")
-        out.append(f"- **[{r['severity']}] {r['title']}** (`{r['id']}`): expected gain "
-                   f"{r['expected_gain_ms']:.2f} ms/step{pts}.")
-        out.append(f"  - evidence: {r['evidence']}")
-        out.append(f"  - {r['detail']}")
-    return out
-
-
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def collective_lines(rows: list[dict[str, Any]] | None) -> list[str]:
+def _breakdown_table(breakdown: Breakdown, step_ms: float) -> list[str]:
+    lines = ["| category | ms/step | share |", "|---|---:|---:|"]
+    for cat in CATEGORIES:
+        ms = breakdown.ms(cat)
+        lines.append(f"| {LABELS[cat]} | {ms:.2f} | {_pct(ms, step_ms)} |")
+    lines.append(f"| **step** | **{step_ms:.2f}** | 100% |")
+    return lines
+
+
+def _mfu_lines(mfu: Mfu) -> list[str]:
+    out = ["", "## MFU", ""]
+    if mfu.mfu is None:
+        return out + [f"- not computed: {mfu.message}"]
+    out.append(f"- **MFU {100 * mfu.mfu:.1f}%**, HFU {100 * (mfu.hfu or 0.0):.1f}% of "
+               f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
+               f"({mfu.device}; peak table {mfu.peak_table_version})")
+    if mfu.peak_reason:
+        out.append(f"- peak: {mfu.peak_reason}")
+    out.append(f"- model FLOPs per step: {mfu.model_flops_per_step:.4g} "
+               f"(from the {mfu.flops_source})")
+    if mfu.flops_sources_ratio is not None:
+        out.append(f"- traces count {mfu.flops_from_trace:.4g} FLOPs per step, "
+                   f"{100 * (mfu.flops_sources_ratio - 1):+.1f}% vs the spec")
+    if mfu.achieved_tflops_per_gpu is not None:
+        out.append(f"- achieved {mfu.achieved_tflops_per_gpu:.1f} TFLOP/s per GPU while "
+                   "computing")
+    if mfu.message:
+        out.append(f"- note: {mfu.message}")
+    out += ["", "| from 100% of peak, lost to | points |", "|---|---:|"]
+    for step in mfu.waterfall:
+        out.append(f"| {WATERFALL_LABELS[step.name]} | {step.points:.2f} |")
+    out.append(f"| **= MFU** | **{100 * mfu.mfu:.2f}** |")
+    return out
+
+
+def recommendation_lines(recs: Sequence[Recommendation]) -> list[str]:
+    out = ["", "## Recommendations", ""]
+    if not recs:
+        return out + ["- none: no category costs enough for a fix to pay off"]
+    for r in recs:
+        pts = (f", about +{r.expected_mfu_points:.1f} MFU points"
+               if r.expected_mfu_points is not None else "")
+        out.append(f"- **[{r.severity}] {r.title}** (`{r.id}`): expected gain "
+                   f"{r.expected_gain_ms:.2f} ms/step{pts}.")
+        out.append(f"  - evidence: {r.evidence}")
+        out.append(f"  - {r.detail}")
+    return out
+
+
+def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
     if not rows:
         return []
     out = ["", "## Communication (per rank and step)", "",
@@ -90,63 +95,78 @@ def collective_lines(rows: list[dict[str, Any]] | None) -> list[str]:
            "| NCCL-measured bus GB/s | link (peak GB/s) |",
            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
-        link = f"{c['link']} ({_num(c['link_peak_gbs'], '.0f')})"
-        out.append(f"| {c['collective']} | {c['group_label']} | {c['calls_per_step']:.1f} | "
-                   f"{c['bytes_per_step'] / 1e6:.1f} | {c['time_ms']:.2f} | "
-                   f"{c['exposed_ms']:.2f} | {_num(c['bus_bw_gbs'], '.1f')} | "
-                   f"{_num(c.get('measured_bus_bw_gbs'), '.1f')} | {link} |")
+        link = f"{c.link} ({_num(c.link_peak_gbs, '.0f')})"
+        out.append(f"| {c.collective} | {c.group_label} | {c.calls_per_step:.1f} | "
+                   f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
+                   f"{c.exposed_ms:.2f} | {_num(c.bus_bw_gbs, '.1f')} | "
+                   f"{_num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
     return out
 
 
-def report_markdown(report: dict[str, Any]) -> str:
-    """A human report: run, layout, where the step time went, stragglers, pipeline."""
-    run, lay = report["run"], report["layout"]
-    out = [f"# stepscope report: {run['name']}", ""]
-    out.append(f"- {run['ranks']} of {run['world_size']} ranks on {len(run['hosts']) or '?'} "
-               f"host(s); device: {run['device']}; timeline: {run['timeline'] or '-'}; "
-               f"status: {run['status']}")
-    out.append(f"- layout: TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']}"
-               f" (CP {lay['cp']}, EP {lay['ep']}); {lay['gpus_per_node'] or '?'} per node, "
-               f"{lay['nodes'] or '?'} node(s) ({lay['source']})")
-    for note in report["notes"]:
-        out.append(f"- note: {note}")
-    step = report["step_time_ms"]
+def straggler_lines(stragglers: Sequence[Straggler]) -> list[str]:
+    out = ["", "## Stragglers", ""]
+    if not stragglers:
+        return out + ["- none: no rank is consistently the last to arrive"]
+    return out + [f"- **rank {s.rank}** ({s.host or 'unknown host'}): "
+                  f"{s.waited_on_ms:.1f} ms/step of waiting in total; {s.evidence}"
+                  for s in stragglers]
+
+
+def pipeline_lines(pipe: Pipeline | None) -> list[str]:
+    out = ["", "## Pipeline", ""]
+    if pipe is None:
+        return out + ["- no pipeline parallelism (no point-to-point traffic between stages)"]
+    out.append(f"- {pipe.stages} stages x {pipe.microbatches} microbatches "
+               f"({pipe.pipelines} pipeline(s)); bubble measured "
+               f"{100 * pipe.bubble_fraction:.1f}% of the step, 1F1B theory "
+               f"(S-1)/(S-1+M) = {100 * pipe.bubble_theory:.1f}%")
+    for st in pipe.per_stage:
+        out.append(f"- stage {st.stage} (ranks {', '.join(map(str, st.ranks))}): "
+                   f"bubble {st.bubble_ms:.2f} ms, idle {st.idle_ms:.2f} ms")
+    return out
+
+
+def _cells(breakdown: Breakdown) -> str:
+    return " | ".join(f"{breakdown.ms(c):.2f}" for c in CATEGORIES)
+
+
+def per_rank_lines(rows: Sequence[RankTimes]) -> list[str]:
+    out = ["", "## Per rank (ms/step)", "",
+           "| rank | host | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
+           "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    return out + [f"| {r.rank} | {r.host or '-'} | {r.step_time_ms:.2f} | "
+                  f"{_cells(r.breakdown_ms)} |" for r in rows]
+
+
+def per_step_lines(rows: Sequence[StepTimes]) -> list[str]:
+    out = ["", "## Per step (ms, mean over ranks)", "",
+           "| step | complete | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
+           "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    return out + [f"| {s.step} | {'yes' if s.complete else 'no (last)'} | "
+                  f"{s.step_time_ms:.2f} | {_cells(s.breakdown_ms)} |" for s in rows]
+
+
+def report_markdown(report: Report) -> str:
+    """A human report: run, layout, where the step time went, MFU, advice, stragglers,
+    pipeline, per rank and per step."""
+    run, lay = report.run, report.layout
+    out = [f"# stepscope report: {run.name}", ""]
+    out.append(f"- {run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
+               f"host(s); device: {run.device}; timeline: {run.timeline or '-'}; "
+               f"status: {run.status}")
+    out.append(f"- layout: TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
+               f" (CP {lay.cp}, EP {lay.ep}); {lay.gpus_per_node or '?'} per node, "
+               f"{lay.nodes or '?'} node(s) ({lay.source})")
+    out += [f"- note: {note}" for note in report.notes]
+    step = report.step_time_ms
     out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
-    out += _breakdown_table(report["breakdown_ms"], step)
-    out += _mfu_lines(report.get("mfu"))
-    out += recommendation_lines(report.get("recommendations"))
-    out += collective_lines(report.get("collectives"))
-    out += nccl_lines(report.get("nccl"))
-    out += ["", "## Stragglers", ""]
-    if report["stragglers"]:
-        for s in report["stragglers"]:
-            out.append(f"- **rank {s['rank']}** ({s['host'] or 'unknown host'}): "
-                       f"{s['waited_on_ms']:.1f} ms/step of waiting in total; {s['evidence']}")
-    else:
-        out.append("- none: no rank is consistently the last to arrive")
-    pipe = report["pipeline"]
-    out += ["", "## Pipeline", ""]
-    if pipe:
-        out.append(f"- {pipe['stages']} stages x {pipe['microbatches']} microbatches "
-                   f"({pipe['pipelines']} pipeline(s)); bubble measured "
-                   f"{100 * pipe['bubble_fraction']:.1f}% of the step, 1F1B theory "
-                   f"(S-1)/(S-1+M) = {100 * pipe['bubble_theory']:.1f}%")
-        for st in pipe["per_stage"]:
-            out.append(f"- stage {st['stage']} (ranks {', '.join(map(str, st['ranks']))}): "
-                       f"bubble {st['bubble_ms']:.2f} ms, idle {st['idle_ms']:.2f} ms")
-    else:
-        out.append("- no pipeline parallelism (no point-to-point traffic between stages)")
-    out += ["", "## Per rank (ms/step)", "",
-            "| rank | host | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
-            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
-    for r in report["per_rank"]:
-        cells = " | ".join(f"{r['breakdown_ms'][c]:.2f}" for c in CATEGORIES)
-        out.append(f"| {r['rank']} | {r['host'] or '-'} | {r['step_time_ms']:.2f} | {cells} |")
-    out += ["", "## Per step (ms, mean over ranks)", "",
-            "| step | complete | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
-            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
-    for s in report["per_step"]:
-        cells = " | ".join(f"{s['breakdown_ms'][c]:.2f}" for c in CATEGORIES)
-        out.append(f"| {s['step']} | {'yes' if s['complete'] else 'no (last)'} | "
-                   f"{s['step_time_ms']:.2f} | {cells} |")
+    out += _breakdown_table(report.breakdown_ms, step)
+    out += _mfu_lines(report.mfu)
+    out += recommendation_lines(report.recommendations)
+    out += collective_lines(report.collectives)
+    out += nccl_lines(report.nccl)
+    out += straggler_lines(report.stragglers)
+    out += pipeline_lines(report.pipeline)
+    out += per_rank_lines(report.per_rank)
+    out += per_step_lines(report.per_step)
     return "\n".join(out) + "\n"

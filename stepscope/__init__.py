@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 _DEFAULT_DB = "stepscope.duckdb"  # ingest.DEFAULT_DB, without importing DuckDB here
 _LAZY = {"IngestResult": "ingest", "StepscopeError": "ingest", "UsageError": "ingest",
-         "Store": "stepscope.store"}
+         "Store": "stepscope.store", "report": "stepscope.targets", "diff": "stepscope.targets",
+         "open_target": "stepscope.targets"}
 
 
 def ingest(

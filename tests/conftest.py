@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+import analyzers.report
+import stepscope.commands.plan_cmd
+import stepscope.nightly
+import stepscope.targets
+from analyzers.model import SCHEMA_FILES, Model, to_builtins
+
 REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
 SAMPLES = REPO / "sample_traces" / "cpu"
+SIM = REPO / "sample_traces" / "simulated"
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 
 
@@ -147,3 +156,76 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
         return d
 
     return _make
+
+
+# ------------------------------------------------------------------ schema validation
+def _validators() -> dict[type[Model], jsonschema.protocols.Validator]:
+    out = {}
+    for name, kind in SCHEMA_FILES.items():
+        schema = json.loads((DOCS / name).read_text())
+        out[kind] = jsonschema.Draft202012Validator(schema)
+    return out
+
+
+VALIDATORS = _validators()
+VALIDATED: dict[str, int] = {}
+
+
+def validate_json(data: dict[str, Any], kind: type[Model]) -> dict[str, Any]:
+    """Check JSON data against the published schema of `kind` (docs/*.schema.json)."""
+    VALIDATORS[kind].validate(data)
+    VALIDATED[kind.__name__] = VALIDATED.get(kind.__name__, 0) + 1
+    return data
+
+
+def validated(model: Model) -> Model:
+    validate_json(to_builtins(model), type(model))
+    return model
+
+
+def _checking(builder: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return validated(builder(*args, **kwargs))
+    return wrapper
+
+
+# every place a report, diff or plan model is built, by (module, function name)
+BUILDERS = (
+    (analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
+    (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
+    (stepscope.commands.plan_cmd, "plan_result"),
+)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_model_is_validated() -> Iterator[None]:
+    """Every report, diff and plan the suite builds (through the library or the CLI) is
+    checked against the published JSON Schema the moment it is built."""
+    with pytest.MonkeyPatch.context() as mp:
+        for module, name in BUILDERS:
+            mp.setattr(module, name, _checking(getattr(module, name)))
+        yield
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-snapshots", action="store_true",
+                     help="rewrite the golden snapshots and published JSON Schemas")
+
+
+@pytest.fixture
+def update_snapshots(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-snapshots"))
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every bundled run ingested once for the whole session (tests only read it): each
+    simulated set under its own name, each real CPU sample as `cpu-<name>`."""
+    import stepscope
+
+    path = tmp_path_factory.mktemp("samples") / "samples.duckdb"
+    for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
+        stepscope.ingest(folder, db=path, run=f"cpu-{folder.name}")
+    for folder in sorted(p for p in SIM.iterdir() if p.is_dir()):
+        stepscope.ingest(folder, db=path, run=folder.name)
+    return path

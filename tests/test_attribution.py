@@ -8,30 +8,27 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import REPO, SAMPLES, kineto_trace, write_trace
+from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
 from analyzers.attribution import CATEGORIES
+from analyzers.model import to_builtins
 from analyzers.report import build_report
 
 SIMULATED = REPO / "sample_traces" / "simulated"
 SIM_SETS = sorted(p.name for p in SIMULATED.iterdir() if (p / "ground_truth.json").exists())
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run (CPU samples and simulated GPU sets) ingested once."""
-    path = tmp_path_factory.mktemp("attr") / "all.duckdb"
-    for d in sorted(SAMPLES.iterdir()):
-        stepscope.ingest(d, db=path, run=f"cpu-{d.name}")
-    for name in SIM_SETS:
-        stepscope.ingest(SIMULATED / name, db=path, run=f"sim-{name}")
-    return path
+@pytest.fixture
+def db(sample_db: Path) -> Path:
+    """Every bundled run (CPU samples as cpu-<name>, simulated sets by name), ingested
+    once per session (conftest.sample_db)."""
+    return sample_db
 
 
 def report(db: Path, run: str) -> dict[str, Any]:
     with stepscope.open(db) as store:
-        return build_report(store.con, run)
+        return to_builtins(build_report(store.con, run))
 
 
 def attribution(db: Path, run: str) -> pl.DataFrame:
@@ -47,7 +44,7 @@ def test_simulated_sets_exist() -> None:
 @pytest.mark.parametrize("name", SIM_SETS)
 def test_matches_ground_truth_within_1_percent_of_step(db: Path, name: str) -> None:
     truth = json.loads((SIMULATED / name / "ground_truth.json").read_text())
-    got = attribution(db, f"sim-{name}")
+    got = attribution(db, name)
     rows = 0
     for rank, steps in truth["per_rank"].items():
         for t in steps:
@@ -63,7 +60,7 @@ def test_matches_ground_truth_within_1_percent_of_step(db: Path, name: str) -> N
     assert rows == got.height
 
 
-@pytest.mark.parametrize("run", ["cpu-ddp", "cpu-pipeline", "sim-healthy", "sim-recompute"])
+@pytest.mark.parametrize("run", ["cpu-ddp", "cpu-pipeline", "healthy", "recompute"])
 def test_categories_sum_to_the_window(db: Path, run: str) -> None:
     a = attribution(db, run)
     total = sum(a[f"{c}_ns"] for c in CATEGORIES)
@@ -109,12 +106,12 @@ def test_cpu_straggler_found_and_healthy_runs_clean(db: Path) -> None:
     assert [s["rank"] for s in found] == [2]
     assert found[0]["host"] == "vm" and found[0]["waited_on_ms"] > 100
     for run in ("cpu-ddp", "cpu-ckpt", "cpu-ckpt_reent", "cpu-fsdp2", "cpu-pipeline",
-                "sim-healthy", "sim-recompute", "sim-deep_pipeline", "sim-input_bound"):
+                "healthy", "recompute", "deep_pipeline", "input_bound"):
         assert report(db, run)["stragglers"] == [], run
 
 
 def test_simulated_straggler_found(db: Path) -> None:
-    found = report(db, "sim-straggler")["stragglers"]
+    found = report(db, "straggler")["stragglers"]
     assert [s["rank"] for s in found] == [3]
     assert found[0]["host"] == "node000"
 
@@ -138,7 +135,7 @@ def test_pipeline_detection(db: Path) -> None:
     assert (cpu["stages"], cpu["microbatches"]) == (2, 4)
     assert cpu["bubble_theory"] == pytest.approx(1 / 5)
     assert cpu["bubble_fraction"] > 0.05
-    deep = report(db, "sim-deep_pipeline")["pipeline"]
+    deep = report(db, "deep_pipeline")["pipeline"]
     assert (deep["stages"], deep["microbatches"]) == (4, 4)
     assert deep["bubble_theory"] == pytest.approx(3 / 7)
     assert [s["ranks"] for s in deep["per_stage"]] == [[0], [1], [2], [3]]
@@ -146,9 +143,9 @@ def test_pipeline_detection(db: Path) -> None:
 
 
 def test_layout(db: Path) -> None:
-    lay = report(db, "sim-healthy")["layout"]
+    lay = report(db, "healthy")["layout"]
     assert (lay["tp"], lay["pp"], lay["dp"]) == (2, 2, 2)
-    lay = report(db, "sim-tp_across_nodes")["layout"]
+    lay = report(db, "tp_across_nodes")["layout"]
     assert (lay["tp"], lay["pp"], lay["dp"], lay["gpus_per_node"], lay["nodes"]) == (
         4, 1, 2, 2, 4)
     lay = report(db, "cpu-pipeline")["layout"]
@@ -156,9 +153,9 @@ def test_layout(db: Path) -> None:
 
 
 def test_report_json_shape(db: Path) -> None:
-    r = report(db, "sim-straggler")
+    r = report(db, "straggler")
     assert r["schema_version"] == 1
-    assert r["run"]["name"] == "sim-straggler" and r["run"]["world_size"] == 8
+    assert r["run"]["name"] == "straggler" and r["run"]["world_size"] == 8
     assert r["run"]["device"] == "NVIDIA H100 80GB HBM3"
     assert set(r["breakdown_ms"]) == set(CATEGORIES)
     assert abs(sum(r["breakdown_ms"].values()) - r["step_time_ms"]) < 1e-6

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.checks import evaluate, metric_catalog, metric_value, parse_threshold
+from analyzers.checks import evaluate_json, metric_catalog, metric_value, parse_threshold
 from ingest import UsageError
 
 REPORT = {
@@ -62,9 +62,10 @@ def test_values() -> None:
 def test_verdicts_at_the_boundary() -> None:
     exprs = ["mfu.mfu < 0.41", "mfu.mfu <= 0.41", "step_time_ms > 10", "step_time_ms >= 10",
              "diff.mfu_delta_points < -3", "mfu.hfu > 0"]
-    results = evaluate([parse_threshold(e) for e in exprs], REPORT, DIFF)
+    results = evaluate_json([parse_threshold(e) for e in exprs], REPORT, DIFF)
     assert [r.status for r in results] == ["pass", "fail", "pass", "fail", "fail", "missing"]
     assert [r.failed for r in results] == [False, True, False, True, True, True]
-    allowed = evaluate([parse_threshold("mfu.hfu > 0")], REPORT, DIFF, allow_missing=True)
+    allowed = evaluate_json([parse_threshold("mfu.hfu > 0")], REPORT, DIFF,
+                            allow_missing=True)
     assert allowed[0].status == "skipped" and not allowed[0].failed
     assert results[4].line() == "diff.mfu_delta_points = -3.2 (threshold: fail if < -3)"

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO
 
 import stepscope
 from analyzers.collectives import op_times
 from analyzers.diff import STAGES, build_diff
 from analyzers.mfu import load_spec
+from analyzers.model import Report, to_builtins
 from analyzers.planner import zero_state_bytes_per_param
 from analyzers.report import build_report
 from stepscope.cli import main
@@ -33,20 +34,20 @@ TRIGGERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("diff") / "d.duckdb"
-    for name in [*TRIGGERS, "diff_base", "diff_scaled"]:
-        stepscope.ingest(SIM / name, db=path, run=name)
-    stepscope.ingest(SAMPLES / "straggler", db=path, run="cpu-straggler")
-    stepscope.ingest(SAMPLES / "ddp", db=path, run="cpu-ddp")
-    return path
+@pytest.fixture
+def db(sample_db: Path) -> Path:
+    """The session's database of every bundled run (conftest.sample_db)."""
+    return sample_db
 
 
-def report(db: Path, run: str, spec_from: str | None = None) -> dict[str, Any]:
+def typed_report(db: Path, run: str, spec_from: str | None = None) -> Report:
     spec = load_spec(SIM / spec_from / "model.json") if spec_from else None
     with stepscope.open(db) as store:
         return build_report(store.con, run, spec)
+
+
+def report(db: Path, run: str, spec_from: str | None = None) -> dict[str, Any]:
+    return to_builtins(typed_report(db, run, spec_from))
 
 
 @pytest.mark.parametrize("name", sorted(TRIGGERS))
@@ -96,9 +97,12 @@ def test_memory_check_with_a_spec(db: Path) -> None:
 
 
 def test_diff_against_the_known_change(db: Path) -> None:
-    a, b = report(db, "diff_base", "diff_base"), report(db, "diff_scaled", "diff_base")
+    ta = typed_report(db, "diff_base", "diff_base")
+    tb = typed_report(db, "diff_scaled", "diff_base")
+    a = to_builtins(ta)
     with stepscope.open(db) as store:
-        d = build_diff(a, b, op_times(store.con, "diff_base"), op_times(store.con, "diff_scaled"))
+        d = to_builtins(build_diff(ta, tb, op_times(store.con, "diff_base"),
+                                   op_times(store.con, "diff_scaled")))
     truth_a = json.loads((SIM / "diff_base" / "ground_truth.json").read_text())
     truth_b = json.loads((SIM / "diff_scaled" / "ground_truth.json").read_text())
     assert d["mfu_delta_points"] == pytest.approx(

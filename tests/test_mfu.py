@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, shared_trace_files
+from conftest import REPO, shared_trace_files
 
 import stepscope
 from analyzers.mfu import flops_per_token, load_spec, spec_from_mapping, waterfall
+from analyzers.model import Breakdown, to_builtins
 from analyzers.peaks import lookup, table
 from analyzers.report import build_report
 from ingest import UsageError
@@ -19,18 +20,15 @@ from stepscope.cli import main
 SIM = REPO / "sample_traces" / "simulated"
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mfu") / "m.duckdb"
-    for name in ("healthy", "recompute", "recompute_reentrant", "deep_pipeline", "straggler"):
-        stepscope.ingest(SIM / name, db=path, run=name)
-    stepscope.ingest(SAMPLES / "ddp", db=path, run="cpu-ddp")
-    return path
+@pytest.fixture
+def db(sample_db: Path) -> Path:
+    """The session's database of every bundled run (conftest.sample_db)."""
+    return sample_db
 
 
 def mfu(db: Path, run: str, **kwargs: object) -> dict:
     with stepscope.open(db) as store:
-        return build_report(store.con, run, **kwargs)["mfu"]  # type: ignore[arg-type]
+        return to_builtins(build_report(store.con, run, **kwargs))["mfu"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["healthy", "recompute", "recompute_reentrant",
@@ -70,9 +68,9 @@ def test_waterfall_adds_up_to_mfu(db: Path, run: str) -> None:
 
 def test_waterfall_by_hand() -> None:
     # F/(P*T_c) = 0.5; compute 6 of a 10 ms step: MFU = 0.5 * 0.6 = 0.3
-    breakdown = {"compute": 6.0, "recompute": 1.0, "exposed_comm": 2.0, "straggler_wait": 0.0,
-                 "bubble": 0.5, "memory": 0.0, "idle": 0.5}
-    steps = {w["name"]: w["points"] for w in waterfall(0.3, 0.5, breakdown, 10.0)}
+    breakdown = Breakdown(compute=6.0, recompute=1.0, exposed_comm=2.0, straggler_wait=0.0,
+                          bubble=0.5, memory=0.0, idle=0.5)
+    steps = {w.name: w.points for w in waterfall(0.5, breakdown, 10.0)}
     assert steps["kernel_efficiency"] == pytest.approx(-50.0)
     assert steps["exposed_comm"] == pytest.approx(-10.0)
     assert steps["recompute"] == pytest.approx(-5.0)

@@ -14,6 +14,7 @@ from conftest import REPO, kineto_trace
 
 import stepscope
 from analyzers.mfu import peak_for_dtype
+from analyzers.model import CollectiveStat, Layout, to_builtins
 from analyzers.peaks import lookup
 from analyzers.planner import bubble_theory
 from analyzers.report import build_report
@@ -66,7 +67,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def report(db: Path, run: str) -> dict[str, Any]:
     with stepscope.open(db) as store:
-        return build_report(store.con, run)
+        return to_builtins(build_report(store.con, run))
 
 
 def truth(name: str) -> dict[str, Any]:
@@ -271,14 +272,22 @@ def test_hidden_straggler_is_named_with_evidence(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ collective roles
-def _row(op: str, label: str, size: int | None, calls: float = 1.0) -> dict[str, Any]:
-    return {"collective": op, "group_label": label, "group_size": size,
-            "calls_per_step": calls, "is_p2p": op in ("send", "recv")}
+def _row(op: str, label: str, size: int | None, calls: float = 1.0) -> CollectiveStat:
+    return CollectiveStat(
+        collective=op, group_label=label, group_size=size, calls_per_step=calls,
+        is_p2p=op in ("send", "recv"), crosses_nodes=False, bytes_per_step=0.0,
+        time_ms=0.0, exposed_ms=0.0, bus_bw_gbs=None, link="nvlink", link_peak_gbs=None,
+        link_utilization=None)
+
+
+def _layout(tp: int, dp: int) -> Layout:
+    return Layout(tp=tp, pp=1, dp=dp, cp=1, ep=1, gpus_per_node=None, nodes=None,
+                  source="inferred")
 
 
 def test_roles_from_labels_and_guesses() -> None:
-    lay = {"tp": 2, "pp": 1, "cp": 1, "dp": 4}
-    rows = assign_roles([
+    lay = _layout(tp=2, dp=4)
+    rows = assign_roles((
         _row("all_reduce", "TENSOR_MODEL_PARALLEL_GROUP", 2),
         _row("all_gather", "DATA_PARALLEL_GROUP", 4),
         _row("all_to_all", "group of 8", 8),
@@ -286,15 +295,15 @@ def test_roles_from_labels_and_guesses() -> None:
         _row("all_reduce", "unknown group", None),
         _row("broadcast", "default_pg", 8),
         _row("recv", "group of 2", 2),
-    ], world=8, layout=lay)
-    assert [(r["role"], r["role_source"]) for r in rows] == [
+    ), world=8, layout=lay)
+    assert [(r.role, r.role_source) for r in rows] == [
         ("tensor_parallel", "label"), ("dp_param_gather", "label"),
         ("embedding_or_expert_exchange", "guess"), ("tensor_parallel", "guess"),
         ("dp_gradients", "guess"), ("parameter_broadcast", "guess"), ("pipeline", "guess")]
-    fsdp = assign_roles([_row("all_gather", "default_pg", 4, 12),
-                         _row("reduce_scatter", "default_pg", 4, 12)], world=4,
-                        layout={"tp": 1, "pp": 1, "cp": 1, "dp": 4})
-    assert {r["role"] for r in fsdp} == {"fsdp_shards"}
+    fsdp = assign_roles((_row("all_gather", "default_pg", 4, 12),
+                         _row("reduce_scatter", "default_pg", 4, 12)), world=4,
+                        layout=_layout(tp=1, dp=4))
+    assert {r.role for r in fsdp} == {"fsdp_shards"}
 
 
 def test_fsdp_sample_gets_fsdp_advice(tmp_path: Path) -> None:

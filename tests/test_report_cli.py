@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, shared_trace_files
 
+from analyzers.model import Report, from_json
 from dashboard.render_report import report_markdown
 from stepscope.cli import main
 
@@ -57,13 +58,18 @@ def test_markdown_renders_every_section_of_the_model() -> None:
         "pipeline": None,
         "collective_matching": {},
         "notes": ["a note"],
+        "mfu": {"peak_table_version": "t", "dtype": "bf16", "message": "no peak known"},
+        "collectives": [],
+        "recommendations": [],
     }
-    text = report_markdown(model)
+    text = report_markdown(from_json(json.dumps(model), Report))
     assert "| compute | 6.00 | 60.0% |" in text
     assert "| exposed communication | 2.00 | 20.0% |" in text
     assert "TP 2 x PP 1 x DP 1" in text and "note: a note" in text
     assert "none: no rank is consistently the last to arrive" in text
     assert "no pipeline parallelism" in text
+    assert "- not computed: no peak known" in text
+    assert "- none: no category costs enough for a fix to pay off" in text
 
 
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
@@ -75,9 +81,12 @@ def test_full_report_on_every_shared_trace(path: Path,
     assert r["run"]["ranks"] == 1
     assert abs(sum(r["breakdown_ms"].values()) - r["step_time_ms"]) < 1e-6
     mfu = r["mfu"]
-    assert (mfu["mfu"] is None) == bool(mfu["message"]) or mfu["mfu"] is not None
-    if mfu["mfu"] is None:
-        assert "--peak-tflops" in mfu["message"] or "--model" in mfu["message"] \
-            or "--dtype" in mfu["message"]
+    if mfu["mfu"] is None:  # no MFU: the message names the option that fixes it
+        assert mfu["waterfall"] == [] and mfu["hfu"] is None
+        assert any(opt in mfu["message"] for opt in ("--peak-tflops", "--model", "--dtype"))
+    else:  # an MFU: a share of peak whose waterfall adds up to it
+        assert 0 < mfu["mfu"] <= mfu["hfu"] <= 1
+        assert 100 + sum(w["points"] for w in mfu["waterfall"]) == pytest.approx(
+            100 * mfu["mfu"], abs=1e-9)
     assert main(["report", str(path)]) == 0
     assert capsys.readouterr().out.startswith("# stepscope report:")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
 from ingest import DEFAULT_DB, UsageError
+from ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
 HELP = "browse runs and upload traces in a local web app"
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
@@ -117,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _stop(proc)
         print("stepscope dashboard stopped", file=sys.stderr)
-        return 0
+        return EXIT_OK
     if code != 0:
         print(f"error: the dashboard server exited with code {code}", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_NOTHING
+    return EXIT_OK

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
-from analyzers.collectives import op_times
-from analyzers.diff import build_diff
-from analyzers.mfu import ModelSpec, load_spec
+from analyzers.context import ReportOptions
+from analyzers.mfu import load_spec
 from analyzers.peaks import DTYPES
-from analyzers.report import build_report
 from dashboard.render_diff import diff_json, diff_markdown
 from dashboard.render_html import diff_html
-from ingest import DEFAULT_DB, UsageError
-from ingest.sources import default_run_name
-from stepscope import ingest
-from stepscope.commands._targets import is_path
+from ingest import DEFAULT_DB
+from ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_step_marker
-from stepscope.store import Store
+from stepscope.targets import diff
 from stepscope.validate import PEAK_TFLOPS, output_file, write_output
 
 HELP = "why did MFU change between two runs: causes, setup, communication, advice"
@@ -43,34 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     add_step_marker(p)
 
 
-def _side(target: str, args: argparse.Namespace, spec: ModelSpec | None, tmp: Path,
-          failures: list[str], other: str) -> tuple[dict[str, Any], dict[str, float]]:
-    path = Path(target)
-    if is_path(target, args.db):
-        name = default_run_name([path])
-        if name == other:
-            name += "-b"
-        db = tmp / f"{name}.duckdb"
-        result = ingest([path], db=db, run=name, step_marker=args.step_marker)
-        failures += [f"{f}: {p}" for f, p in result.failures]
-    else:
-        db, name = Path(args.db), target
-    with Store(db) as store:
-        store.require_run(name)
-        report = build_report(store.con, name, spec, args.peak_tflops, args.dtype)
-        return report, op_times(store.con, name)
-
-
 def run(args: argparse.Namespace) -> int:
-    spec = load_spec(args.model) if args.model else None
-    if args.run_a == args.run_b:
-        raise UsageError("RUN_A and RUN_B are the same; pass two runs or two trace paths")
-    failures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="stepscope-diff-") as tmp:
-        a, ops_a = _side(args.run_a, args, spec, Path(tmp), failures, "")
-        b, ops_b = _side(args.run_b, args, spec, Path(tmp), failures, a["run"]["name"])
-    for line in failures:
-        print(f"error: {line}", file=sys.stderr)
-    text = RENDERERS[args.format](build_diff(a, b, ops_a, ops_b))
-    write_output(text, args.out)
-    return 3 if failures else 0
+    spec = load_spec(args.model) if args.model else None  # fails before any ingest
+    options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
+    built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker)
+    print_remarks(built)
+    write_output(RENDERERS[args.format](built.diff), args.out)
+    return EXIT_PARTIAL if built.failures else EXIT_OK

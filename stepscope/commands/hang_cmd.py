@@ -10,6 +10,7 @@ from pathlib import Path
 from analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
 from dashboard.render_hang import hang_json, hang_markdown
 from ingest import DEFAULT_DB, UsageError
+from ingest.exit_codes import EXIT_OK
 from ingest.sources import default_run_name
 from stepscope import ingest
 from stepscope.store import Store
@@ -59,4 +60,4 @@ def run(args: argparse.Namespace) -> int:
         store.require_run(args.target)
         report = _analyse(store, args.target)
     _emit(RENDERERS[args.format](report), args.out)
-    return 0
+    return EXIT_OK

@@ -8,6 +8,7 @@ import sys
 from analyzers.history import jobs, read_history
 from dashboard.render_nightly import history_json, history_markdown, history_text
 from ingest import DEFAULT_DB, UsageError
+from ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 from stepscope.validate import integer
 
@@ -35,4 +36,4 @@ def run(args: argparse.Namespace) -> int:
                              f"(jobs: {listing})")
         frame = read_history(store.con, args.job, args.last)
     sys.stdout.write(RENDERERS[args.format](args.job, frame))
-    return 0
+    return EXIT_OK

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from analyzers.peaks import DevicePeak, by_id, lookup
+from analyzers.peaks import resolve_device
 from analyzers.planner import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
     MAX_PLAN_GPUS,
-    Job,
-    default_shape,
-    plan,
+    make_job,
+    plan_result,
 )
 from dashboard.render_plan import plan_json, plan_markdown
-from ingest import UsageError
+from ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 from stepscope.validate import integer, output_file, real, write_output
 
 # Ranges of plan's inputs (README "Limits"): beyond them the planner's answer means
@@ -60,29 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", type=output_file, help="write the plan here (its folder must exist)")
 
 
-def resolve_device(name: str) -> DevicePeak:
-    for guess in (lookup(name), by_id(name), by_id(f"{name}-SXM"),
-                  lookup(f"NVIDIA {name}"), lookup(f"AMD Instinct {name}")):
-        if guess is not None:
-            return guess
-    raise UsageError(f"--gpu {name}: not in the peak table; use a name such as H100, "
-                     "H200, B200, A100-SXM, MI300X")
-
-
 def run(args: argparse.Namespace) -> int:
-    device = resolve_device(args.gpu)
-    layers, hidden, heads = default_shape(args.params)
-    job = Job(params=args.params, gpus=args.gpus, gpus_per_node=args.gpus_per_node,
-              seq=args.seq, global_batch_tokens=args.global_batch_tokens,
-              layers=args.layers or layers, hidden=args.hidden or hidden,
-              heads=args.heads or max(1, (args.hidden or hidden) // 128),
-              micro_batch=args.micro_batch, network_gbs=args.network_gbs,
-              efficiency=args.efficiency)
-    plans = plan(job, device)
-    feasible = [p for p in plans if p.fits]
-    model = {"job": vars(job) | {}, "device": device.name, "evaluated": len(plans),
-             "feasible": len(feasible), "plans": [p.as_dict() for p in feasible[:args.top]]}
-    model["job"] = {k: getattr(job, k) for k in job.__dataclass_fields__}
-    text = RENDERERS[args.format](model)
-    write_output(text, args.out)
-    return 0 if feasible else 1
+    job = make_job(args.params, args.gpus, args.gpus_per_node, args.seq,
+                   args.global_batch_tokens, args.layers, args.hidden, args.heads,
+                   args.micro_batch, args.network_gbs, args.efficiency)
+    model = plan_result(job, resolve_device(args.gpu), args.top)
+    write_output(RENDERERS[args.format](model), args.out)
+    return EXIT_OK if model.feasible else EXIT_NOTHING

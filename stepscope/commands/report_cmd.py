@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
 from pathlib import Path
 
-from analyzers.mfu import ModelSpec, load_spec
+from analyzers.context import ReportOptions
+from analyzers.mfu import load_spec
 from analyzers.peaks import DTYPES
-from analyzers.report import build_report
 from dashboard.render_html import report_html
 from dashboard.render_report import report_json, report_markdown
-from ingest import DEFAULT_DB, UsageError
-from ingest.sources import default_run_name
-from stepscope import ingest
-from stepscope.commands._targets import is_path
+from ingest import DEFAULT_DB
+from ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_step_marker
-from stepscope.store import Store
+from stepscope.targets import report
 from stepscope.validate import PEAK_TFLOPS, output_file, write_output
 
 HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
@@ -44,30 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     add_step_marker(p)
 
 
-def _build(store: Store, run: str, args: argparse.Namespace, spec: ModelSpec | None) -> str:
-    report = build_report(store.con, run, spec, args.peak_tflops, args.dtype)
-    return RENDERERS[args.format](report)
-
-
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
-    target = Path(args.target)
-    if is_path(args.target, args.db):
-        with tempfile.TemporaryDirectory(prefix="stepscope-report-") as tmp:
-            db = Path(tmp) / "report.duckdb"
-            result = ingest([target], db=db, step_marker=args.step_marker)
-            for file, problem in result.failures:
-                print(f"error: {file}: {problem}", file=sys.stderr)
-            with Store(db) as store:
-                text = _build(store, default_run_name([target]), args, spec)
-            write_output(text, args.out)
-            return result.exit_code
-    if args.step_marker:
-        raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the run: "
-                         f"stepscope ingest PATH --run {args.target} --step-marker "
-                         f"{args.step_marker}")
-    with Store(args.db) as store:
-        store.require_run(args.target)
-        text = _build(store, args.target, args, spec)
-    write_output(text, args.out)
-    return 0
+    options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
+    built = report(args.target, args.db, options, step_marker=args.step_marker)
+    print_remarks(built)
+    write_output(RENDERERS[args.format](built.report), args.out)
+    return EXIT_PARTIAL if built.failures else EXIT_OK

@@ -6,6 +6,7 @@ import argparse
 
 from dashboard.render_summary import summary_json, summary_markdown, summary_text
 from ingest import DEFAULT_DB
+from ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 
 HELP = "list the runs in the database with what each holds"
@@ -23,4 +24,4 @@ def run(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         summary = store.summary(args.run)
     print(RENDERERS[args.format](summary))
-    return 0
+    return EXIT_OK

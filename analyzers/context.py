@@ -1,0 +1,135 @@
+"""The run context: everything a report's analyzers share, computed once per run.
+
+`run_context` reads the run's identity, device and peak, attribution over complete steps,
+pipeline topology, layout and hosts; each analyzer then takes the context and returns its
+own typed section (analyzers/model.py). No analyzer reads another's half-built output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from analyzers._sql import sql
+from analyzers.layout import layout
+from analyzers.mfu import ModelSpec
+from analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
+from analyzers.peaks import DTYPES, RunDevice, run_device
+from analyzers.pipeline import PipelineTopology, topology
+from ingest.errors import UsageError
+
+RUN_SQL = """
+SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
+    (SELECT mode(coalesce(device_name, CASE WHEN device IS NULL THEN 'CPU only'
+                                            ELSE 'GPU (unnamed)' END))
+     FROM ranks WHERE run = $run) AS device,
+    (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)
+        AS hosts,
+    (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline,
+    (SELECT host_source FROM run_nodes WHERE run = $run) AS host_source,
+    (SELECT list(DISTINCT step_source ORDER BY step_source) FROM ranks
+     WHERE run = $run AND step_source IS NOT NULL) AS step_sources
+FROM runs r WHERE r.run = $run
+"""
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the user chose: a model spec, a peak override, the dtype of the peak."""
+    spec: ModelSpec | None = None
+    peak_tflops: float | None = None
+    dtype: str | None = None  # None: inferred from the traces (analyzers.mfu.choose_dtype)
+
+    def __post_init__(self) -> None:
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}")
+        if self.peak_tflops is not None and self.peak_tflops <= 0:
+            raise UsageError("--peak-tflops must be positive")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Step time and categories over complete steps: per rank, per step, and the mean."""
+    per_rank: tuple[RankTimes, ...]
+    per_step: tuple[StepTimes, ...]
+    step_time_ms: float
+    breakdown_ms: Breakdown
+    by_rank: dict[int, RankTimes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run's shared facts (see the module docstring)."""
+    con: duckdb.DuckDBPyConnection
+    run: str
+    info: RunInfo
+    device: RunDevice
+    attribution: Attribution
+    topology: PipelineTopology | None
+    layout: Layout
+    options: ReportOptions
+    step_sources: tuple[str, ...] = ()  # how steps were found, when not ProfilerStep#N
+
+    @property
+    def world(self) -> int:
+        """Ranks of the job (world size, else the ranks ingested, at least 1)."""
+        return int(self.info.world_size or self.info.ranks or 1)
+
+    @property
+    def spec(self) -> ModelSpec | None:
+        return self.options.spec
+
+
+def _breakdown(row: dict[str, float | None]) -> Breakdown:
+    return Breakdown(**{cat: float(row[cat] or 0.0) for cat in CATEGORIES})
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
+    """Per-rank and per-step means of the attribution, and their mean over ranks."""
+    rank_rows = con.sql(sql("rank_means.sql"), params={"run": run}).pl().to_dicts()
+    per_rank = tuple(RankTimes(rank=int(r["rank"]), host=r["host"], n_steps=int(r["n_steps"]),
+                               step_time_ms=float(r["step_time_ms"]), breakdown_ms=_breakdown(r))
+                     for r in rank_rows)
+    step_rows = con.sql(sql("step_means.sql"), params={"run": run}).pl().to_dicts()
+    per_step = tuple(StepTimes(step=int(r["step"]), complete=bool(r["complete"]),
+                               n_ranks=int(r["n_ranks"]), step_time_ms=float(r["step_time_ms"]),
+                               breakdown_ms=_breakdown(r))
+                     for r in step_rows)
+    mean = Breakdown(**{c: _mean([r.breakdown_ms.ms(c) for r in per_rank]) for c in CATEGORIES})
+    return Attribution(per_rank=per_rank, per_step=per_step,
+                       step_time_ms=_mean([r.step_time_ms for r in per_rank]),
+                       breakdown_ms=mean, by_rank={r.rank: r for r in per_rank})
+
+
+def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[str, ...]]:
+    """The run's identity and its step sources; KeyError when there is no such run."""
+    row = next(iter(con.execute(RUN_SQL, {"run": run}).fetchall()), None)
+    if row is None:
+        raise KeyError(run)
+    (name, status, world_size, n_ranks, failed, device, hosts, timeline, host_source,
+     step_sources) = row
+    info = RunInfo(name=name, status=status,
+                   world_size=None if world_size is None else int(world_size),
+                   ranks=None if n_ranks is None else int(n_ranks), device=device,
+                   hosts=tuple(hosts or ()), host_source=host_source,
+                   step_source=", ".join(step_sources or []) or None, timeline=timeline,
+                   failed_files=failed)
+    return info, tuple(step_sources or ())
+
+
+def run_context(con: duckdb.DuckDBPyConnection, run: str,
+                options: ReportOptions | None = None) -> RunContext:
+    """Read the shared facts of `run` once (KeyError when there is no such run)."""
+    info, step_sources = run_info(con, run)
+    pipe = topology(con, run)
+    world = int(info.world_size or info.ranks or 0)
+    return RunContext(
+        con=con, run=run, info=info, device=run_device(con, run),
+        attribution=attribution(con, run), topology=pipe,
+        layout=layout(con, run, world, pipe.stages if pipe else None),
+        options=options or ReportOptions(), step_sources=step_sources)

@@ -1,0 +1,500 @@
+"""The typed models every renderer consumes: a run report, a diff of two runs, a plan.
+
+Each model is a tree of frozen msgspec Structs (docs/report.md says why msgspec):
+analyzers build them, renderers (dashboard/) only read them, and `to_json` is the one
+JSON serializer. The JSON Schemas in docs/*.schema.json are generated from these classes
+(`json_schema`), so the published contract cannot drift from the code.
+
+Extending: add a field WITH a default (None for an optional section) anywhere in a class
+(all classes are keyword-only); older JSON stays valid and readers ignore what they do not
+know. Removing or renaming a field, or changing its type, bumps the schema_version.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+REPORT_SCHEMA_VERSION = 1
+DIFF_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 1
+
+CATEGORIES = (
+    "compute", "recompute", "exposed_comm", "straggler_wait", "bubble", "memory", "idle",
+)
+# stages of the MFU waterfall: kernel efficiency, then each non-compute category
+STAGES = ("kernel_efficiency", *[c for c in CATEGORIES if c != "compute"])
+
+
+class Model(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every model class: immutable. Subclasses repeat `frozen=True, kw_only=True` (msgspec
+    applies it per class) so a field with a default can be added anywhere."""
+
+
+# ------------------------------------------------------------------ the run report
+class Breakdown(Model, frozen=True, kw_only=True):
+    """Milliseconds of each attribution category (docs/attribution.md); they sum to the
+    step time."""
+    compute: float
+    recompute: float
+    exposed_comm: float
+    straggler_wait: float
+    bubble: float
+    memory: float
+    idle: float
+
+    def ms(self, category: str) -> float:
+        """The time of one category by name (one of CATEGORIES)."""
+        return float(getattr(self, category))
+
+    def as_dict(self) -> dict[str, float]:
+        return {c: self.ms(c) for c in CATEGORIES}
+
+
+class RunInfo(Model, frozen=True, kw_only=True):
+    """What was ingested: the run's name, ranks, device, hosts and timeline."""
+    name: str
+    status: str | None
+    world_size: int | None
+    ranks: int | None
+    device: str | None
+    hosts: tuple[str, ...]
+    host_source: str | None = None
+    step_source: str | None = None
+    timeline: str | None
+    failed_files: str | None
+
+
+class Layout(Model, frozen=True, kw_only=True):
+    """Parallel degrees, ranks per host and hosts; `source` says how they were found."""
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    gpus_per_node: int | None
+    nodes: int | None
+    host_source: str | None = None
+    source: str
+
+
+class RankTimes(Model, frozen=True, kw_only=True):
+    """One rank's mean over its complete steps."""
+    rank: int
+    host: str | None
+    n_steps: int
+    step_time_ms: float
+    breakdown_ms: Breakdown
+
+
+class StepTimes(Model, frozen=True, kw_only=True):
+    """One step's mean over ranks (`complete` is false for the last profiled step)."""
+    step: int
+    complete: bool
+    n_ranks: int
+    step_time_ms: float
+    breakdown_ms: Breakdown
+
+
+class Straggler(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """A rank the others consistently wait for, with the evidence; a hidden one (whose
+    victims' waits do not show as straggler wait) also gives its compute vs its peers'."""
+    rank: int
+    host: str | None
+    hidden: bool
+    slowdown: float
+    waited_on_ms: float
+    waiting_ranks: int
+    step_time_deviation_ms: float
+    arrived_last: int
+    matched_collectives: int
+    compute_ms: float | None = None       # hidden stragglers only
+    peer_compute_ms: float | None = None  # hidden stragglers only
+    evidence: str
+
+
+class PipelineStage(Model, frozen=True, kw_only=True):
+    stage: int
+    ranks: tuple[int, ...]
+    bubble_ms: float
+    idle_ms: float
+
+
+class Pipeline(Model, frozen=True, kw_only=True):
+    """Pipeline shape from the point-to-point pattern, measured bubble vs 1F1B theory."""
+    stages: int
+    pipelines: int
+    microbatches: int
+    bubble_fraction: float
+    bubble_theory: float
+    per_stage: tuple[PipelineStage, ...]
+
+
+class WaterfallStep(Model, frozen=True, kw_only=True):
+    """Points of peak (percent) lost at one stage; negative or zero."""
+    name: str
+    points: float
+
+
+class Mfu(Model, frozen=True, kw_only=True):
+    """MFU/HFU against the peak table (docs/mfu.md); `mfu` is None with a `message`
+    when it cannot be computed honestly."""
+    mfu: float | None = None
+    hfu: float | None = None
+    model_flops_per_step: float | None = None
+    flops_source: str | None = None
+    flops_from_spec: float | None = None
+    flops_from_trace: float | None = None
+    recompute_flops_per_step: float | None = None
+    flops_sources_ratio: float | None = None
+    peak_flops_per_gpu: float | None = None
+    device: str | None = None
+    peak_table_version: str
+    dtype: str
+    dtype_source: str | None = None     # flag | ops | kernels | default
+    dtype_share: float | None = None    # of the weighted work the dtype stands for
+    peak_dtype: str | None = None       # the peak-table column used
+    peak_reason: str | None = None      # which peak and why, in words
+    achieved_tflops_per_gpu: float | None = None
+    waterfall: tuple[WaterfallStep, ...] = ()
+    message: str | None = None
+
+
+class CollectiveStat(Model, frozen=True, kw_only=True):
+    """One collective type on one process group, per rank and step, with its link."""
+    collective: str
+    group_label: str
+    crosses_nodes: bool
+    group_size: int | None
+    calls_per_step: float
+    bytes_per_step: float
+    time_ms: float
+    exposed_ms: float
+    bus_bw_gbs: float | None
+    is_p2p: bool
+    measured_bus_bw_gbs: float | None = None  # what NCCL itself measured (Inspector)
+    link: str
+    link_source: str = "assumed"        # assumed (by host span) | nccl_log (measured)
+    link_peak_gbs: float | None
+    link_utilization: float | None
+    role: str = "unknown"               # what it is for (analyzers/roles.py)
+    role_source: str = "guess"          # label (group description) | guess
+
+
+class Recommendation(Model, frozen=True, kw_only=True):
+    """A fix with its predicted gain, grounded in measured evidence (docs/advisor.md)."""
+    id: str
+    severity: str
+    title: str
+    detail: str
+    evidence: str
+    expected_gain_ms: float
+    expected_mfu_points: float | None
+
+
+class NcclSource(Model, frozen=True, kw_only=True):
+    kind: str                           # flight_recorder | nccl_log | nccl_inspector ...
+    files: int
+    ranks: int                          # distinct ranks the files speak for
+
+
+class NcclRank(Model, frozen=True, kw_only=True):
+    """One process as the NCCL logs see it."""
+    rank: int
+    host: str
+    pid: int
+    cuda_dev: int | None
+    bus_id: str | None
+    network: str | None                 # Using network IB | Socket
+    nccl_version: str | None
+
+
+class NcclGroup(Model, frozen=True, kw_only=True):
+    """One communicator: members, hosts and the real transport of its links."""
+    comm_id: str
+    pg_names: list[str]                 # process groups with exactly these members
+    pg_desc: str | None
+    ranks: list[int]
+    nranks: int
+    hosts: list[str]
+    tiers: list[str]                    # p2p, shm, ib, socket, ... seen on its channels
+    link: str                           # the slowest tier it uses: socket > ib > shm > p2p
+    gdr: bool | None                    # every IB connection uses GPUDirect RDMA
+
+
+class NcclFinding(Model, frozen=True, kw_only=True):
+    kind: str                           # socket_where_ib | gdr_disabled | nccl_warnings | ...
+    severity: str                       # high | medium | info
+    ranks: list[int]
+    hosts: list[str]
+    message: str
+
+
+class BandwidthPoint(Model, frozen=True, kw_only=True):
+    t_us: int                           # start of a tenth of the recording window (epoch us)
+    bus_bw_gbs: float                   # median bus bandwidth of the ops in it
+
+
+class MeasuredOps(Model, frozen=True, kw_only=True):
+    """Bus bandwidth NCCL measured (Inspector) for one collective of one communicator."""
+    comm_id: str
+    collective: str
+    pg_names: list[str]
+    pg_desc: str | None
+    ranks: list[int]
+    hosts: list[str]
+    n_ops: int
+    msg_bytes: float
+    bus_bw_gbs: float                   # median over ops and ranks
+    bus_bw_p10_gbs: float
+    timing_source: str | None
+    over_time: list[BandwidthPoint]
+
+
+class NcclSection(Model, frozen=True, kw_only=True):
+    """What NCCL's own evidence (Flight Recorder dumps, NCCL_DEBUG logs) says about the
+    job (analyzers/nccl.py)."""
+    versions: list[str]
+    sources: list[NcclSource]
+    hosts: dict[str, list[int]]         # host -> global ranks (NCCL logs)
+    ranks: list[NcclRank]
+    groups: list[NcclGroup]
+    measured: list[MeasuredOps] = []    # NCCL Inspector bandwidth ([] without it)
+    findings: list[NcclFinding]
+
+
+class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """The report of one run (docs/report.md); times in ms, fractions 0-1. Optional
+    sections default to None and are left out of the JSON when absent."""
+    schema_version: int
+    run: RunInfo
+    layout: Layout
+    step_time_ms: float
+    breakdown_ms: Breakdown
+    per_rank: tuple[RankTimes, ...]
+    per_step: tuple[StepTimes, ...]
+    stragglers: tuple[Straggler, ...]
+    pipeline: Pipeline | None
+    collective_matching: dict[str, int]
+    notes: tuple[str, ...]
+    mfu: Mfu
+    collectives: tuple[CollectiveStat, ...]
+    recommendations: tuple[Recommendation, ...]
+    nccl: NcclSection | None = None
+
+
+# ------------------------------------------------------------------ the diff
+class StragglerBrief(Model, frozen=True, kw_only=True):
+    rank: int
+    host: str | None
+    waited_on_ms: float
+
+
+class DiffSide(Model, frozen=True, kw_only=True):
+    """The part of one run's report that a diff shows."""
+    run: str
+    world_size: int | None
+    hosts: int
+    device: str | None
+    layout: Layout
+    step_time_ms: float
+    breakdown_ms: Breakdown
+    mfu: float | None
+    hfu: float | None
+    model_flops_per_step: float | None
+    microbatches: int | None
+    stragglers: tuple[StragglerBrief, ...]
+    report_schema_version: int = REPORT_SCHEMA_VERSION
+
+
+class StagePoints(Model, frozen=True, kw_only=True):
+    """MFU points (percentage points) of change at each waterfall stage; they add up
+    exactly to the MFU change."""
+    kernel_efficiency: float
+    recompute: float
+    exposed_comm: float
+    straggler_wait: float
+    bubble: float
+    memory: float
+    idle: float
+
+    def points(self, stage: str) -> float:
+        return float(getattr(self, stage))
+
+    def as_dict(self) -> dict[str, float]:
+        return {s: self.points(s) for s in STAGES}
+
+
+Fact = int | float | str | None
+
+
+class SetupChange(Model, frozen=True, kw_only=True):
+    what: str
+    a: Fact
+    b: Fact
+
+
+class CollectiveSide(Model, frozen=True, kw_only=True):
+    calls_per_step: float
+    bytes_per_step: float
+    time_ms: float
+    exposed_ms: float
+    bus_bw_gbs: float | None
+    link: str
+    link_peak_gbs: float | None
+    link_utilization: float | None
+    group_size: int | None
+
+
+class CollectiveChange(Model, frozen=True, kw_only=True):
+    collective: str
+    group: str
+    a: CollectiveSide | None
+    b: CollectiveSide | None
+    exposed_delta_ms: float
+
+
+class OpChange(Model, frozen=True, kw_only=True):
+    op: str
+    a_ms: float
+    b_ms: float
+    delta_ms: float
+
+
+class StragglerChanges(Model, frozen=True, kw_only=True):
+    new: tuple[Straggler, ...]
+    resolved: tuple[Straggler, ...]
+    persisting: tuple[Straggler, ...]
+
+
+class Diff(Model, frozen=True, kw_only=True):
+    """What changed between run a and run b, and what it cost in MFU (docs/diff.md)."""
+    schema_version: int = DIFF_SCHEMA_VERSION
+    a: DiffSide
+    b: DiffSide
+    mfu_delta_points: float | None
+    step_time_delta_ms: float
+    breakdown_delta_ms: Breakdown
+    mfu_points_by_category: StagePoints | None
+    setup_changes: tuple[SetupChange, ...]
+    collectives: tuple[CollectiveChange, ...]
+    stragglers: StragglerChanges
+    top_ops: tuple[OpChange, ...]
+    recommendations: tuple[Recommendation, ...]
+    narrative: str
+
+
+# ------------------------------------------------------------------ the plan
+DEFAULT_EFFICIENCY = 0.55     # share of peak that large GEMMs reach in practice
+DEFAULT_NETWORK_GBS = 50.0    # 400 Gb/s per GPU, one direction
+
+
+class Job(Model, frozen=True, kw_only=True):
+    """A dense-transformer training job to lay out (docs/planner.md)."""
+    params: float
+    gpus: int
+    gpus_per_node: int
+    seq: int
+    global_batch_tokens: float
+    layers: int
+    hidden: int
+    heads: int
+    micro_batch: int = 1
+    network_gbs: float = DEFAULT_NETWORK_GBS
+    efficiency: float = DEFAULT_EFFICIENCY
+
+
+class Plan(Model, frozen=True, kw_only=True):
+    """The predicted step of one layout."""
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    microbatches: int
+    interleave: int
+    recompute: str
+    memory_gb: float
+    state_gb: float
+    activation_gb: float
+    compute_ms: float
+    bubble_ms: float
+    tp_comm_ms: float
+    dp_comm_ms: float
+    dp_exposed_ms: float
+    step_ms: float
+    mfu: float
+    tp_link: str
+    dp_link: str
+    fits: bool
+
+
+class PlanResult(Model, frozen=True, kw_only=True):
+    """The feasible layouts of a job, best predicted MFU first."""
+    job: Job
+    device: str
+    evaluated: int
+    feasible: int
+    plans: tuple[Plan, ...]
+    schema_version: int = PLAN_SCHEMA_VERSION
+
+
+# ------------------------------------------------------------------ serialization
+AnyModel = Report | Diff | PlanResult
+M = TypeVar("M", bound=Model)
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def to_json(model: Model) -> str:
+    """The one JSON serializer: fields in declaration order, indented by 2."""
+    return msgspec.json.format(_ENCODER.encode(model), indent=2).decode()
+
+
+def to_builtins(model: Model) -> dict[str, Any]:
+    """The model as the plain values its JSON holds (dicts, lists, numbers, strings)."""
+    out = msgspec.json.decode(_ENCODER.encode(model))
+    assert isinstance(out, dict)
+    return out
+
+
+def from_json(text: str | bytes, kind: type[M]) -> M:
+    """Parse and validate JSON written by `to_json` back into a model."""
+    return msgspec.json.decode(text, type=kind)
+
+
+SCHEMA_FILES: dict[str, type[Model]] = {
+    "report.schema.json": Report,
+    "diff.schema.json": Diff,
+    "plan.schema.json": PlanResult,
+}
+
+
+def json_schema(kind: type[Model]) -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a model class, as published in docs/."""
+    schema = msgspec.json.schema(kind)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def schema_text(kind: type[Model]) -> str:
+    """The published text of a model's JSON Schema (docs/<name>.schema.json)."""
+    return json.dumps(json_schema(kind), indent=2, sort_keys=True) + "\n"
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    """Regenerate the published schemas: `python -m analyzers.model docs/`."""
+    written = []
+    for name, kind in SCHEMA_FILES.items():
+        path = folder / name
+        path.write_text(schema_text(kind))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    for written in write_schemas(Path(sys.argv[1] if len(sys.argv) > 1 else "docs")):
+        print(written)

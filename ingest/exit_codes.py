@@ -1,0 +1,17 @@
+"""Exit codes of the `stepscope` command line (stable, for scripts; docs in stepscope/cli.py).
+
+They live in the lowest layer because library results (`IngestResult.exit_code`, the
+nightly verdict) already speak in them.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0               # success
+EXIT_NOTHING = 1          # nothing done: no trace ingested, --strict failure, unexpected error
+EXIT_USAGE = 2            # bad arguments, missing paths, unknown run, locked database
+EXIT_PARTIAL = 3          # partial ingest: some files failed, the others are in the database
+EXIT_CHECK_FAILED = 4     # `nightly`: a --fail-if check failed
+EXIT_INTERRUPTED = 130    # Ctrl-C (128 + SIGINT), the database unchanged
+
+__all__ = ["EXIT_CHECK_FAILED", "EXIT_INTERRUPTED", "EXIT_NOTHING", "EXIT_OK",
+           "EXIT_PARTIAL", "EXIT_USAGE"]

@@ -1,0 +1,128 @@
+"""What a command points at: a run in the database, or trace paths ingested on the fly.
+
+`open_target` is the one place that tells a stored run from a trace path (`report`,
+`diff` and the dashboard all go through it): a path is ingested into a temporary
+database that lives as long as the `with` block; a run name opens `db` read-only.
+`report` and `diff` build the typed models from such targets (the library behind the
+commands of the same names).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzers.collectives import op_times
+from analyzers.context import ReportOptions, run_context
+from analyzers.diff import build_diff
+from analyzers.model import Diff, Report
+from analyzers.report import report_from_context
+from ingest import DEFAULT_DB, StepscopeError, UsageError
+from ingest.sources import default_run_name
+from stepscope.store import Store
+
+
+@dataclass(frozen=True)
+class Target:
+    """An open run: its read-only store and name, and what an on-the-fly ingest said."""
+
+    store: Store
+    run: str
+    failures: tuple[tuple[str, str], ...] = ()   # (file, problem) left out of the ingest
+    notes: tuple[str, ...] = ()                  # one-line remarks for the user
+
+
+def _stored_run(db: str | Path, name: str) -> bool:
+    """Whether `db` exists and holds a run called `name` (never raises)."""
+    if not Path(db).is_file():
+        return False
+    try:
+        with Store(db) as store:
+            return name in store.runs()
+    except StepscopeError:
+        return False
+
+
+def is_path(target: str | Path, db: str | Path) -> bool:
+    """True when `target` is to be ingested from disk (an existing path wins over a run
+    of the same name)."""
+    return Path(target).exists()
+
+
+def _both_note(target: str | Path, db: str | Path) -> tuple[str, ...]:
+    if not _stored_run(db, str(target)):
+        return ()
+    return (f"'{target}' is both a run in {db} and a path; using the path (ingested into a "
+            "temporary database). To report the stored run, call stepscope from another "
+            "directory.",)
+
+
+@contextmanager
+def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
+                step_marker: str | None = None, avoid_name: str | None = None
+                ) -> Iterator[Target]:
+    """Open a run by name in `db`, or ingest a trace path into a temporary database (the
+    run is named after the path; `avoid_name` gets '-b' appended when they clash)."""
+    if not is_path(target, db):
+        if step_marker:
+            raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the "
+                             f"run: stepscope ingest PATH --run {target} --step-marker "
+                             f"{step_marker}")
+        with Store(db) as store:
+            store.require_run(str(target))
+            yield Target(store, str(target))
+        return
+    notes = _both_note(target, db)
+    name = default_run_name([target])
+    if name == avoid_name:
+        name += "-b"
+    from stepscope import ingest  # the package's own ingest (analysis included)
+
+    with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
+        scratch = Path(tmp) / f"{name}.duckdb"
+        result = ingest([target], db=scratch, run=name, step_marker=step_marker)
+        with Store(scratch) as store:
+            yield Target(store, name, tuple(result.failures), notes)
+
+
+@dataclass(frozen=True)
+class Built:
+    """A model with what the ingests on the way said (failures make the exit code 3)."""
+
+    failures: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BuiltReport(Built):
+    report: Report
+
+
+@dataclass(frozen=True)
+class BuiltDiff(Built):
+    diff: Diff
+
+
+def report(target: str | Path, db: str | Path = DEFAULT_DB,
+           options: ReportOptions | None = None,
+           step_marker: str | None = None) -> BuiltReport:
+    """The report of a run or of a trace path."""
+    with open_target(target, db, step_marker=step_marker) as t:
+        model = report_from_context(run_context(t.store.con, t.run, options))
+        return BuiltReport(failures=t.failures, notes=t.notes, report=model)
+
+
+def diff(target_a: str | Path, target_b: str | Path, db: str | Path = DEFAULT_DB,
+         options: ReportOptions | None = None, step_marker: str | None = None) -> BuiltDiff:
+    """Why run B differs from run A (each a run in `db` or a trace path)."""
+    if str(target_a) == str(target_b):
+        raise UsageError("RUN_A and RUN_B are the same; pass two runs or two trace paths")
+    with open_target(target_a, db, step_marker=step_marker) as a, \
+            open_target(target_b, db, step_marker=step_marker, avoid_name=a.run) as b:
+        ra = report_from_context(run_context(a.store.con, a.run, options))
+        rb = report_from_context(run_context(b.store.con, b.run, options))
+        model = build_diff(ra, rb, op_times(a.store.con, a.run), op_times(b.store.con, b.run))
+        return BuiltDiff(failures=a.failures + b.failures, notes=a.notes + b.notes, diff=model)
