@@ -228,8 +228,8 @@ def test_fp32_matmuls_use_the_fp32_peak(fp32_db: Path) -> None:
 
 def test_dtype_flag_overrides(fp32_db: Path) -> None:
     with stepscope.open(fp32_db) as store:
-        m = build_report(store.con, "fp32_v100", dtype="fp16")["mfu"]
-    assert (m["dtype"], m["dtype_source"], m["peak_flops_per_gpu"]) == ("fp16", "flag", 125e12)
+        m = build_report(store.con, "fp32_v100", dtype="fp16").mfu
+    assert (m.dtype, m.dtype_source, m.peak_flops_per_gpu) == ("fp16", "flag", 125e12)
 
 
 def test_dtype_from_kernel_names_when_ops_have_no_types(db: Path) -> None:
