@@ -23,6 +23,12 @@ def statements(name: str) -> tuple[str, ...]:
     return tuple(s.query for s in duckdb.extract_statements(sql(name)))
 
 
+def install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the analyzers' temporary macros (model_flops, analyzers/sql/flops.sql) in
+    this connection; allowed on read-only connections, cheap to repeat."""
+    con.execute(sql("flops.sql"))
+
+
 def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
     """Execute every statement of a SQL file, binding the named parameters it uses."""
     for stmt in statements(name):

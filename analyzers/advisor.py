@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from analyzers._sql import sql
+from analyzers._sql import install_macros, sql
 from analyzers.collectives import median_kernel_us, step_gap_ms
 from analyzers.context import RunContext
 from analyzers.mfu import ModelSpec
@@ -80,8 +80,8 @@ def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggl
 
 
 def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
-    query = ("SELECT sum(model_flops) FILTER (WHERE name LIKE '%attention%'), sum(model_flops) "
-             f"FROM ({sql('flops.sql')}) WHERE is_recompute")
+    install_macros(con)
+    query = sql("advisor_recompute_attention.sql")
     attn, total = con.execute(query, {"run": run}).fetchall()[0]
     return float(attn or 0) / float(total) if total else None
 

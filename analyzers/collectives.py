@@ -14,21 +14,6 @@ from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.
 
-STEP_GAPS_SQL = """
--- Idle between steps: from the last GPU end of step k's own ops to the first GPU start
--- of step k+1 (the host preparing the next step), per rank and complete step.
-WITH s AS (
-    SELECT rank, step, gpu_end_ns,
-        lead(gpu_start_ns) OVER (PARTITION BY rank ORDER BY step) AS next_start,
-        lead(step) OVER (PARTITION BY rank ORDER BY step) AS next_step
-    FROM steps WHERE run = $run AND gpu_start_ns IS NOT NULL
-)
-SELECT avg(greatest(0, next_start - gpu_end_ns)) / 1e6 FROM s
-WHERE next_step = step + 1
-"""
-KERNEL_MEDIAN_SQL = """
-SELECT median(dur_ns) / 1e3 FROM gpu_ops WHERE run = $run AND kind = 'compute'
-"""
 
 
 def _stat(row: dict[str, Any], nvlink_gbs: float | None, network_gbs: float,
@@ -64,39 +49,18 @@ def collective_stats(ctx: RunContext,
 
 
 def step_gap_ms(con: duckdb.DuckDBPyConnection, run: str) -> float:
-    (value,), = con.execute(STEP_GAPS_SQL, {"run": run}).fetchall()
+    (value,), = con.execute(sql("collective_step_gaps.sql"), {"run": run}).fetchall()
     return float(value or 0.0)
 
 
 def median_kernel_us(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
-    (value,), = con.execute(KERNEL_MEDIAN_SQL, {"run": run}).fetchall()
+    (value,), = con.execute(sql("collective_kernel_median.sql"), {"run": run}).fetchall()
     return float(value) if value is not None else None
 
 
-TOP_OPS_SQL = """
--- Time per rank and step of each GPU kernel name (arguments stripped), over complete
--- steps; CPU-only runs use their leaf CPU ops.
-WITH complete AS (
-    SELECT rank, step FROM complete_steps WHERE run = $run
-), n AS (SELECT count(*) AS n FROM complete),
-gpu AS (
-    SELECT regexp_replace(g.name, '\\(.*$', '') AS op, sum(g.dur_ns) AS t
-    FROM gpu_ops g JOIN complete c ON c.rank = g.rank AND c.step = g.step
-    WHERE g.run = $run GROUP BY 1
-), cpu AS (
-    SELECT o.name AS op, sum(o.dur_ns) AS t
-    FROM cpu_ops o JOIN complete c ON c.rank = o.rank AND c.step = o.step
-    WHERE o.run = $run AND o.category = 'cpu_op'
-      AND NOT EXISTS (SELECT 1 FROM cpu_ops k WHERE k.run = o.run AND k.rank = o.rank
-                                                AND k.parent_id = o.op_id)
-      AND NOT EXISTS (SELECT 1 FROM gpu_ops WHERE run = $run)
-    GROUP BY 1
-)
-SELECT op, t / (SELECT n FROM n) / 1e6 AS ms_per_step
-FROM (SELECT * FROM gpu UNION ALL SELECT * FROM cpu)
-"""
 
 
 def op_times(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float]:
     """ms per rank and step of each kernel (or leaf CPU op) name."""
-    return {op: float(ms) for op, ms in con.execute(TOP_OPS_SQL, {"run": run}).fetchall()}
+    rows = con.execute(sql("collective_top_ops.sql"), {"run": run}).fetchall()
+    return {op: float(ms) for op, ms in rows}

@@ -11,27 +11,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from analyzers._sql import sql
+from analyzers._sql import install_macros, sql
 from analyzers.layout import layout
 from analyzers.mfu import ModelSpec
 from analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
 from analyzers.peaks import DTYPES, RunDevice, run_device
 from analyzers.pipeline import PipelineTopology, topology
 from ingest.errors import UsageError
-
-RUN_SQL = """
-SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
-    (SELECT mode(coalesce(device_name, CASE WHEN device IS NULL THEN 'CPU only'
-                                            ELSE 'GPU (unnamed)' END))
-     FROM ranks WHERE run = $run) AS device,
-    (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)
-        AS hosts,
-    (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline,
-    (SELECT host_source FROM run_nodes WHERE run = $run) AS host_source,
-    (SELECT list(DISTINCT step_source ORDER BY step_source) FROM ranks
-     WHERE run = $run AND step_source IS NOT NULL) AS step_sources
-FROM runs r WHERE r.run = $run
-"""
 
 
 @dataclass(frozen=True)
@@ -108,7 +94,7 @@ def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
 
 def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[str, ...]]:
     """The run's identity and its step sources; KeyError when there is no such run."""
-    row = next(iter(con.execute(RUN_SQL, {"run": run}).fetchall()), None)
+    row = next(iter(con.execute(sql("run_info.sql"), {"run": run}).fetchall()), None)
     if row is None:
         raise KeyError(run)
     (name, status, world_size, n_ranks, failed, device, hosts, timeline, host_source,
@@ -125,6 +111,7 @@ def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[s
 def run_context(con: duckdb.DuckDBPyConnection, run: str,
                 options: ReportOptions | None = None) -> RunContext:
     """Read the shared facts of `run` once (KeyError when there is no such run)."""
+    install_macros(con)
     info, step_sources = run_info(con, run)
     pipe = topology(con, run)
     world = int(info.world_size or info.ranks or 0)

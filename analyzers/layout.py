@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
+from analyzers._sql import sql
 from analyzers.model import Layout
 
 # (layout key, substring of Megatron-style process-group descriptions)
@@ -15,15 +16,13 @@ GROUP_MARKERS = (
     ("dp", "DATA_PARALLEL"),
 )
 
-GROUPS_SQL = "SELECT pg_desc, size FROM process_groups WHERE run = $run"
-HOSTS_SQL = "SELECT nodes, gpus_per_node, host_source FROM run_nodes WHERE run = $run"
 
 
 def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
            pipeline_stages: int | None) -> Layout:
     """Degrees from group descriptions when the framework labels them; otherwise PP from
     the point-to-point pattern and DP as what is left of the world."""
-    groups = con.sql(GROUPS_SQL, params={"run": run}).fetchall()
+    groups = con.sql(sql("layout_groups.sql"), params={"run": run}).fetchall()
     degrees: dict[str, int | None] = {"tp": None, "pp": None, "dp": None, "cp": None, "ep": None}
     for desc, size in groups:
         for key, marker in GROUP_MARKERS:
@@ -40,7 +39,7 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
         model = (degrees["tp"] or 1) * (degrees["pp"] or 1) * (degrees["cp"] or 1)
         degrees["dp"] = max(1, world_size // model)
     nodes, per_node, host_source = next(
-        iter(con.execute(HOSTS_SQL, {"run": run}).fetchall()), (None, None, None))
+        iter(con.execute(sql("layout_hosts.sql"), {"run": run}).fetchall()), (None, None, None))
     return Layout(tp=degrees["tp"] or 1, pp=degrees["pp"] or 1, dp=degrees["dp"] or 1,
                   cp=degrees["cp"] or 1, ep=degrees["ep"] or 1,
                   gpus_per_node=None if per_node is None else int(per_node),

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import msgspec
 
-from analyzers._sql import sql
+from analyzers._sql import install_macros, sql
 from analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
 from analyzers.peaks import DevicePeak, table_version
 from ingest.errors import UsageError
@@ -163,28 +163,14 @@ def flops_per_step(spec: ModelSpec) -> float:
     return flops_per_token(spec) * spec.global_batch_tokens
 
 
-TRACE_FLOPS_SQL = """
-WITH f AS ({flops}),
-complete AS (SELECT rank, step FROM complete_steps WHERE run = $run),
-per_rank AS (
-    SELECT c.rank, count(DISTINCT c.step) AS n_steps,
-        coalesce(sum(f.model_flops) FILTER (WHERE NOT f.is_recompute), 0) AS model,
-        coalesce(sum(f.model_flops) FILTER (WHERE f.is_recompute), 0) AS recompute,
-        coalesce(sum(f.hardware_extra), 0) AS extra,
-        count(f.op_id) AS n_ops
-    FROM complete c LEFT JOIN f ON f.rank = c.rank AND f.step = c.step
-    GROUP BY c.rank
-)
-SELECT sum(model / n_steps), sum(recompute / n_steps), sum(extra / n_steps), sum(n_ops)
-FROM per_rank
-"""
 
 
 def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | None:
     """Model, recompute and extra hardware FLOPs per step summed over ranks (mean over
     complete steps), or None when no op had shapes to count."""
-    query = TRACE_FLOPS_SQL.format(flops=sql("flops.sql"))
-    model, recompute, extra, n_ops = con.execute(query, {"run": run}).fetchall()[0]
+    install_macros(con)
+    row = con.execute(sql("mfu_trace_flops.sql"), {"run": run}).fetchall()[0]
+    model, recompute, extra, n_ops = row
     if not n_ops:
         return None
     return {"model": float(model), "recompute": float(recompute), "extra": float(extra),
@@ -203,7 +189,8 @@ class DtypeChoice:
 
 def _weights(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, dict[str, float]]:
     """{source: {dtype: weight}} from analyzers/sql/matmul_dtype.sql."""
-    query = sql("matmul_dtype.sql").format(flops=sql("flops.sql"))
+    install_macros(con)
+    query = sql("matmul_dtype.sql")
     out: dict[str, dict[str, float]] = {"ops": {}, "kernels": {}}
     for source, dtype, weight in con.execute(query, {"run": run}).fetchall():
         out[source][dtype] = float(weight or 0.0)

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from analyzers._sql import sql
 from ingest.errors import UsageError
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
@@ -108,15 +109,10 @@ class RunDevice:
         return self.peak.interconnect_gbs / 2
 
 
-RUN_DEVICE_SQL = """
-SELECT device_name, any_value(device_properties) AS props, count(*) AS n,
-       bool_or(device IS NOT NULL) AS has_gpu
-FROM ranks WHERE run = $run GROUP BY device_name ORDER BY n DESC
-"""
 
 
 def run_device(con: duckdb.DuckDBPyConnection, run: str) -> RunDevice:
-    rows = con.execute(RUN_DEVICE_SQL, {"run": run}).fetchall()
+    rows = con.execute(sql("run_device.sql"), {"run": run}).fetchall()
     if not rows:
         return RunDevice(None, {}, None, 0, False)
     name, props_raw, _, has_gpu = rows[0]

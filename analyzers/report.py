@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
+from analyzers._sql import sql
 from analyzers.advisor import gather, recommendations
 from analyzers.collectives import collective_stats
 from analyzers.context import ReportOptions, RunContext, run_context
@@ -22,9 +23,6 @@ from analyzers.stragglers import stragglers
 
 __all__ = ["REPORT_SCHEMA_VERSION", "ReportOptions", "build_report", "report_from_context"]
 
-MATCH_SQL = """
-SELECT match_method, count(*) FROM collective_waits WHERE run = $run GROUP BY 1 ORDER BY 1
-"""
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | None = None,
@@ -41,8 +39,8 @@ def report_from_context(ctx: RunContext) -> Report:
     late = stragglers(ctx, stage_of(pipe))
     mfu = mfu_section(ctx)
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
-    methods = {str(k): int(v)
-               for k, v in ctx.con.execute(MATCH_SQL, {"run": ctx.run}).fetchall()}
+    rows = ctx.con.execute(sql("run_match_methods.sql"), {"run": ctx.run}).fetchall()
+    methods = {str(k): int(v) for k, v in rows}
     return Report(
         schema_version=REPORT_SCHEMA_VERSION, run=ctx.info, layout=ctx.layout,
         step_time_ms=attr.step_time_ms, breakdown_ms=attr.breakdown_ms,

@@ -172,6 +172,13 @@ def test_dtype_without_peak_asks_for_another(db: Path) -> None:
     got = mfu(db, "healthy", dtype="fp8")
     assert got["peak_flops_per_gpu"] == 1978.9e12
     assert lookup("Tesla V100-SXM2-32GB").flops("bf16") is None  # type: ignore[union-attr]
+    # a V100 has no bf16 peak: no MFU, and the message names the peak, why, and the fix
+    v100 = mfu(db, "fp32_v100", dtype="bf16")
+    assert v100["mfu"] is None and v100["peak_flops_per_gpu"] is None
+    assert v100["message"] == ("NVIDIA V100 SXM2 has no bf16 peak (bf16 from --dtype: bf16 "
+                               "peak); pass --dtype (e.g. fp16) or --peak-tflops")
+    fixed = mfu(db, "fp32_v100", dtype="fp16")
+    assert fixed["mfu"] is not None and fixed["message"] is None
 
 
 def test_cli_report_with_yaml_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,15 +1,18 @@
 -- FLOPs of matmul, attention and convolution ops from their `Input Dims` (Kineto writes
--- no FLOP counts). One row per counted CPU op of run $run:
+-- no FLOP counts). One row per counted CPU op of the run:
 --   model_flops    what the op contributes to model FLOPs (backward = 2x forward);
 --   hardware_extra FLOPs executed beyond that (FlashAttention backward re-computes QK^T:
 --                  2.5x forward instead of 2x);
 --   is_recompute   the op re-runs forward work for activation checkpointing.
 -- Composites (aten::linear, aten::matmul) count only when none of their children is a
 -- counted primitive; attention counts the full (non-causal) square, PaLM's convention.
+-- Defines the temporary table macro model_flops(run_name) (analyzers._sql.install_macros);
+-- reads cpu_ops and recompute_ops.
+CREATE OR REPLACE TEMP MACRO model_flops(run_name) AS TABLE
 WITH counted AS (
     SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs
     FROM cpu_ops o
-    WHERE o.run = $run AND o.input_dims IS NOT NULL AND o.name IN (
+    WHERE o.run = run_name AND o.input_dims IS NOT NULL AND o.name IN (
         'aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm',
         'aten::_scaled_dot_product_flash_attention', 'aten::_scaled_dot_product_efficient_attention',
         'aten::_scaled_dot_product_cudnn_attention',
@@ -81,5 +84,5 @@ SELECT f.rank, f.op_id, f.step, f.name, f.model_flops,
         AS hardware_extra,
     r.op_id IS NOT NULL AS is_recompute
 FROM flops f
-LEFT JOIN recompute_ops r ON r.run = $run AND r.rank = f.rank AND r.op_id = f.op_id
-WHERE f.model_flops IS NOT NULL AND f.model_flops > 0
+LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank = f.rank AND r.op_id = f.op_id
+WHERE f.model_flops IS NOT NULL AND f.model_flops > 0;

@@ -1,0 +1,105 @@
+"""Golden snapshots of what users read: the Markdown and JSON of a few sample runs, a
+diff and a plan (tests/snapshots/). After an intended change, rewrite them with
+`pytest tests/test_snapshots.py --update-snapshots` and review the diff in the commit.
+
+Markdown must match exactly; JSON must match in structure and every string, with numbers
+equal to 1e-9 relative (DuckDB's parallel sums may differ in the last bits)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, SIM
+
+import stepscope
+from analyzers.collectives import op_times
+from analyzers.diff import build_diff
+from analyzers.mfu import load_spec
+from analyzers.model import Diff, Model, PlanResult, Report, to_json
+from analyzers.peaks import resolve_device
+from analyzers.planner import make_job, plan_result
+from analyzers.report import build_report
+from dashboard.render_diff import diff_markdown
+from dashboard.render_plan import plan_markdown
+from dashboard.render_report import report_markdown
+
+SNAPSHOTS = REPO / "tests" / "snapshots"
+
+
+def _report(db: Path, run: str, spec_of: str | None = None) -> Report:
+    spec = load_spec(SIM / spec_of / "model.json") if spec_of else None
+    with stepscope.open(db) as store:
+        return build_report(store.con, run, spec)
+
+
+def _diff(db: Path) -> Diff:
+    a, b = _report(db, "diff_base", "diff_base"), _report(db, "diff_scaled", "diff_base")
+    with stepscope.open(db) as store:
+        return build_diff(a, b, op_times(store.con, "diff_base"),
+                          op_times(store.con, "diff_scaled"))
+
+
+def _plan(_: Path) -> PlanResult:
+    job = make_job(70e9, 1024, 8, 8192, 4 * 2**20)
+    return plan_result(job, resolve_device("H100"), top=5)
+
+
+CASES: dict[str, Callable[[Path], Model]] = {
+    "report-straggler": lambda db: _report(db, "straggler"),
+    "report-deep_pipeline-spec": lambda db: _report(db, "deep_pipeline", "deep_pipeline"),
+    "report-cpu-pipeline": lambda db: _report(db, "cpu-pipeline"),
+    "diff-base-scaled": _diff,
+    "plan-70b-h100": _plan,
+}
+
+
+def markdown(model: Model) -> str:
+    if isinstance(model, Report):
+        return report_markdown(model)
+    if isinstance(model, Diff):
+        return diff_markdown(model)
+    assert isinstance(model, PlanResult)
+    return plan_markdown(model)
+
+
+def assert_close(got: Any, want: Any, where: str = "$") -> None:
+    """Equal structure and strings; numbers to 1e-9 relative."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
+        for key in want:
+            assert_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_close(g, w, f"{where}[{i}]")
+    elif isinstance(want, float) or (isinstance(got, float) and isinstance(want, int)):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), where
+    else:
+        assert got == want, where
+
+
+def _check(path: Path, text: str, update: bool) -> str:
+    if update or not path.exists():
+        if not update:
+            pytest.fail(f"{path.name} is missing: run pytest --update-snapshots")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return path.read_text()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_markdown_snapshot(name: str, sample_db: Path, update_snapshots: bool) -> None:
+    text = markdown(CASES[name](sample_db))
+    want = _check(SNAPSHOTS / f"{name}.md", text, update_snapshots)
+    assert text == want, f"{name}.md changed: review, then pytest --update-snapshots"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_json_snapshot(name: str, sample_db: Path, update_snapshots: bool) -> None:
+    text = to_json(CASES[name](sample_db)) + "\n"
+    want = _check(SNAPSHOTS / f"{name}.json", text, update_snapshots)
+    assert_close(json.loads(text), json.loads(want))
