@@ -464,14 +464,13 @@ def _fill(arg: str, tmp: Path, trace: Path) -> str:
 def test_bad_numbers_and_paths_are_usage_errors_before_any_work(
         case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import stepscope.commands.diff_cmd as diff_cmd
-    import stepscope.commands.report_cmd as report_cmd
+    import stepscope
 
     def no_work(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("work started before the arguments were checked")
 
-    monkeypatch.setattr(report_cmd, "ingest", no_work)
-    monkeypatch.setattr(diff_cmd, "ingest", no_work)
+    # report and diff ingest trace paths through stepscope.targets -> stepscope.ingest
+    monkeypatch.setattr(stepscope, "ingest", no_work)
     trace = write_trace(tmp_path / "rank0.json.gz", kineto_trace(rank=0))
     argv, message = USAGE_CASES[case]
     code = main([_fill(a, tmp_path, trace) for a in argv])
