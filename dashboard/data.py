@@ -14,13 +14,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import duckdb
 import polars as pl
 import streamlit as st
 
 from analyzers import run_summary
+from analyzers.collectives import op_times
+from analyzers.detail import (
+    KernelRow,
+    RankStepGrid,
+    StepTimeline,
+    rank_step_grid,
+    step_timeline,
+    top_kernels,
+)
+from analyzers.diff import build_diff
+from analyzers.history import jobs as history_jobs
+from analyzers.history import read_history
+from analyzers.model import Diff, Report
 from analyzers.report import build_report
 from ingest import DatabaseBusyError, connect_read_only
 
@@ -67,7 +80,7 @@ def forget_tokens(db: Path) -> None:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _report(db: str, run: str, token: str, dtype: str | None) -> Any:
+def _report(db: str, run: str, token: str, dtype: str | None) -> Report:
     return with_connection(Path(db), lambda con: build_report(con, run, dtype=dtype))
 
 
@@ -76,15 +89,77 @@ def _summary(db: str, tokens: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     return with_connection(Path(db), run_summary)
 
 
-def report(db: Path, run: str, dtype: str | None = None) -> Any:
+def report(db: Path, run: str, dtype: str | None = None) -> Report:
     """The report model of one run (cached on db, run, its token and the peak dtype)."""
-    token = run_tokens(db).get(run)
-    if token is None:
-        raise KeyError(run)
-    return _report(str(db), run, token, dtype)
+    return _report(str(db), run, _token(db, run), dtype)
 
 
 def summary(db: Path) -> pl.DataFrame:
     """One row per run (analyzers.run_summary), cached until any run changes."""
     tokens = tuple(sorted(run_tokens(db).items()))
     return _summary(str(db), tokens)
+
+
+def _token(db: Path, run: str) -> str:
+    token = run_tokens(db).get(run)
+    if token is None:
+        raise KeyError(run)
+    return token
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _grid(db: str, run: str, token: str) -> RankStepGrid:
+    return with_connection(Path(db), lambda con: rank_step_grid(con, run))
+
+
+def grid(db: Path, run: str) -> RankStepGrid:
+    """The rank x step grid of a run (analyzers.detail)."""
+    return _grid(str(db), run, _token(db, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _timeline(db: str, run: str, token: str, step: int, ranks: tuple[int, ...]
+              ) -> StepTimeline:
+    return with_connection(Path(db), lambda con: step_timeline(con, run, step, ranks))
+
+
+def timeline(db: Path, run: str, step: int, ranks: tuple[int, ...]) -> StepTimeline:
+    """One step of the given ranks as bounded attribution segments."""
+    return _timeline(str(db), run, _token(db, run), step, tuple(sorted(ranks)))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _kernels(db: str, run: str, token: str) -> tuple[KernelRow, ...]:
+    return with_connection(Path(db), lambda con: top_kernels(con, run, limit=50))
+
+
+def kernels(db: Path, run: str) -> tuple[KernelRow, ...]:
+    return _kernels(str(db), run, _token(db, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _op_times(db: str, run: str, token: str) -> dict[str, float]:
+    return with_connection(Path(db), lambda con: op_times(con, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str) -> Diff:
+    return build_diff(_report(db, a, token_a, dtype), _report(db, b, token_b, dtype),
+                      _op_times(db, a, token_a), _op_times(db, b, token_b))
+
+
+def diff(db: Path, a: str, b: str, dtype: str = "bf16") -> Diff:
+    """The diff model of two runs (what `stepscope diff A B` renders)."""
+    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _history(db: str, tokens: tuple[tuple[str, str], ...]) -> dict[str, pl.DataFrame]:
+    def read(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+        return {job: read_history(con, job) for job in history_jobs(con)}
+    return with_connection(Path(db), read)
+
+
+def history(db: Path) -> dict[str, pl.DataFrame]:
+    """The nightly history of every job ({} before the first `stepscope nightly`)."""
+    return _history(str(db), tuple(sorted(run_tokens(db).items())))

@@ -1,4 +1,4 @@
-"""One module per dashboard page; each has TITLE and render(ctx: PageContext).
+"""One module per dashboard page; each has TITLE, HEADER and render(ctx: PageContext).
 
 (Not named `pages/`: Streamlit would turn such a folder into its own navigation.)
 """
@@ -7,11 +7,33 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from dashboard.views import runs, upload
+from dashboard.views import (
+    communication,
+    compare,
+    kernels,
+    overview,
+    pipeline,
+    plan,
+    ranks,
+    runs,
+    timeline,
+    trends,
+    upload,
+)
 
 PAGES: dict[str, ModuleType] = {
     "runs": runs,
     "upload": upload,
+    "overview": overview,
+    "ranks": ranks,
+    "timeline": timeline,
+    "communication": communication,
+    "pipeline": pipeline,
+    "kernels": kernels,
+    "compare": compare,
+    "plan": plan,
+    "trends": trends,
 }
 # pages about one run: the sidebar shows the run selector, the URL carries the run
-RUN_PAGES = frozenset({"runs"})
+RUN_PAGES = frozenset({"runs", "overview", "ranks", "timeline", "communication", "pipeline",
+                       "kernels", "compare", "plan"})

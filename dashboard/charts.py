@@ -1,0 +1,252 @@
+"""Plotly figures of the dashboard: pure functions over the typed models (a Report, a
+Diff, a PlanResult) and the drill-down structures of analyzers.detail. They compute
+nothing the models do not hold; they only choose marks, colours and labels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import plotly.graph_objects as go
+
+from analyzers.detail import KernelRow, RankStepGrid, StepTimeline
+from analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
+from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+
+COLORS = {
+    "compute": "#2e8b57", "recompute": "#8fd19e", "exposed_comm": "#d62728",
+    "straggler_wait": "#ff7f0e", "bubble": "#9467bd", "memory": "#1f77b4",
+    "idle": "#b8b8b8", "kernel_efficiency": "#8c564b",
+}
+LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+          "legend": {"orientation": "h", "y": -0.15}, "font": {"family": "sans-serif"}}
+
+
+def _figure(title: str, **layout: object) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, **{**LAYOUT, **layout})
+    return fig
+
+
+def stacked_breakdown(labels: Sequence[str | Sequence[str]],
+                      breakdowns: Sequence[Breakdown], title: str,
+                      axis_title: str = "ms per step") -> go.Figure:
+    """One stacked bar per label: the attribution categories, summing to the step."""
+    fig = _figure(title, barmode="stack", yaxis_title=axis_title)
+    x = list(labels)
+    if x and not isinstance(x[0], str):  # multi-category axis (host, rank)
+        x = [list(level) for level in zip(*x, strict=True)]
+    for cat in CATEGORIES:
+        fig.add_bar(name=CATEGORY_LABELS[cat], x=x, y=[b.ms(cat) for b in breakdowns],
+                    marker_color=COLORS[cat],
+                    hovertemplate=f"{CATEGORY_LABELS[cat]}: %{{y:.2f}} ms<extra></extra>")
+    return fig
+
+
+def step_breakdown(report: Report) -> go.Figure:
+    """Per step (mean over ranks) and the run's mean: where the step time went."""
+    labels = [f"step {s.step}" + ("" if s.complete else " (last)") for s in report.per_step]
+    values = [s.breakdown_ms for s in report.per_step]
+    return stacked_breakdown([*labels, "mean"], [*values, report.breakdown_ms],
+                             "Step time by category (mean over ranks)")
+
+
+def rank_breakdown(report: Report) -> go.Figure:
+    """Per rank, grouped by host: each rank's mean complete step."""
+    ranks = sorted(report.per_rank, key=lambda r: (r.host or "", r.rank))
+    return stacked_breakdown([(r.host or "?", f"rank {r.rank}") for r in ranks],
+                             [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
+
+
+def mfu_waterfall(mfu: Mfu) -> go.Figure:
+    """From 100% of peak down to the MFU: the points lost at each stage."""
+    steps = [w for w in mfu.waterfall]
+    fig = _figure(f"MFU {100 * (mfu.mfu or 0):.1f}% of peak: where the points went",
+                  yaxis_title="% of peak", showlegend=False)
+    fig.add_trace(go.Waterfall(
+        x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
+        measure=["absolute", *["relative"] * len(steps), "total"],
+        y=[100.0, *[w.points for w in steps], 0.0],
+        text=["100", *[f"{w.points:.1f}" for w in steps], f"{100 * (mfu.mfu or 0):.1f}"],
+        textposition="outside", connector={"line": {"color": "#999"}},
+        decreasing={"marker": {"color": COLORS["exposed_comm"]}},
+        totals={"marker": {"color": COLORS["compute"]}},
+        increasing={"marker": {"color": COLORS["compute"]}}))
+    if mfu.hfu is not None:
+        fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555",
+                      annotation_text=f"HFU {100 * mfu.hfu:.1f}%")
+    return fig
+
+
+def rank_step_heatmap(grid: RankStepGrid, metric: str, title: str) -> go.Figure:
+    """Ranks x steps coloured by one of the grid's columns (ms)."""
+    values: dict[tuple[int, int], float] = dict(
+        zip(zip(grid.rank, grid.step, strict=True), getattr(grid, metric), strict=True))
+    ranks, steps = sorted(set(grid.rank)), sorted(set(grid.step))
+    z = [[values.get((r, s)) for s in steps] for r in ranks]
+    fig = _figure(title, xaxis_title="step", yaxis_title="rank",
+                  height=max(260, 14 * len(ranks) + 120))
+    fig.add_trace(go.Heatmap(z=z, x=[str(s) for s in steps], y=[str(r) for r in ranks],
+                             colorscale="Reds", colorbar={"title": "ms"},
+                             hovertemplate="rank %{y}, step %{x}: %{z:.2f} ms<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def timeline(tl: StepTimeline, stragglers: Sequence[int] = ()) -> go.Figure:
+    """Gantt of one step: each rank's window coloured by what the attribution gave each
+    instant to (idle is grey); ms from the rank's own window start."""
+    lanes = {r: f"rank {r}" + (" (straggler)" if r in stragglers else "") for r in tl.ranks}
+    binned = f" (bins of {tl.bin_ms:.3f} ms)" if tl.bin_ms else ""
+    fig = _figure(f"Step {tl.step}: what each instant went to{binned}", barmode="overlay",
+                  xaxis_title="ms from the rank's step start",
+                  height=max(260, 28 * len(tl.ranks) + 140))
+    for cat in CATEGORIES:
+        idx = [i for i, c in enumerate(tl.category) if c == cat]
+        if not idx:
+            continue
+        fig.add_bar(name=CATEGORY_LABELS[cat], orientation="h",
+                    y=[lanes[tl.rank[i]] for i in idx],
+                    x=[tl.end_ms[i] - tl.start_ms[i] for i in idx],
+                    base=[tl.start_ms[i] for i in idx], marker_color=COLORS[cat],
+                    marker_line_width=0,
+                    hovertemplate=(f"{CATEGORY_LABELS[cat]}: %{{base:.3f}} + %{{x:.3f}} ms"
+                                   "<extra>%{y}</extra>"))
+    fig.update_yaxes(autorange="reversed", categoryorder="array",
+                     categoryarray=[lanes[r] for r in tl.ranks])
+    return fig
+
+
+def collectives_exposure(report: Report) -> go.Figure:
+    """Per collective and group: time per step, split into exposed and overlapped."""
+    rows = report.collectives
+    labels = [f"{c.collective} · {c.group_label}" for c in rows]
+    fig = _figure("Communication per rank and step", barmode="stack", xaxis_title="ms",
+                  height=max(260, 30 * len(rows) + 120))
+    fig.add_bar(name="exposed", orientation="h", y=labels, x=[c.exposed_ms for c in rows],
+                marker_color=COLORS["exposed_comm"])
+    fig.add_bar(name="overlapped / waiting", orientation="h", y=labels,
+                x=[max(c.time_ms - c.exposed_ms, 0.0) for c in rows], marker_color="#f4b6b6")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def bus_bandwidth(report: Report) -> go.Figure:
+    """Achieved bus bandwidth of each collective against its link's peak."""
+    rows = [c for c in report.collectives if c.bus_bw_gbs is not None]
+    labels = [f"{c.collective} · {c.group_label}" for c in rows]
+    fig = _figure("Bus bandwidth vs the link's peak", barmode="overlay", xaxis_title="GB/s",
+                  height=max(260, 30 * len(rows) + 120))
+    fig.add_bar(name="link peak", orientation="h", y=labels,
+                x=[c.link_peak_gbs or 0.0 for c in rows], marker_color="#dddddd",
+                text=[c.link for c in rows], textposition="inside")
+    fig.add_bar(name="achieved", orientation="h", y=labels, x=[c.bus_bw_gbs for c in rows],
+                marker_color=COLORS["memory"], width=0.4)
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def pipeline_stages(report: Report) -> go.Figure:
+    """Bubble and idle per pipeline stage, against the 1F1B theory."""
+    pipe = report.pipeline
+    fig = _figure("Per stage", barmode="group", yaxis_title="ms per step")
+    if pipe is None:
+        return fig
+    x = [f"stage {s.stage}" for s in pipe.per_stage]
+    fig.add_bar(name="bubble", x=x, y=[s.bubble_ms for s in pipe.per_stage],
+                marker_color=COLORS["bubble"])
+    fig.add_bar(name="idle", x=x, y=[s.idle_ms for s in pipe.per_stage],
+                marker_color=COLORS["idle"])
+    theory_ms = pipe.bubble_theory * report.step_time_ms
+    fig.add_hline(y=theory_ms, line_dash="dot",
+                  annotation_text=f"1F1B theory {100 * pipe.bubble_theory:.1f}% of the step")
+    return fig
+
+
+def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
+    """Top kernels by mean ms per step, with the range over ranks as error bars."""
+    shown = list(rows)[:top]
+    names = [r.name if len(r.name) <= 60 else r.name[:57] + "…" for r in shown]
+    fig = _figure("Top GPU ops (mean over ranks; bars: min–max over ranks)",
+                  xaxis_title="ms per step", height=max(260, 24 * len(shown) + 120),
+                  showlegend=False)
+    fig.add_bar(orientation="h", y=names, x=[r.mean_ms for r in shown],
+                marker_color=[COLORS["exposed_comm"] if r.kind == "comm" else
+                              COLORS["memory"] if r.kind in ("memcpy", "memset") else
+                              COLORS["compute"] for r in shown],
+                error_x={"type": "data", "symmetric": False,
+                         "array": [r.max_ms - r.mean_ms for r in shown],
+                         "arrayminus": [r.mean_ms - r.min_ms for r in shown]},
+                customdata=[[r.name, r.slowest_rank] for r in shown],
+                hovertemplate="%{customdata[0]}<br>%{x:.3f} ms; slowest rank "
+                              "%{customdata[1]}<extra></extra>")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def diff_waterfall(diff: Diff) -> go.Figure:
+    """MFU of run a, the points each cause moved, MFU of run b."""
+    points = diff.mfu_points_by_category
+    fig = _figure(f"MFU {diff.a.run} → {diff.b.run}: points by cause", showlegend=False,
+                  yaxis_title="% of peak")
+    if points is None or diff.a.mfu is None or diff.b.mfu is None:
+        return fig
+    fig.add_trace(go.Waterfall(
+        x=[diff.a.run, *[STAGE_LABELS[s] for s in STAGES], diff.b.run],
+        measure=["absolute", *["relative"] * len(STAGES), "total"],
+        y=[100 * diff.a.mfu, *[points.points(s) for s in STAGES], 0.0],
+        text=[f"{100 * diff.a.mfu:.1f}", *[f"{points.points(s):+.2f}" for s in STAGES],
+              f"{100 * diff.b.mfu:.1f}"], textposition="outside",
+        decreasing={"marker": {"color": COLORS["exposed_comm"]}},
+        increasing={"marker": {"color": COLORS["compute"]}},
+        totals={"marker": {"color": COLORS["memory"]}}))
+    return fig
+
+
+def diff_breakdown(diff: Diff) -> go.Figure:
+    return stacked_breakdown([diff.a.run, diff.b.run],
+                             [diff.a.breakdown_ms, diff.b.breakdown_ms],
+                             "Step time by category, side by side")
+
+
+def plan_scatter(result: PlanResult) -> go.Figure:
+    """Candidate layouts: predicted MFU against memory per GPU (best first)."""
+    plans = result.plans
+    fig = _figure("Candidate layouts", xaxis_title="memory per GPU (GB)",
+                  yaxis_title="predicted MFU (%)", showlegend=False)
+    fig.add_scatter(
+        x=[p.memory_gb for p in plans], y=[100 * p.mfu for p in plans], mode="markers+text",
+        text=[f"TP{p.tp} PP{p.pp} DP{p.dp}" for p in plans], textposition="top center",
+        marker={"size": 11, "color": [COLORS["compute"] if p.fits else COLORS["exposed_comm"]
+                                      for p in plans]})
+    return fig
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run of a job over time: when, MFU and where its step time went."""
+
+    run: str
+    when: datetime | None
+    mfu: float | None
+    step_time_ms: float | None
+    breakdown_ms: Breakdown | None
+
+
+def trends(points: Sequence[TrendPoint], title: str) -> go.Figure:
+    """MFU over time (line) above the breakdown per run (stacked bars)."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("MFU (%)", "ms per step"))
+    x = [p.run for p in points]
+    fig.add_scatter(x=x, y=[None if p.mfu is None else 100 * p.mfu for p in points],
+                    mode="lines+markers", name="MFU", marker_color="#333", row=1, col=1)
+    for cat in CATEGORIES:
+        fig.add_bar(x=x, y=[p.breakdown_ms.ms(cat) if p.breakdown_ms else None
+                            for p in points], name=CATEGORY_LABELS[cat],
+                    marker_color=COLORS[cat], row=2, col=1)
+    fig.update_layout(title=title, barmode="stack", height=560, **LAYOUT)
+    return fig

@@ -1,0 +1,80 @@
+"""Compare: two runs through the diff model (what `stepscope diff A B` renders): MFU
+points by cause as a waterfall, the breakdowns side by side, setup changes, narrative."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from analyzers.model import CATEGORIES, STAGES, Diff
+from dashboard import charts, data
+from dashboard.context import PageContext
+from dashboard.format import pct
+from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from dashboard.widgets import chart_and_table, table
+
+TITLE = "Compare"
+HEADER = "Compare two runs"
+BASE = "cmp_base"
+
+
+def _baseline(ctx: PageContext) -> str | None:
+    others = [r for r in ctx.runs if r != ctx.run]
+    if not others:
+        return None
+    if st.session_state.get(BASE) not in others:
+        wanted = st.query_params.get("vs")
+        st.session_state[BASE] = wanted if wanted in others else others[0]
+    base = st.selectbox("Baseline (A)", others, key=BASE)
+    st.query_params["vs"] = base
+    return str(base)
+
+
+def points_table(diff: Diff) -> pl.DataFrame:
+    points = diff.mfu_points_by_category
+    return pl.DataFrame([{"cause": STAGE_LABELS[s],
+                          "MFU points": None if points is None else round(points.points(s), 3)}
+                         for s in STAGES])
+
+
+def side_by_side(diff: Diff) -> pl.DataFrame:
+    return pl.DataFrame([{
+        "category": CATEGORY_LABELS[c], f"{diff.a.run} (ms)": round(diff.a.breakdown_ms.ms(c), 3),
+        f"{diff.b.run} (ms)": round(diff.b.breakdown_ms.ms(c), 3),
+        "change (ms)": round(diff.breakdown_delta_ms.ms(c), 3)} for c in CATEGORIES])
+
+
+def render(ctx: PageContext) -> None:
+    st.header(HEADER)
+    if ctx.run is None:
+        st.info("No run yet: upload traces first.")
+        return
+    base = _baseline(ctx)
+    if base is None:
+        st.info("Only one run in the database: ingest another to compare.")
+        return
+    st.caption(f"Explaining **{ctx.run}** (B, the sidebar's run) against **{base}** (A).")
+    diff = data.diff(ctx.config.db, base, ctx.run, ctx.dtype)
+    cols = st.columns(3)
+    delta = diff.mfu_delta_points
+    cols[0].metric("MFU", f"{pct(diff.a.mfu)} → {pct(diff.b.mfu)}",
+                   None if delta is None else f"{delta:+.2f} points")
+    cols[1].metric("Step time", f"{diff.a.step_time_ms:.2f} → {diff.b.step_time_ms:.2f} ms",
+                   f"{diff.step_time_delta_ms:+.2f} ms", delta_color="inverse")
+    cols[2].metric("World size", f"{diff.a.world_size} → {diff.b.world_size}")
+    st.markdown(diff.narrative)
+    if diff.mfu_points_by_category is not None:
+        chart_and_table(charts.diff_waterfall(diff), points_table(diff), "MFU points by cause",
+                        "cmp_points")
+    chart_and_table(charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd")
+    st.subheader("Setup changes")
+    if diff.setup_changes:
+        table(pl.DataFrame([{"what": c.what, "A": str(c.a), "B": str(c.b)}
+                            for c in diff.setup_changes]), "setup changes", "cmp_setup")
+    else:
+        st.caption("Same setup.")
+    if diff.top_ops:
+        st.subheader("Ops that changed most")
+        table(pl.DataFrame([{"op": o.op, "A (ms)": round(o.a_ms, 3), "B (ms)": round(o.b_ms, 3),
+                             "change (ms)": round(o.delta_ms, 3)} for o in diff.top_ops]),
+              "op changes", "cmp_ops")

@@ -1,0 +1,102 @@
+"""Overview of a run: step time and its breakdown per step, MFU/HFU against the peak
+with the waterfall of lost points, the top recommendations with predicted gains and
+evidence, notes and caveats."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from analyzers.model import CATEGORIES, Report
+from dashboard import charts, data
+from dashboard.context import PageContext, deep_link
+from dashboard.format import pct
+from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from dashboard.widgets import chart_and_table
+
+TITLE = "Overview"
+HEADER = "Overview"
+
+
+def headline(report: Report) -> None:
+    """The numbers a user looks for first."""
+    mfu = report.mfu
+    losses = [(report.breakdown_ms.ms(c), c) for c in CATEGORIES if c != "compute"]
+    top_ms, top_cat = max(losses)
+    cols = st.columns(5)
+    cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms")
+    cols[1].metric("MFU", pct(mfu.mfu))
+    cols[2].metric("HFU", pct(mfu.hfu))
+    cols[3].metric("Largest loss", CATEGORY_LABELS[top_cat],
+                   f"{top_ms:.2f} ms ({pct(top_ms / report.step_time_ms if report.step_time_ms else None)})",
+                   delta_color="off")
+    cols[4].metric("Stragglers", ", ".join(f"rank {s.rank}" for s in report.stragglers) or "none")
+    run = report.run
+    st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "
+               f"{run.device} · layout TP {report.layout.tp} × PP {report.layout.pp} × "
+               f"DP {report.layout.dp} · status {run.status} · "
+               f"[link to this view]({deep_link('overview', run.name)})")
+
+
+def step_table(report: Report) -> pl.DataFrame:
+    rows = [{"step": "mean", "step time (ms)": report.step_time_ms,
+             **{CATEGORY_LABELS[c]: report.breakdown_ms.ms(c) for c in CATEGORIES}}]
+    rows += [{"step": str(s.step) + ("" if s.complete else " (last)"),
+              "step time (ms)": s.step_time_ms,
+              **{CATEGORY_LABELS[c]: s.breakdown_ms.ms(c) for c in CATEGORIES}}
+             for s in report.per_step]
+    return pl.DataFrame(rows).with_columns(pl.selectors.numeric().round(3))
+
+
+def waterfall_table(report: Report) -> pl.DataFrame:
+    mfu = report.mfu
+    rows = [{"stage": STAGE_LABELS.get(w.name, w.name), "points": round(w.points, 2)}
+            for w in mfu.waterfall]
+    if mfu.mfu is not None:
+        rows.append({"stage": "= MFU", "points": round(100 * mfu.mfu, 2)})
+    return pl.DataFrame(rows, schema={"stage": pl.String, "points": pl.Float64})
+
+
+def render(ctx: PageContext) -> None:
+    st.header(HEADER)
+    if ctx.run is None:
+        st.info("No run yet: upload traces first.")
+        return
+    report = data.report(ctx.config.db, ctx.run, ctx.dtype)
+    headline(report)
+    st.subheader("Where the step time went")
+    chart_and_table(charts.step_breakdown(report), step_table(report), "per step", "steps")
+    st.subheader("How far from the hardware")
+    mfu = report.mfu
+    if mfu.mfu is None:
+        st.warning(f"MFU not computed: {mfu.message}")
+    else:
+        st.markdown(
+            f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
+            f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
+            f"({mfu.device}; peak table {mfu.peak_table_version}); model FLOPs from the "
+            f"{mfu.flops_source}.")
+        chart_and_table(charts.mfu_waterfall(mfu), waterfall_table(report), "MFU waterfall",
+                        "waterfall")
+        if mfu.message:
+            st.caption(mfu.message)
+    _recommendations(report)
+    if report.notes:
+        st.subheader("Notes")
+        for note in report.notes:
+            st.caption(f"• {note}")
+
+
+def _recommendations(report: Report) -> None:
+    st.subheader("What to fix")
+    if not report.recommendations:
+        st.success("No recommendation: no category costs enough for a fix to pay off.")
+        return
+    for rec in report.recommendations[:5]:
+        points = (f", about +{rec.expected_mfu_points:.1f} MFU points"
+                  if rec.expected_mfu_points is not None else "")
+        with st.container(border=True):
+            st.markdown(f"**{rec.title}** · {rec.severity} · expected gain "
+                        f"**{rec.expected_gain_ms:.2f} ms/step**{points}")
+            st.markdown(f"Evidence: {rec.evidence}")
+            st.caption(rec.detail)
