@@ -9,6 +9,7 @@ an ingest is writing shows "database busy, retrying" and the page retries on its
 
 from __future__ import annotations
 
+import os
 import time
 
 import streamlit as st
@@ -20,8 +21,8 @@ from dashboard.context import NAV_PAGE, NAV_RUN, PageContext
 from dashboard.views import PAGES, RUN_PAGES
 from ingest import DatabaseBusyError, StepscopeError
 
-BUSY_RETRIES = 60
 BUSY_WAIT_S = 1.0
+BUSY_RETRIES_ENV = "STEPSCOPE_BUSY_RETRIES"  # about one a second; tests shorten it
 
 
 def _initial_page(runs: tuple[str, ...]) -> str:
@@ -30,7 +31,7 @@ def _initial_page(runs: tuple[str, ...]) -> str:
         return str(wanted)
     if not runs:
         return "upload"
-    return "overview" if "overview" in PAGES and st.query_params.get("run") else "runs"
+    return "overview" if st.query_params.get("run") in runs else "runs"
 
 
 def _sync_run(runs: tuple[str, ...]) -> str | None:
@@ -78,7 +79,7 @@ def _keep_url(page: str, run: str | None) -> None:
 def _busy() -> None:
     attempts = st.session_state.get("busy_attempts", 0) + 1
     st.session_state["busy_attempts"] = attempts
-    if attempts > BUSY_RETRIES:
+    if attempts > int(os.environ.get(BUSY_RETRIES_ENV, "60")):
         st.error("The database is still busy after a minute (a long ingest?): reload the "
                  "page when it has finished.")
         return

@@ -27,10 +27,11 @@ def headline(report: Report) -> None:
     cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms")
     cols[1].metric("MFU", pct(mfu.mfu))
     cols[2].metric("HFU", pct(mfu.hfu))
-    cols[3].metric("Largest loss", CATEGORY_LABELS[top_cat],
-                   f"{top_ms:.2f} ms ({pct(top_ms / report.step_time_ms if report.step_time_ms else None)})",
+    share = top_ms / report.step_time_ms if report.step_time_ms else None
+    cols[3].metric("Largest loss", CATEGORY_LABELS[top_cat], f"{top_ms:.2f} ms ({pct(share)})",
                    delta_color="off")
-    cols[4].metric("Stragglers", ", ".join(f"rank {s.rank}" for s in report.stragglers) or "none")
+    named = ", ".join(f"rank {s.rank}" for s in report.stragglers)
+    cols[4].metric("Stragglers", named or "none")
     run = report.run
     st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "
                f"{run.device} · layout TP {report.layout.tp} × PP {report.layout.pp} × "

@@ -10,7 +10,8 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.context import PageContext, deep_link, go_to
-from dashboard.format import LABELS, failed_raw, mfu_of, pct
+from dashboard.format import pct
+from dashboard.labels import CATEGORY_LABELS
 from ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
@@ -27,7 +28,7 @@ def failed_files(raw: str | None) -> list[tuple[str, str]]:
 def runs_table(ctx: PageContext) -> pl.DataFrame:
     """One row per run as the page shows it (numbers from the summary and the report)."""
     summary = data.summary(ctx.config.db)
-    mfu = {run: mfu_of(data.report(ctx.config.db, run, ctx.dtype)) for run in ctx.runs}
+    mfu = {run: data.report(ctx.config.db, run, ctx.dtype).mfu.mfu for run in ctx.runs}
     return summary.select(
         pl.col("run"), pl.col("status"),
         pl.format("{} / {}", pl.col("n_ranks"), pl.col("world_size")).alias("ranks"),
@@ -36,7 +37,7 @@ def runs_table(ctx: PageContext) -> pl.DataFrame:
         pl.col("run").replace_strict(mfu, default=None, return_dtype=pl.Float64)
         .map_elements(pct, return_dtype=pl.String).alias("MFU"),
         pl.format("{} ({})",
-                  pl.col("top_loss").replace_strict(LABELS, default=pl.col("top_loss")),
+                  pl.col("top_loss").replace_strict(CATEGORY_LABELS, default=pl.col("top_loss")),
                   pl.col("top_loss_share").map_elements(pct, return_dtype=pl.String))
         .alias("largest loss"),
         pl.col("failed_files").alias("failed files"),
@@ -60,7 +61,7 @@ def render(ctx: PageContext) -> None:
 
 def _run_detail(ctx: PageContext, run: str) -> None:
     report = data.report(ctx.config.db, run, ctx.dtype)
-    failures = failed_files(failed_raw(report))
+    failures = failed_files(report.run.failed_files)
     row = data.summary(ctx.config.db).filter(pl.col("run") == run).row(0, named=True)
     st.markdown(f"**{run}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
                 f"ranks on {row['hosts']} host(s), {row['devices']}, {row['steps']} steps")

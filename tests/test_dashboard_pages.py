@@ -1,0 +1,222 @@
+"""Every dashboard page on a fixture database, through streamlit's AppTest: the values a
+user reads (step time, MFU, the named straggler, the pipeline's bubble, the diff's MFU
+change) equal the CLI's models and the simulator's ground truth."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
+
+from analyzers.collectives import op_times
+from analyzers.diff import build_diff
+from analyzers.model import Report
+from analyzers.report import build_report
+from dashboard.format import pct
+from dashboard.uploads import ingest_staged
+from dashboard.views import PAGES
+
+RUNS = {"straggler": SIMULATED / "straggler", "diff_base": SIMULATED / "diff_base",
+        "diff_scaled": SIMULATED / "diff_scaled", "cpu-straggler": CPU / "straggler"}
+
+
+@pytest.fixture(scope="module")
+def pages_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("pages") / "pages.duckdb"
+    for run, folder in RUNS.items():
+        ingest_staged([folder], db, run)
+    return db
+
+
+def cli_report(db: Path, run: str) -> Report:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return build_report(con, run)
+    finally:
+        con.close()
+
+
+def metrics(at) -> dict[str, str]:  # noqa: ANN001
+    return {m.label: m.value for m in at.metric}
+
+
+def open_page(monkeypatch, db: Path, page: str, run: str | None = None, **env: str):  # noqa: ANN001, ANN201
+    at = app_test(monkeypatch, db, page=page, run=run, **env)
+    at.run()
+    no_exception(at)
+    return at
+
+
+def test_every_page_renders_for_gpu_and_cpu_runs(monkeypatch, pages_db):
+    for page in PAGES:
+        for run in ("straggler", "cpu-straggler"):
+            at = open_page(monkeypatch, pages_db, page, run)
+            assert at.header[0].value == PAGES[page].HEADER, (page, run)
+
+
+def test_overview_shows_the_cli_numbers_and_the_straggler(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "overview", "straggler")
+    report = cli_report(pages_db, "straggler")
+    truth = json.loads((SIMULATED / "straggler" / "ground_truth.json").read_text())
+    shown = metrics(at)
+    assert shown["Step time"] == f"{report.step_time_ms:.2f} ms"
+    assert shown["Step time"] == f"{truth['mfu']['step_time_ms']:.2f} ms"
+    assert shown["MFU"] == pct(report.mfu.mfu) == pct(truth["mfu"]["mfu"])
+    assert shown["HFU"] == pct(truth["mfu"]["hfu"])
+    assert shown["Stragglers"] == f"rank {truth['config']['slow_rank']}"
+    assert len(at.get("plotly_chart")) == 2  # breakdown per step, MFU waterfall
+    assert len(at.dataframe[0].value) == len(report.per_step) + 1
+    assert report.recommendations[0].title in texts(at)
+    assert at.query_params["page"] in ("overview", ["overview"])
+
+
+def test_ranks_names_the_straggler_with_evidence(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "ranks", "straggler")
+    report = cli_report(pages_db, "straggler")
+    assert f"**rank 3** ({report.stragglers[0].host})" in texts(at)
+    grid = at.dataframe[1].value
+    assert len(grid) == 8 * 3  # ranks x profiled steps
+    assert grid.groupby("rank")["wait caused (ms)"].sum().idxmax() == 3
+    at.radio(key="ranks_metric").set_value("wait_suffered_ms").run()
+    no_exception(at)
+    per_rank = at.dataframe[2].value
+    assert per_rank["step time (ms)"].tolist() == pytest.approx(
+        [r.step_time_ms for r in report.per_rank], abs=1e-3)
+
+
+def test_timeline_defaults_to_stragglers_and_stages(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "timeline", "straggler")
+    report = cli_report(pages_db, "straggler")
+    chosen = at.multiselect(key="tl_ranks_straggler").value
+    assert 3 in chosen
+    assert {s.ranks[0] for s in report.pipeline.per_stage} <= set(chosen)
+    segments = at.dataframe[0].value
+    assert set(segments["rank"]) == set(chosen)
+    assert "straggler wait" in set(segments["category"])
+    step = at.selectbox(key="tl_step").value
+    worst = max((s for s in report.per_step if s.complete), key=lambda s: s.step_time_ms)
+    assert step == worst.step
+    assert f"{len(segments)} rectangles" in texts(at)
+
+
+def test_communication_and_pipeline_match_the_report(monkeypatch, pages_db):
+    report = cli_report(pages_db, "straggler")
+    at = open_page(monkeypatch, pages_db, "communication", "straggler")
+    shown = metrics(at)
+    assert shown["Exposed communication"] == f"{report.breakdown_ms.exposed_comm:.2f} ms/step"
+    assert len(at.dataframe[0].value) == len(report.collectives)
+    at = open_page(monkeypatch, pages_db, "pipeline", "straggler")
+    pipe = report.pipeline
+    shown = metrics(at)
+    assert shown["Stages × microbatches"] == f"{pipe.stages} × {pipe.microbatches}" == "2 × 16"
+    assert shown["Bubble measured"] == pct(pipe.bubble_fraction)
+    assert shown["1F1B theory (S−1)/(S−1+M)"] == pct(1 / 17)
+    cpu = open_page(monkeypatch, pages_db, "pipeline", "cpu-straggler")
+    assert "No pipeline parallelism" in texts(cpu)
+
+
+def test_kernels_page(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "kernels", "straggler")
+    table = at.dataframe[0].value
+    assert table["ms/step"].tolist() == sorted(table["ms/step"].tolist(), reverse=True)
+    assert (table["min"] <= table["ms/step"]).all() and (table["ms/step"] <= table["max"]).all()
+
+
+def test_compare_shows_the_diff_model(monkeypatch, pages_db):
+    at = app_test(monkeypatch, pages_db, page="compare", run="diff_scaled")
+    at.query_params["vs"] = "diff_base"
+    at.run()
+    no_exception(at)
+    con = duckdb.connect(str(pages_db), read_only=True)
+    a, b = build_report(con, "diff_base"), build_report(con, "diff_scaled")
+    diff = build_diff(a, b, op_times(con, "diff_base"), op_times(con, "diff_scaled"))
+    con.close()
+    shown = metrics(at)
+    assert shown["MFU"] == f"{pct(a.mfu.mfu)} → {pct(b.mfu.mfu)}"
+    assert diff.mfu_delta_points is not None and diff.mfu_delta_points < 0
+    assert at.metric[0].delta == f"{diff.mfu_delta_points:+.2f} points"
+    points = at.dataframe[0].value
+    assert sum(points["MFU points"]) == pytest.approx(diff.mfu_delta_points, abs=0.01)
+    assert diff.narrative.splitlines()[0][:40] in texts(at)
+    assert at.query_params["vs"] in ("diff_base", ["diff_base"])
+
+
+def test_plan_form(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "plan", "straggler")
+    assert at.number_input(key="pl_gpus").value == 8  # the run's world size
+    assert at.selectbox(key="pl_gpu").value == "H100-SXM"  # the run's device
+    at.number_input(key="pl_params").set_value(8.0)
+    at.form_submit_button[0].click()
+    at.run()
+    no_exception(at)
+    assert "Best: TP" in texts(at)
+    table = at.dataframe[0].value
+    assert 1 <= len(table) <= 15
+    assert table["MFU %"].tolist() == sorted(table["MFU %"].tolist(), reverse=True)
+
+
+def test_trends_without_history_orders_runs_by_time(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "trends", "straggler")
+    assert "No nightly history yet" in texts(at)
+    table = at.dataframe[0].value
+    assert list(table["run"]) == list(RUNS)  # ingested in this order
+    assert table["MFU %"][0] == pytest.approx(
+        100 * cli_report(pages_db, "straggler").mfu.mfu, abs=0.01)
+
+
+def test_runs_page_lists_every_run_with_mfu(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "runs", "straggler")
+    table = at.dataframe[0].value
+    assert set(table["run"]) == set(RUNS)
+    row = table[table["run"] == "straggler"].iloc[0]
+    assert row["MFU"] == pct(cli_report(pages_db, "straggler").mfu.mfu)
+    assert row["ranks"] == "8 / 8"
+    assert "**straggler**: complete, 8 of 8 ranks" in texts(at)
+
+
+def test_deep_link_and_navigation_keep_the_url(monkeypatch, pages_db):
+    at = open_page(monkeypatch, pages_db, "overview", "diff_base")
+    assert at.sidebar.selectbox(key="nav_run").value == "diff_base"
+    at.sidebar.radio(key="nav_page").set_value("ranks").run()
+    no_exception(at)
+    assert at.header[0].value == "Ranks"
+    assert at.query_params["page"] in ("ranks", ["ranks"])
+    assert at.query_params["run"] in ("diff_base", ["diff_base"])
+    unknown = open_page(monkeypatch, pages_db, "nope", "nope")
+    assert unknown.header[0].value == "Runs"  # a bad link lands somewhere useful
+
+
+def lock(db: Path) -> subprocess.Popen[str]:
+    """Another process holding the write lock (a nightly CLI ingest, say)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+         "print('locked', flush=True); sys.stdin.read()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_busy_database_shows_last_state_or_busy(monkeypatch, pages_db, tmp_path):
+    at = open_page(monkeypatch, pages_db, "overview", "straggler")
+    before = metrics(at)["Step time"]
+    other = tmp_path / "other.duckdb"
+    shutil.copy(pages_db, other)
+    holders = [lock(pages_db), lock(other)]
+    try:
+        again = open_page(monkeypatch, pages_db, "overview", "straggler")
+        assert metrics(again)["Step time"] == before  # the last committed state, cached
+        fresh = app_test(monkeypatch, other, page="overview", run="straggler",
+                         STEPSCOPE_BUSY_RETRIES="1")
+        fresh.run()
+        assert not fresh.exception
+        assert "still busy" in fresh.error[0].value
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
