@@ -20,7 +20,8 @@ COLORS = {
     "idle": "#b8b8b8", "kernel_efficiency": "#8c564b",
 }
 LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-          "legend": {"orientation": "h", "y": -0.15}, "font": {"family": "sans-serif"}}
+          "legend": {"orientation": "h", "y": -0.28, "yanchor": "top", "traceorder": "normal"},
+          "font": {"family": "sans-serif"}}
 
 
 def _figure(title: str, **layout: object) -> go.Figure:
@@ -75,7 +76,8 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
         increasing={"marker": {"color": COLORS["compute"]}}))
     if mfu.hfu is not None:
         fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555",
-                      annotation_text=f"HFU {100 * mfu.hfu:.1f}%")
+                      annotation_text=f"HFU {100 * mfu.hfu:.1f}%",
+                      annotation_position="top left")
     return fig
 
 

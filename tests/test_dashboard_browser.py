@@ -102,12 +102,30 @@ def shot(page: object, name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
     page.wait_for_timeout(1500)  # type: ignore[attr-defined]  # let charts finish drawing
+    # Streamlit scrolls inside its main block: grow the window to the content's height
+    height = page.evaluate(  # type: ignore[attr-defined]
+        "() => document.querySelector('[data-testid=stMain]')?.scrollHeight || 1000")
+    size = {"width": 1440, "height": min(max(int(height), 1000), 5000)}
+    page.set_viewport_size(size)  # type: ignore[attr-defined]
+    page.wait_for_timeout(800)  # type: ignore[attr-defined]
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+    page.set_viewport_size({"width": 1440, "height": 1000})  # type: ignore[attr-defined]
     return path
 
 
 def wait_text(page: object, text: str) -> None:
     page.get_by_text(text).first.wait_for(timeout=WAIT_MS)  # type: ignore[attr-defined]
+
+
+def wait_heading(page: object, text: str) -> None:
+    page.get_by_role("heading", name=text).first.wait_for(  # type: ignore[attr-defined]
+        timeout=WAIT_MS)
+
+
+def settle(page: object) -> None:
+    """Wait until Streamlit has finished running the script (no 'Running' widget)."""
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=WAIT_MS)
 
 
 def test_upload_an_archive_then_every_page(server, archive, browser_page):
@@ -122,12 +140,23 @@ def test_upload_an_archive_then_every_page(server, archive, browser_page):
     wait_text(page, "Run 'slowjob' ingested: 8 rank(s) from 8 file(s)")
     shot(page, "02-upload-done")
     page.get_by_role("button", name="Open run 'slowjob'").click()
-    wait_text(page, "slowjob: complete, 8 of 8 ranks")
-    assert "run=slowjob" in page.url
+    wait_heading(page, "Overview")
+    wait_text(page, "rank 3")  # the simulated straggler, named on the overview
+    settle(page)
+    assert "page=overview" in page.url and "run=slowjob" in page.url
+    # a bundled sample, one click away on the Upload page: the same job without straggler
+    page.goto(f"{base}?page=upload")
+    wait_heading(page, "Upload traces")
+    page.get_by_role("combobox", name="Sample run").click()
+    page.get_by_role("option", name="simulated/healthy").click()
+    settle(page)
+    page.get_by_role("button", name="Load sample").click()
+    wait_text(page, "Run 'healthy' ingested: 8 rank(s) from 8 file(s)")
     from dashboard.views import PAGES
     for n, key in enumerate(PAGES, start=3):
-        page.goto(f"{base}?page={key}&run=slowjob")
-        wait_text(page, PAGES[key].HEADER)
+        page.goto(f"{base}?page={key}&run=slowjob" + ("&vs=healthy" if key == "compare" else ""))
+        wait_heading(page, PAGES[key].HEADER)
+        settle(page)
         assert page.get_by_text("Internal error").count() == 0
         assert page.locator("[data-testid=stException]").count() == 0
         shot(page, f"{n:02d}-{key}")

@@ -151,7 +151,8 @@ def test_plan_form(monkeypatch, pages_db):
     at = open_page(monkeypatch, pages_db, "plan", "straggler")
     assert at.number_input(key="pl_gpus").value == 8  # the run's world size
     assert at.selectbox(key="pl_gpu").value == "H100-SXM"  # the run's device
-    at.number_input(key="pl_params").set_value(8.0)
+    assert "Best: TP" in texts(at)  # planned at once with the defaults
+    at.number_input(key="pl_params").set_value(13.0)
     at.form_submit_button[0].click()
     at.run()
     no_exception(at)

@@ -23,13 +23,13 @@ def headline(report: Report) -> None:
     mfu = report.mfu
     losses = [(report.breakdown_ms.ms(c), c) for c in CATEGORIES if c != "compute"]
     top_ms, top_cat = max(losses)
-    cols = st.columns(5)
+    cols = st.columns([2, 2, 2, 3, 2])
     cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms")
     cols[1].metric("MFU", pct(mfu.mfu))
     cols[2].metric("HFU", pct(mfu.hfu))
     share = top_ms / report.step_time_ms if report.step_time_ms else None
-    cols[3].metric("Largest loss", CATEGORY_LABELS[top_cat], f"{top_ms:.2f} ms ({pct(share)})",
-                   delta_color="off")
+    cols[3].metric(f"Largest loss: {CATEGORY_LABELS[top_cat]}", f"{top_ms:.2f} ms",
+                   help=f"{pct(share)} of the step")
     named = ", ".join(f"rank {s.rank}" for s in report.stragglers)
     cols[4].metric("Stragglers", named or "none")
     run = report.run

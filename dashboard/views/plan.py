@@ -38,7 +38,7 @@ def render(ctx: PageContext) -> None:
     devices = [d["id"] for d in table()["devices"]]
     with st.form("plan_form"):
         c = st.columns(4)
-        params = c[0].number_input("Parameters (billions)", 0.1, 10_000.0, 70.0, key="pl_params")
+        params = c[0].number_input("Parameters (billions)", 0.1, 10_000.0, 8.0, key="pl_params")
         gpus = c[1].number_input("GPUs", 1, 1_000_000, gpus0, key="pl_gpus")
         device = c[2].selectbox("GPU", devices, index=devices.index(device0), key="pl_gpu")
         per_node = c[3].number_input("GPUs per node", 1, 64, 8, key="pl_per_node")
@@ -48,11 +48,7 @@ def render(ctx: PageContext) -> None:
         net = c[2].number_input("Network GB/s per GPU", 1.0, 2000.0, DEFAULT_NETWORK_GBS,
                                 key="pl_net")
         eff = c[3].number_input("Kernel efficiency", 0.05, 1.0, DEFAULT_EFFICIENCY, key="pl_eff")
-        submitted = st.form_submit_button("Plan", type="primary")
-    if not submitted and "pl_done" not in st.session_state:
-        st.caption("Set the job and press Plan.")
-        return
-    st.session_state["pl_done"] = True
+        st.form_submit_button("Plan", type="primary")
     layers, hidden, heads = default_shape(params * 1e9)
     job = Job(params=params * 1e9, gpus=int(gpus), gpus_per_node=int(per_node), seq=int(seq),
               global_batch_tokens=batch * 2**20, layers=layers, hidden=hidden, heads=heads,
