@@ -162,7 +162,7 @@ def pipeline_stages(report: Report) -> go.Figure:
     fig.add_bar(name="idle", x=x, y=[s.idle_ms for s in pipe.per_stage],
                 marker_color=COLORS["idle"])
     theory_ms = pipe.bubble_theory * report.step_time_ms
-    fig.add_hline(y=theory_ms, line_dash="dot",
+    fig.add_hline(y=theory_ms, line_dash="dot", annotation_position="top left",
                   annotation_text=f"1F1B theory {100 * pipe.bubble_theory:.1f}% of the step")
     return fig
 
@@ -170,7 +170,9 @@ def pipeline_stages(report: Report) -> go.Figure:
 def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
     """Top kernels by mean ms per step, with the range over ranks as error bars."""
     shown = list(rows)[:top]
-    names = [r.name if len(r.name) <= 60 else r.name[:57] + "…" for r in shown]
+    # numbered, so that two kernels whose names start alike keep their own bars
+    names = [f"{i}. " + (r.name if len(r.name) <= 56 else r.name[:53] + "…")
+             for i, r in enumerate(shown, start=1)]
     fig = _figure("Top GPU ops (mean over ranks; bars: min–max over ranks)",
                   xaxis_title="ms per step", height=max(260, 24 * len(shown) + 120),
                   showlegend=False)
