@@ -223,3 +223,19 @@ def test_delete_unknown_run(tmp_path, make_run):
     ingest_staged([make_run(2)], db, "a")
     with pytest.raises(UsageError, match="no run named 'b'"):
         delete_run(db, "b")
+
+
+def test_cache_follows_a_reingested_run(monkeypatch, tmp_path, make_run):
+    """Pages are cached per (database, run, ingest time): re-ingesting the run shows the
+    new data, while an untouched run keeps its cached model."""
+    db = tmp_path / "db.duckdb"
+    ingest_staged([make_run(2)], db, "job")
+    at = app_test(monkeypatch, db, page="overview", run="job")
+    at.run()
+    no_exception(at)
+    assert "2 of 2 ranks" in texts(at)
+    ingest_staged([make_run(4)], db, "job")
+    again = app_test(monkeypatch, db, page="overview", run="job")
+    again.run()
+    no_exception(again)
+    assert "4 of 4 ranks" in texts(again)
