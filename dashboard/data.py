@@ -143,12 +143,12 @@ def _op_times(db: str, run: str, token: str) -> dict[str, float]:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str) -> Diff:
+def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None) -> Diff:
     return build_diff(_report(db, a, token_a, dtype), _report(db, b, token_b, dtype),
                       _op_times(db, a, token_a), _op_times(db, b, token_b))
 
 
-def diff(db: Path, a: str, b: str, dtype: str = "bf16") -> Diff:
+def diff(db: Path, a: str, b: str, dtype: str | None = None) -> Diff:
     """The diff model of two runs (what `stepscope diff A B` renders)."""
     return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype)
 
