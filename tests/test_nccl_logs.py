@@ -16,6 +16,7 @@ from analyzers.nccl import build_nccl_section
 from ingest import TraceFileError, ingest
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.inspector import read_inspector
+from ingest.nccl.profiler_plugin import read_profiler_dump
 from ingest.nccl.sniff import NCCL_LOG, sniff
 from stepscope.cli import main
 
@@ -262,3 +263,51 @@ def test_fuzzed_inspector_fails_alone(tmp_path: Path, content: str,
                  "--run", "r"])
     err = capsys.readouterr().err
     assert code == 3 and len([ln for ln in err.splitlines() if "bad.jsonl" in ln]) == 1
+
+
+def profiler_dump(rank: int, n_ops: int = 5, dur_us: float = 52.4288) -> list[dict[str, object]]:
+    """The NCCL example profiler plugin's JSON (NCCL >= 2.27): b/e pairs of COLL events with
+    the args of the example record in trace-formats.md §3c."""
+    events: list[dict[str, object]] = []
+    for i in range(n_ops):
+        args = {"SeqNum": i, "CommHash": 1493613951195738943, "Rank": rank, "Count": 262144,
+                "Datatype": "ncclFloat32", "Algorithm": "RING", "Protocol": "SIMPLE",
+                "nChannels": 2}
+        ts = 111994.478 + 1000 * i
+        events.append({"name": "AllReduce", "cat": "COLL", "ph": "b", "id": i,
+                       "pid": 225798 + rank, "tid": 1, "ts": ts, "args": args})
+        events.append({"name": "AllReduce", "cat": "COLL", "ph": "e", "id": i,
+                       "pid": 225798 + rank, "tid": 1, "ts": ts + dur_us, "args": {}})
+    return events
+
+
+def test_profiler_plugin_dump(tmp_path: Path) -> None:
+    """1 MiB all_reduce over 2 ranks in 52.4288 us: algbw 20 GB/s, bus factor 2(n-1)/n = 1."""
+    root = tmp_path / "prof"
+    root.mkdir()
+    for rank in range(2):
+        path = root / f"profile_1493613951195738943_{rank}.json"
+        path.write_text(json.dumps(profiler_dump(rank)))
+        assert sniff(path) == "nccl_profiler"
+    db = tmp_path / "s.duckdb"
+    result = ingest([root], db=db)
+    assert result.exit_code == 0 and len(result.nccl_files) == 2
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT rank, n_ranks, collective, msg_bytes, bus_bw_gbs FROM nccl_ops "
+                       "ORDER BY rank, seq").fetchall()
+    assert len(rows) == 10 and {r[:4] for r in rows} == {(0, 2, "all_reduce", 1048576),
+                                                         (1, 2, "all_reduce", 1048576)}
+    assert all(r[4] == pytest.approx(20.0, rel=1e-6) for r in rows)
+
+
+@pytest.mark.parametrize("events", [
+    [{"name": "AllReduce", "cat": "COLL", "ph": "b", "id": 0, "pid": 1, "ts": 1.0,
+      "args": {"CommHash": 1, "Rank": 0}}],            # never ended
+    [{"name": "AllReduce", "cat": "COLL", "ph": "b", "id": "x", "pid": 1, "ts": 1.0}],
+])
+def test_fuzzed_profiler_dump(tmp_path: Path, events: list[dict[str, object]]) -> None:
+    path = tmp_path / "profile_1_0.json"
+    path.write_text(json.dumps(events))
+    with pytest.raises(TraceFileError) as exc:
+        read_profiler_dump(path, str(path))
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)

@@ -18,7 +18,8 @@ from ingest.errors import TraceFileError, as_file_error
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
 from ingest.nccl.inspector import read_inspector
-from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG
+from ingest.nccl.profiler_plugin import DTYPE_BYTES, read_profiler_dump
+from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
 from ingest.sources import NcclFile
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
@@ -55,7 +56,9 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
     if any(nf.kind == NCCL_LOG for nf in files):
         for stmt in LINK_LOG_ROWS:
             con.execute(stmt, {"run": run})
-    if any(nf.kind == NCCL_INSPECTOR for nf in files):
+    if any(nf.kind == NCCL_PROFILER for nf in files):
+        con.execute(PROFILER_BANDWIDTH, {"run": run})
+    if any(nf.kind in (NCCL_INSPECTOR, NCCL_PROFILER) for nf in files):
         for stmt in RESOLVE_OP_RANKS:
             con.execute(stmt, {"run": run})
     return done
@@ -175,6 +178,44 @@ def _insert_inspector(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
     insert_run_rows(con, "nccl_ops", run, ops.to_arrow())
 
 
+def _insert_profiler(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
+                     claimed: dict[tuple[str, int], str]) -> None:
+    events = pl.from_arrow(read_profiler_dump(nf.path, nf.display))
+    assert isinstance(events, pl.DataFrame)
+    ops = events.select(
+        pl.col("rank").alias("comm_rank"), pl.col("comm_hash").alias("comm_id"),
+        pl.col("pid"), pl.col("cat").str.to_lowercase().alias("kind"), "nccl_op",
+        pl.col("nccl_op").str.to_lowercase().replace(CANONICAL_OPS).alias("collective"),
+        "seq", pl.col("peer").alias("peer_comm_rank"),
+        (pl.col("count") * pl.col("datatype").replace_strict(
+            DTYPE_BYTES, default=None, return_dtype=pl.Int64)).alias("msg_bytes"),
+        "exec_time_us", pl.lit("plugin_cpu").alias("timing_source"),
+        pl.lit(None, pl.Int32).alias("rank"), pl.lit(NCCL_PROFILER).alias("source"),
+        pl.lit(nf.display).alias("source_file"))
+    insert_source(con, {
+        "run": run, "source_file": nf.display, "kind": NCCL_PROFILER, "format": "json",
+        "rank": None, "rank_source": None, "version": None, "nccl_version": None,
+        "host": None, "n_records": ops.height, "note": None,
+    })
+    insert_run_rows(con, "nccl_ops", run, ops.to_arrow())
+
+
+# Profiler-plugin ops: communicator size = ranks seen for the CommHash; bandwidth from
+# bytes and duration with the nccl-tests bus factors.
+PROFILER_BANDWIDTH = """
+UPDATE nccl_ops AS o SET n_ranks = s.n,
+    algo_bw_gbs = o.msg_bytes / nullif(o.exec_time_us, 0) / 1e3,
+    bus_bw_gbs = o.msg_bytes / nullif(o.exec_time_us, 0) / 1e3 * CASE
+        WHEN o.collective = 'all_reduce' THEN 2.0 * (s.n - 1) / s.n
+        WHEN o.collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
+            THEN 1.0 * (s.n - 1) / s.n
+        ELSE 1.0 END
+FROM (SELECT comm_id, count(DISTINCT comm_rank) AS n FROM nccl_ops
+      WHERE run = $run AND source = 'nccl_profiler' GROUP BY comm_id) s
+WHERE o.run = $run AND o.source = 'nccl_profiler' AND o.comm_id = s.comm_id
+"""
+
+
 CANONICAL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather",
                  "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
                  "broadcast": "broadcast", "reduce": "reduce", "send": "send", "recv": "recv",
@@ -193,10 +234,12 @@ RESOLVE_OP_RANKS = (
            SELECT DISTINCT host, pid, comm_rank FROM nccl_ops
            WHERE run = $run AND n_ranks = (SELECT max(n_ranks) FROM nccl_ops WHERE run = $run)
        ) w
-       WHERE o.run = $run AND o.rank IS NULL AND o.host = w.host AND o.pid = w.pid""",
+       WHERE o.run = $run AND o.rank IS NULL AND o.host IS NOT DISTINCT FROM w.host
+         AND o.pid = w.pid""",
 )
 
 
 Reader = Callable[[duckdb.DuckDBPyConnection, str, NcclFile, dict[tuple[str, int], str]], None]
 READERS: dict[str, Reader] = {FLIGHT_RECORDER: _insert_fr, NCCL_LOG: _insert_log,
-                              NCCL_INSPECTOR: _insert_inspector}
+                              NCCL_INSPECTOR: _insert_inspector,
+                              NCCL_PROFILER: _insert_profiler}
