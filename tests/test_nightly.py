@@ -209,3 +209,40 @@ def test_report_json_follows_the_nightly_schema(nights: Nights) -> None:
     for name in ("first", "rerun", "bad"):
         report = json.loads((nights.out(name) / "report.json").read_text())
         jsonschema.validate(report, schema)
+
+
+def test_keep_bounds_the_database_over_many_nights(tmp_path: Path) -> None:
+    """Five nights with --keep 1: the file stops growing after the second night (each
+    night adds ~4 MB without pruning)."""
+    db = tmp_path / "k.duckdb"
+    cpu = SIM.parent / "cpu" / "ddp"
+    sizes = []
+    for night in range(1, 6):
+        rc, _, err = cli("nightly", cpu, "--job", "cpu", "--db", db, "--run", f"n{night}",
+                         "--keep", "1", "--quiet", "--out-dir", tmp_path / f"o{night}")
+        assert rc == 0, err
+        sizes.append(db.stat().st_size)
+    assert max(sizes[2:]) <= 1.25 * sizes[1], sizes
+    rc, out, _ = cli("history", "cpu", "--db", db, "--format", "json")
+    rows = json.loads(out)["nights"]
+    assert [r["run"] for r in rows] == [f"n{i}" for i in range(1, 6)]
+    assert [r["in_db"] for r in rows] == [False] * 4 + [True]
+    assert all(r["baseline"] == f"n{i}" for i, r in enumerate(rows[1:], start=1))
+
+
+def test_partial_night_exits_3_and_says_so(tmp_path: Path) -> None:
+    import shutil
+
+    traces = tmp_path / "night"
+    shutil.copytree(SIM.parent / "cpu" / "ddp", traces)
+    (traces / "rank3.json.gz").write_bytes(b"\x1f\x8b truncated")
+    args = ["nightly", traces, "--job", "cpu", "--db", tmp_path / "p.duckdb", "--run", "p1",
+            "--out-dir", tmp_path / "out"]
+    rc, _, err = cli(*args, "--fail-if", "count.failed_files > 1")
+    assert rc == 3
+    assert any(line.startswith("error: ") and "rank3.json.gz" in line
+               for line in err.splitlines())
+    summary = (tmp_path / "out" / "report.md").read_text().split("\n---\n")[0]
+    assert "**PARTIAL**" in summary and "**Partial ingest:** 1 file(s) failed" in summary
+    rc, _, err = cli(*args, "--fail-if", "count.failed_files > 0")  # a failed check wins
+    assert rc == 4 and "check failed: count.failed_files = 1" in err
