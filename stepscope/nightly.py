@@ -25,7 +25,7 @@ from analyzers.nightly import Baseline, NightlyReport
 from analyzers.report import build_report
 from dashboard.render_html import nightly_html
 from dashboard.render_nightly import nightly_json, nightly_markdown
-from ingest import DEFAULT_DB, TraceFileError, UsageError, read_trace
+from ingest import DEFAULT_DB, TraceFileError, UsageError, connect_read_only, read_trace
 from ingest.db import connect_write
 from ingest.sources import collect_traces
 from stepscope import ingest
@@ -63,27 +63,30 @@ class NightlyOutcome:
 
 
 def _check_options(opts: NightlyOptions) -> None:
+    """Usage errors before anything is ingested."""
     if not JOB_NAME.match(opts.job):
         raise UsageError(f"--job '{opts.job}': use letters, digits, '.', '_' and '-' "
                          "(it names runs and folders)")
     if opts.keep is not None and opts.keep < 1:
         raise UsageError(f"--keep {opts.keep}: keep at least 1 run (the one just ingested)")
-    if opts.baseline not in ("previous", "none") and opts.baseline == opts.run:
+    if opts.baseline not in ("previous", "none"):
+        _check_baseline_run(opts)
+
+
+def _check_baseline_run(opts: NightlyOptions) -> None:
+    if opts.baseline == opts.run:
         raise UsageError("--baseline is the run being ingested; pick an earlier run")
-    if opts.baseline not in ("previous", "none") and Path(opts.db).is_file():
-        con = duckdb.connect(str(opts.db), read_only=True)
-        try:
-            known = {r[0] for r in con.execute("SELECT run FROM runs").fetchall()}
-        except duckdb.Error:
-            known = set()
-        finally:
-            con.close()
-        if opts.baseline not in known:
-            raise UsageError(f"--baseline '{opts.baseline}': no such run in {opts.db} "
-                             f"(runs: {', '.join(sorted(known)) or 'none yet'}); use "
-                             "'previous' or 'none'")
-    elif opts.baseline not in ("previous", "none"):
+    if not Path(opts.db).is_file():
         raise UsageError(f"--baseline '{opts.baseline}': {opts.db} does not exist yet")
+    con = connect_read_only(opts.db)
+    try:
+        known = {r[0] for r in con.execute("SELECT run FROM runs").fetchall()}
+    finally:
+        con.close()
+    if opts.baseline not in known:
+        raise UsageError(f"--baseline '{opts.baseline}': no such run in {opts.db} "
+                         f"(runs: {', '.join(sorted(known)) or 'none yet'}); use "
+                         "'previous' or 'none'")
 
 
 def traces_start(paths: Sequence[str | Path]) -> datetime | None:
