@@ -80,6 +80,10 @@ def test_full_report_on_every_shared_trace(path: Path,
     r = json.loads(capsys.readouterr().out)
     assert r["run"]["ranks"] == 1
     assert abs(sum(r["breakdown_ms"].values()) - r["step_time_ms"]) < 1e-6
+    # every real trace gets a breakdown: ProfilerStep#N or a fallback step (issue 8)
+    assert r["per_rank"] and r["step_time_ms"] > 0 and r["run"]["step_source"]
+    if r["run"]["step_source"] != "profiler_step":
+        assert any("ProfilerStep" in n for n in r["notes"])
     mfu = r["mfu"]
     if mfu["mfu"] is None:  # no MFU: the message names the option that fixes it
         assert mfu["waterfall"] == [] and mfu["hfu"] is None
