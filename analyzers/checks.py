@@ -14,37 +14,61 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, cast
 
-from analyzers.model import CATEGORIES, STAGES, Diff, Report, to_builtins
+import msgspec
+from msgspec import inspect as mi
+
+from analyzers.model import CATEGORIES, Diff, Report, to_builtins
 from ingest import UsageError
 
 OPS = ("<", "<=", ">", ">=")
-MFU_FIELDS = ("mfu", "hfu", "achieved_tflops_per_gpu", "model_flops_per_step",
-              "flops_from_spec", "flops_from_trace", "recompute_flops_per_step",
-              "flops_sources_ratio", "peak_flops_per_gpu")
-PIPELINE_FIELDS = ("stages", "pipelines", "microbatches", "bubble_fraction", "bubble_theory")
-LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "nodes", "gpus_per_node")
 COUNTS = ("stragglers", "recommendations", "failed_files")
 
 _EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|<|>)\s*"
                    r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
 CheckStatus = Literal["pass", "fail", "missing", "skipped"]
+Op = Literal["<", "<=", ">", ">="]
 
 
+SKIPPED_FIELDS = frozenset({"schema_version", "report_schema_version", "a", "b"})
+
+
+def _unwrap(t: mi.Type) -> mi.Type:
+    """`X | None` -> X."""
+    if isinstance(t, mi.UnionType):
+        rest = [u for u in t.types if not isinstance(u, mi.NoneType)]
+        if len(rest) == 1:
+            return rest[0]
+    return t
+
+
+def numeric_paths(kind: type[msgspec.Struct], prefix: str = "") -> Iterator[str]:
+    """Every numeric field of a model class as a JSON path, through nested models (not
+    lists or maps): the catalogue follows the model, it cannot drift from it."""
+    info = mi.type_info(kind)
+    assert isinstance(info, mi.StructType)
+    for f in info.fields:
+        if f.name in SKIPPED_FIELDS:
+            continue
+        t = _unwrap(f.type)
+        if isinstance(t, (mi.IntType, mi.FloatType)):
+            yield prefix + f.encode_name
+        elif isinstance(t, mi.StructType):
+            yield from numeric_paths(t.cls, f"{prefix}{f.encode_name}.")
+
+
+@cache
 def metric_catalog() -> tuple[str, ...]:
-    """Every metric a threshold may name, in a stable order."""
-    report = ["step_time_ms", *[f"breakdown_ms.{c}" for c in CATEGORIES],
-              *[f"share.{c}" for c in CATEGORIES], *[f"mfu.{f}" for f in MFU_FIELDS],
-              *[f"pipeline.{f}" for f in PIPELINE_FIELDS], "run.world_size", "run.ranks",
-              *[f"layout.{f}" for f in LAYOUT_FIELDS], *[f"count.{c}" for c in COUNTS]]
-    diff = ["diff.mfu_delta_points", "diff.step_time_delta_ms", "diff.step_time_delta_pct",
-            *[f"diff.breakdown_delta_ms.{c}" for c in CATEGORIES],
-            *[f"diff.mfu_points_by_category.{s}" for s in STAGES]]
-    return (*report, *diff)
+    """Every metric a threshold may name, in a stable order: the report's numeric
+    fields, shares and counts, then the diff's (its sides a / b left out)."""
+    return (*numeric_paths(Report), *[f"share.{c}" for c in CATEGORIES],
+            *[f"count.{c}" for c in COUNTS], *numeric_paths(Diff, "diff."),
+            "diff.step_time_delta_pct")
 
 
 @dataclass(frozen=True)
@@ -52,7 +76,7 @@ class Threshold:
     """One `--fail-if` condition: the check fails when `metric op limit` holds."""
 
     metric: str
-    op: str
+    op: Op
     limit: float
 
     @property
@@ -87,11 +111,6 @@ class CheckResult:
                                        if self.status == "skipped" else "")
         return f"value {self.value:.4g}"
 
-    def to_json(self) -> dict[str, object]:
-        t = self.threshold
-        return {"condition": t.text, "metric": t.metric, "op": t.op, "threshold": t.limit,
-                "value": self.value, "status": self.status, "passed": not self.failed}
-
 
 def parse_threshold(expr: str) -> Threshold:
     """'mfu.mfu < 0.35' -> Threshold; UsageError naming the valid metrics otherwise."""
@@ -103,7 +122,7 @@ def parse_threshold(expr: str) -> Threshold:
     if metric not in metric_catalog():
         raise UsageError(f"--fail-if '{expr}': unknown metric '{metric}'; valid metrics: "
                          + ", ".join(metric_catalog()))
-    return Threshold(metric, op, float(number))
+    return Threshold(metric, cast(Op, op), float(number))
 
 
 def _lookup(data: Mapping[str, Any] | None, path: list[str]) -> float | None:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 REPORT_SCHEMA_VERSION = 1
 DIFF_SCHEMA_VERSION = 1
 PLAN_SCHEMA_VERSION = 1
+NIGHTLY_SCHEMA_VERSION = 1
 
 CATEGORIES = (
     "compute", "recompute", "exposed_comm", "straggler_wait", "bubble", "memory", "idle",
@@ -441,6 +442,57 @@ class PlanResult(Model, frozen=True, kw_only=True):
     schema_version: int = PLAN_SCHEMA_VERSION
 
 
+# ------------------------------------------------------------------ the nightly report.json
+class FailedFile(Model, frozen=True, kw_only=True):
+    """A trace file the night could not ingest, and why."""
+    file: str
+    error: str
+
+
+class NightlyInfo(Model, frozen=True, kw_only=True):
+    """report.json's `nightly` section: which night, its verdict and exit code."""
+    schema_version: int = NIGHTLY_SCHEMA_VERSION
+    job: str
+    run: str
+    trace_start: str | None  # ISO 8601 UTC, earliest event of the traces
+    ingested_at: str         # ISO 8601 UTC
+    status: Literal["complete", "partial"]
+    verdict: Literal["OK", "FAIL", "PARTIAL"]
+    exit_code: int            # 0, 3 or 4 (docs/nightly.md)
+    failed_files: tuple[FailedFile, ...]
+    pruned_runs: tuple[str, ...]
+    top_causes: tuple[str, ...]  # sentences with numbers, most costly first
+
+
+class BaselineInfo(Model, frozen=True, kw_only=True):
+    """The run a night is compared with and how it was chosen ("previous": the job's
+    latest earlier night)."""
+    run: str
+    selected_by: Literal["previous", "--baseline"]
+    trace_start: str | None
+
+
+class CheckOutcome(Model, frozen=True, kw_only=True):
+    """One `--fail-if`: `value` is None when the metric could not be computed."""
+    condition: str
+    metric: str
+    op: Literal["<", "<=", ">", ">="]
+    threshold: float
+    value: float | None
+    status: Literal["pass", "fail", "missing", "skipped"]
+    passed: bool
+
+
+class NightlyJson(Report, frozen=True, kw_only=True):
+    """report.json of `stepscope nightly` (docs/nightly.md; schema docs/nightly.schema.json):
+    the run report plus the night's sections."""
+    nightly: NightlyInfo
+    baseline: BaselineInfo | None
+    baseline_note: str | None
+    diff: Diff | None
+    checks: tuple[CheckOutcome, ...]
+
+
 # ------------------------------------------------------------------ serialization
 AnyModel = Report | Diff | PlanResult
 M = TypeVar("M", bound=Model)
@@ -469,6 +521,7 @@ SCHEMA_FILES: dict[str, type[Model]] = {
     "report.schema.json": Report,
     "diff.schema.json": Diff,
     "plan.schema.json": PlanResult,
+    "nightly.schema.json": NightlyJson,
 }
 
 

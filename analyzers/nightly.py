@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Literal
 
 from analyzers.checks import CheckResult
 from analyzers.diff import CAUSE_WORDS, _top_causes
 from analyzers.history import HistoryRow, largest_loss
-from analyzers.model import Diff, Report, to_builtins
+from analyzers.model import (
+    BaselineInfo,
+    CheckOutcome,
+    Diff,
+    FailedFile,
+    NightlyInfo,
+    NightlyJson,
+    Report,
+)
 from ingest.exit_codes import EXIT_CHECK_FAILED, EXIT_OK, EXIT_PARTIAL
-
-NIGHTLY_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ class Baseline:
     """The run a night is compared with, and how it was chosen."""
 
     run: str
-    selected_by: str  # "previous" (the job's latest earlier night) | "--baseline"
+    selected_by: Literal["previous", "--baseline"]  # "previous": the latest earlier night
     trace_start: datetime | None
 
 
@@ -36,7 +42,7 @@ class NightlyReport:
     run: str
     trace_start: datetime | None
     ingested_at: datetime
-    status: str  # complete | partial
+    status: Literal["complete", "partial"]
     failed_files: list[tuple[str, str]]
     report: Report
     baseline: Baseline | None
@@ -58,7 +64,7 @@ class NightlyReport:
         return EXIT_PARTIAL if self.status == "partial" else EXIT_OK
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Literal["OK", "FAIL", "PARTIAL"]:
         if self.failed_checks:
             return "FAIL"
         return "PARTIAL" if self.status == "partial" else "OK"
@@ -96,25 +102,30 @@ class NightlyReport:
             top_cause=causes[0] if causes else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def json_model(self) -> NightlyJson:
         """report.json: the report, plus `nightly`, `baseline`, `diff` and `checks`."""
         base = self.baseline
-        return {
-            **to_builtins(self.report),
-            "nightly": {
-                "schema_version": NIGHTLY_SCHEMA_VERSION, "job": self.job, "run": self.run,
-                "trace_start": _iso(self.trace_start), "ingested_at": _iso(self.ingested_at),
-                "status": self.status, "verdict": self.verdict, "exit_code": self.exit_code,
-                "failed_files": [{"file": f, "error": e} for f, e in self.failed_files],
-                "pruned_runs": self.pruned, "top_causes": self.top_causes(),
-            },
-            "baseline": None if base is None else {
-                "run": base.run, "selected_by": base.selected_by,
-                "trace_start": _iso(base.trace_start)},
-            "baseline_note": self.baseline_note,
-            "diff": None if self.diff is None else to_builtins(self.diff),
-            "checks": [c.to_json() for c in self.checks],
-        }
+        report = {name: getattr(self.report, name) for name in Report.__struct_fields__}
+        return NightlyJson(
+            **report,
+            nightly=NightlyInfo(
+                job=self.job, run=self.run, trace_start=_iso(self.trace_start),
+                ingested_at=_iso(self.ingested_at) or "", status=self.status,
+                verdict=self.verdict, exit_code=self.exit_code,
+                failed_files=tuple(FailedFile(file=f, error=e) for f, e in self.failed_files),
+                pruned_runs=tuple(self.pruned), top_causes=tuple(self.top_causes())),
+            baseline=None if base is None else BaselineInfo(
+                run=base.run, selected_by=base.selected_by, trace_start=_iso(base.trace_start)),
+            baseline_note=self.baseline_note,
+            diff=self.diff,
+            checks=tuple(_outcome(c) for c in self.checks),
+        )
+
+
+def _outcome(c: CheckResult) -> CheckOutcome:
+    t = c.threshold
+    return CheckOutcome(condition=t.text, metric=t.metric, op=t.op, threshold=t.limit,
+                        value=c.value, status=c.status, passed=not c.failed)
 
 
 def _iso(t: datetime | None) -> str | None:

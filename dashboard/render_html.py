@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from analyzers.model import Diff, Report, to_builtins
+from analyzers.model import (
+    Breakdown,
+    CollectiveChange,
+    Diff,
+    Mfu,
+    RankTimes,
+    Recommendation,
+    Report,
+    StragglerChanges,
+)
 from analyzers.nightly import NightlyReport
 from dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
 from dashboard.labels import CATEGORY_LABELS as LABELS
@@ -28,7 +37,8 @@ STEP_ROWS_OPEN = 20
 
 CSS = """
 :root { color-scheme: light; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+body { -webkit-print-color-adjust: exact; print-color-adjust: exact;
+       font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
        color: #212121; margin: 24px auto; max-width: 1000px; padding: 0 16px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px;
      border-bottom: 1px solid #e0e0e0; padding-bottom: 4px; }
@@ -113,37 +123,40 @@ def _page(title: str, sections: Sequence[str]) -> str:
 # -- the run report ------------------------------------------------------------------
 
 
-def _header(report: dict[str, Any]) -> str:
-    run, lay = report["run"], report["layout"]
-    meta = (f"{run['ranks']} of {run['world_size']} ranks on {len(run['hosts']) or '?'} "
-            f"host(s) · {run['device']} · TP {lay['tp']} × PP {lay['pp']} × DP {lay['dp']} "
-            f"(CP {lay['cp']}, EP {lay['ep']}) · timeline {run['timeline'] or '–'} · "
-            f"status {run['status']}")
-    notes = "".join(f"<li>{_e(n)}</li>" for n in report["notes"])
-    return (f"<h1>stepscope report: {_e(run['name'])}</h1><p class=\"meta\">{_e(meta)}</p>"
+def _header(report: Report) -> str:
+    run, lay = report.run, report.layout
+    meta = (f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
+            f"host(s) · {run.device} · TP {lay.tp} × PP {lay.pp} × DP {lay.dp} "
+            f"(CP {lay.cp}, EP {lay.ep}) · timeline {run.timeline or '–'} · "
+            f"status {run.status}")
+    notes = "".join(f"<li>{_e(n)}</li>" for n in report.notes)
+    return (f"<h1>stepscope report: {_e(run.name)}</h1><p class=\"meta\">{_e(meta)}</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 
 
-def _largest_loss(breakdown: dict[str, float]) -> tuple[str, float] | None:
-    losses = [(v, c) for c, v in breakdown.items() if c != "compute" and v > 0]
-    return (max(losses)[1], max(losses)[0]) if losses else None
+def _largest_loss(breakdown: Breakdown) -> tuple[str, float] | None:
+    losses = [(breakdown.ms(c), c) for c in CATEGORIES
+              if c != "compute" and breakdown.ms(c) > 0]
+    if not losses:
+        return None
+    ms, cat = max(losses)
+    return cat, ms
 
 
-def _cards(report: dict[str, Any]) -> str:
-    mfu = report.get("mfu") or {}
-    step = report["step_time_ms"]
+def _cards(report: Report) -> str:
+    step = report.step_time_ms
     cards = [_card("step time", f"{step:.2f} ms"),
-             _card("MFU", _pct(mfu.get("mfu"))), _card("HFU", _pct(mfu.get("hfu")))]
-    loss = _largest_loss(report["breakdown_ms"])
+             _card("MFU", _pct(report.mfu.mfu)), _card("HFU", _pct(report.mfu.hfu))]
+    loss = _largest_loss(report.breakdown_ms)
     if loss:
         share = f"{100 * loss[1] / step:.1f}% of the step" if step else ""
         cards.append(_card("largest loss", _e(LABELS[loss[0]]), f"{loss[1]:.2f} ms · {share}"))
-    cards.append(_card("stragglers", str(len(report["stragglers"]))))
+    cards.append(_card("stragglers", str(len(report.stragglers))))
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-def _breakdown(report: dict[str, Any]) -> str:
-    step, bd = report["step_time_ms"], report["breakdown_ms"]
+def _breakdown(report: Report) -> str:
+    step, bd = report.step_time_ms, report.breakdown_ms.as_dict()
     chart = stacked_bars([("mean step", bd)], CATEGORIES, LABELS,
                          "Where the step time went (mean over ranks, ms per step)")
     rows = [[_swatch(c) + _e(LABELS[c]), f"{bd[c]:.2f}", _pct(bd[c] / step if step else None)]
@@ -154,87 +167,91 @@ def _breakdown(report: dict[str, Any]) -> str:
                     anchor="breakdown")
 
 
-def _mfu(report: dict[str, Any]) -> str:
-    mfu = report.get("mfu")
-    if not mfu:
-        return ""
-    if mfu["mfu"] is None:
-        return _section("MFU", f"<p>Not computed: {_e(mfu['message'])}</p>", anchor="mfu")
-    facts = [f"<b>MFU {_pct(mfu['mfu'])}</b>, HFU {_pct(mfu['hfu'])} of "
-             f"{mfu['peak_flops_per_gpu'] / 1e12:.1f} TFLOP/s {_e(mfu['dtype'])} per GPU "
-             f"({_e(mfu['device'])}; peak table {_e(mfu['peak_table_version'])})",
-             f"model FLOPs per step: {mfu['model_flops_per_step']:.4g} (from the "
-             f"{_e(mfu['flops_source'])})"]
-    if mfu.get("peak_reason"):
-        facts.append(f"peak: {_e(mfu['peak_reason'])}")
-    if mfu.get("achieved_tflops_per_gpu") is not None:
-        facts.append(f"achieved {mfu['achieved_tflops_per_gpu']:.1f} TFLOP/s per GPU while "
+def _mfu_facts(mfu: Mfu) -> list[str]:
+    facts = [f"<b>MFU {_pct(mfu.mfu)}</b>, HFU {_pct(mfu.hfu)} of "
+             f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {_e(mfu.dtype)} per GPU "
+             f"({_e(mfu.device)}; peak table {_e(mfu.peak_table_version)})",
+             f"model FLOPs per step: {_num(mfu.model_flops_per_step, '.4g')} (from the "
+             f"{_e(mfu.flops_source)})"]
+    if mfu.peak_reason:
+        facts.append(f"peak: {_e(mfu.peak_reason)}")
+    if mfu.achieved_tflops_per_gpu is not None:
+        facts.append(f"achieved {mfu.achieved_tflops_per_gpu:.1f} TFLOP/s per GPU while "
                      "computing")
-    if mfu.get("message"):
-        facts.append(f"note: {_e(mfu['message'])}")
-    stages = [(w["name"], STAGE_LABELS[w["name"]], w["points"]) for w in mfu["waterfall"]]
-    chart = waterfall(stages, 100 * mfu["mfu"], "MFU waterfall: points of peak lost per cause")
-    items = "".join(f"<li>{f}</li>" for f in facts)
+    if mfu.message:
+        facts.append(f"note: {_e(mfu.message)}")
+    return facts
+
+
+def _mfu(report: Report) -> str:
+    mfu = report.mfu
+    if mfu.mfu is None:
+        return _section("MFU", f"<p>Not computed: {_e(mfu.message)}</p>", anchor="mfu")
+    stages = [(w.name, STAGE_LABELS[w.name], w.points) for w in mfu.waterfall]
+    chart = waterfall(stages, 100 * mfu.mfu, "MFU waterfall: points of peak lost per cause")
+    items = "".join(f"<li>{f}</li>" for f in _mfu_facts(mfu))
     return _section("MFU", f"<ul>{items}</ul>", chart, anchor="mfu")
 
 
-def _recommendations(recs: list[dict[str, Any]] | None) -> str:
-    if recs is None:
-        return ""
+def _recommendations(recs: Sequence[Recommendation]) -> str:
     if not recs:
         return _section("Recommendations",
                         "<p>None: no category costs enough for a fix to pay off.</p>",
                         anchor="recommendations")
     parts = []
     for r in recs:
-        pts = (f", about +{r['expected_mfu_points']:.1f} MFU points"
-               if r.get("expected_mfu_points") is not None else "")
-        parts.append(f'<div class="rec {_e(r["severity"])}"><b>[{_e(r["severity"])}] '
-                     f"{_e(r['title'])}</b> (<code>{_e(r['id'])}</code>): expected gain "
-                     f"{r['expected_gain_ms']:.2f} ms/step{pts}.<br>evidence: "
-                     f"{_e(r['evidence'])}<br>{_e(r['detail'])}</div>")
+        pts = (f", about +{r.expected_mfu_points:.1f} MFU points"
+               if r.expected_mfu_points is not None else "")
+        parts.append(f'<div class="rec {_e(r.severity)}"><b>[{_e(r.severity)}] '
+                     f"{_e(r.title)}</b> (<code>{_e(r.id)}</code>): expected gain "
+                     f"{r.expected_gain_ms:.2f} ms/step{pts}.<br>evidence: "
+                     f"{_e(r.evidence)}<br>{_e(r.detail)}</div>")
     return _section("Recommendations", *parts, anchor="recommendations")
 
 
-def _stragglers(report: dict[str, Any]) -> str:
-    rows = report["stragglers"]
+def _stragglers(report: Report) -> str:
+    rows = report.stragglers
     if not rows:
         return _section("Stragglers", "<p>None: no rank is consistently the last to arrive.</p>",
                         anchor="stragglers")
-    table = _table(["rank", "host", "waited on ms/step", "slowdown", "evidence"],
-                   [[_e(s["rank"]), _e(s["host"] or "–"), f"{s['waited_on_ms']:.2f}",
-                     _num(s.get("slowdown")), _e(s["evidence"])] for s in rows],
-                   numeric=(0, 2, 3))
-    return _section("Stragglers", table, anchor="stragglers")
+    headers = ["rank", "host", "waited on ms/step", "slowdown", "evidence"]
+    cells = [[_e(s.rank), _e(s.host or "–"), f"{s.waited_on_ms:.2f}", _num(s.slowdown),
+              _e(s.evidence)] for s in rows]
+    parts = [_table(headers, cells[:SLOWEST_SHOWN], numeric=(0, 2, 3))]
+    if len(cells) > SLOWEST_SHOWN:  # most severe first: the rest folded
+        parts.append(f"<details><summary>{len(cells) - SLOWEST_SHOWN} more stragglers"
+                     f"</summary>{_table(headers, cells[SLOWEST_SHOWN:], numeric=(0, 2, 3))}"
+                     "</details>")
+    return _section("Stragglers", *parts, anchor="stragglers")
 
 
-def _communication(report: dict[str, Any]) -> str:
-    rows = report.get("collectives") or []
+def _communication(report: Report) -> str:
+    rows = report.collectives
     if not rows:
         return ""
     table = _table(
         ["collective", "group", "size", "calls", "MB", "time ms", "exposed ms", "bus GB/s",
          "link (peak GB/s)"],
-        [[_e(c["collective"]), _e(c["group_label"]), _e(c["group_size"]),
-          f"{c['calls_per_step']:.1f}", f"{c['bytes_per_step'] / 1e6:.1f}",
-          f"{c['time_ms']:.2f}", f"{c['exposed_ms']:.2f}", _num(c["bus_bw_gbs"], ".1f"),
-          f"{_e(c['link'])} ({_num(c['link_peak_gbs'], '.0f')})"] for c in rows],
+        [[_e(c.collective), _e(c.group_label), _e(c.group_size),
+          f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
+          f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", _num(c.bus_bw_gbs, ".1f"),
+          f"{_e(c.link)} ({_num(c.link_peak_gbs, '.0f')})"] for c in rows],
         numeric=(2, 3, 4, 5, 6, 7))
     return _section("Communication (per rank and step)", table, anchor="communication")
 
 
-def _pipeline(report: dict[str, Any]) -> str:
-    pipe = report["pipeline"]
-    if not pipe:
+def _pipeline(report: Report) -> str:
+    pipe = report.pipeline
+    if pipe is None:
         return _section("Pipeline", "<p>No pipeline parallelism (no point-to-point traffic "
                                     "between stages).</p>", anchor="pipeline")
-    head = (f"<p>{pipe['stages']} stages × {pipe['microbatches']} microbatches "
-            f"({pipe['pipelines']} pipeline(s)); bubble measured "
-            f"{_pct(pipe['bubble_fraction'])} of the step, 1F1B theory (S-1)/(S-1+M) = "
-            f"{_pct(pipe['bubble_theory'])}.</p>")
+    head = (f"<p>{pipe.stages} stages × {pipe.microbatches} microbatches "
+            f"({pipe.pipelines} pipeline(s)); bubble measured "
+            f"{_pct(pipe.bubble_fraction)} of the step, 1F1B theory (S-1)/(S-1+M) = "
+            f"{_pct(pipe.bubble_theory)}.</p>")
     table = _table(["stage", "ranks", "bubble ms", "idle ms"],
-                   [[_e(s["stage"]), _e(_ranks_text(s["ranks"])), f"{s['bubble_ms']:.2f}",
-                     f"{s['idle_ms']:.2f}"] for s in pipe["per_stage"]], numeric=(0, 2, 3))
+                   [[_e(s.stage), _e(_ranks_text(s.ranks)), f"{s.bubble_ms:.2f}",
+                     f"{s.idle_ms:.2f}"] for s in pipe.per_stage], numeric=(0, 2, 3))
     return _section("Pipeline", head, table, anchor="pipeline")
 
 
@@ -243,56 +260,55 @@ def _ranks_text(ranks: Sequence[int], limit: int = 12) -> str:
     return shown + (f", … ({len(ranks)} ranks)" if len(ranks) > limit else "")
 
 
-def _rank_row(r: dict[str, Any]) -> list[str]:
-    return [_e(r["rank"]), _e(r["host"] or "–"), f"{r['step_time_ms']:.2f}",
-            *[f"{r['breakdown_ms'][c]:.2f}" for c in CATEGORIES]]
+def _rank_row(r: RankTimes) -> list[str]:
+    return [_e(r.rank), _e(r.host or "–"), f"{r.step_time_ms:.2f}",
+            *[f"{r.breakdown_ms.ms(c):.2f}" for c in CATEGORIES]]
 
 
 RANK_HEADERS = ["rank", "host", "step ms", *[LABELS[c] for c in CATEGORIES]]
 RANK_NUMERIC = (0, *range(2, 3 + len(CATEGORIES)))
 
 
-def _chart_ranks(per_rank: list[dict[str, Any]]) -> list[tuple[str, dict[str, float]]]:
+def _chart_ranks(per_rank: Sequence[RankTimes]) -> list[tuple[str, dict[str, float]]]:
     """All ranks when few; else the fastest, median, p90 and the slowest ranks."""
     if len(per_rank) <= RANK_CHART_MAX:
-        return [(f"rank {r['rank']}", r["breakdown_ms"]) for r in per_rank]
-    ordered = sorted(per_rank, key=lambda r: r["step_time_ms"])
+        return [(f"rank {r.rank}", r.breakdown_ms.as_dict()) for r in per_rank]
+    ordered = sorted(per_rank, key=lambda r: r.step_time_ms)
     n = len(ordered)
     picks = [("fastest", 0), ("median", n // 2), ("p90", int(0.9 * (n - 1)))]
-    rows = [(f"rank {ordered[i]['rank']} ({tag})", ordered[i]["breakdown_ms"]) for tag, i in picks]
-    rows += [(f"rank {r['rank']}", r["breakdown_ms"]) for r in ordered[::-1][:10]]
+    rows = [(f"rank {ordered[i].rank} ({tag})", ordered[i].breakdown_ms.as_dict())
+            for tag, i in picks]
+    rows += [(f"rank {r.rank}", r.breakdown_ms.as_dict()) for r in ordered[::-1][:10]]
     return rows
 
 
-def _host_rows(per_rank: list[dict[str, Any]]) -> list[list[str]]:
-    hosts: dict[str, list[dict[str, Any]]] = {}
+def _host_rows(per_rank: Sequence[RankTimes]) -> list[list[str]]:
+    hosts: dict[str, list[RankTimes]] = {}
     for r in per_rank:
-        hosts.setdefault(r["host"] or "–", []).append(r)
+        hosts.setdefault(r.host or "–", []).append(r)
     rows = []
     for host, ranks in sorted(hosts.items()):
-        mean = {c: sum(r["breakdown_ms"][c] for r in ranks) / len(ranks) for c in CATEGORIES}
-        step = sum(r["step_time_ms"] for r in ranks) / len(ranks)
+        mean = {c: sum(r.breakdown_ms.ms(c) for r in ranks) / len(ranks) for c in CATEGORIES}
+        step = sum(r.step_time_ms for r in ranks) / len(ranks)
         rows.append([_e(host), str(len(ranks)), f"{step:.2f}",
-                     f"{max(r['step_time_ms'] for r in ranks):.2f}",
+                     f"{max(r.step_time_ms for r in ranks):.2f}",
                      *[f"{mean[c]:.2f}" for c in CATEGORIES]])
     return rows
 
 
-def _per_rank(report: dict[str, Any]) -> str:
-    per_rank = report["per_rank"]
+def _per_rank(report: Report) -> str:
+    per_rank = report.per_rank
     if not per_rank:
         return ""
     n = len(per_rank)
     title = ("Per rank (ms/step)" if n <= RANK_CHART_MAX else
              f"Per rank (ms/step): fastest, median, p90 and the 10 slowest of {n} ranks")
-    chart = stacked_bars(_chart_ranks(per_rank), CATEGORIES, LABELS, title)
-    parts = [chart]
+    parts = [stacked_bars(_chart_ranks(per_rank), CATEGORIES, LABELS, title)]
     if n > SLOWEST_SHOWN:
-        slow = sorted(per_rank, key=lambda r: -r["step_time_ms"])[:SLOWEST_SHOWN]
+        slow = sorted(per_rank, key=lambda r: -r.step_time_ms)[:SLOWEST_SHOWN]
         parts += [f"<h3>The {SLOWEST_SHOWN} slowest ranks</h3>",
                   _table(RANK_HEADERS, [_rank_row(r) for r in slow], RANK_NUMERIC)]
-    hosts = {r["host"] for r in per_rank}
-    if len(hosts) > 1:
+    if len({r.host for r in per_rank}) > 1:
         parts += ["<h3>Per host (mean over its ranks)</h3>",
                   _table(["host", "ranks", "step ms", "slowest ms",
                           *[LABELS[c] for c in CATEGORIES]], _host_rows(per_rank),
@@ -306,12 +322,12 @@ def _per_rank(report: dict[str, Any]) -> str:
     return _section("Per rank", *parts, anchor="per-rank")
 
 
-def _per_step(report: dict[str, Any]) -> str:
-    steps = report["per_step"]
+def _per_step(report: Report) -> str:
+    steps = report.per_step
     if not steps:
         return ""
-    rows = [[_e(s["step"]), "yes" if s["complete"] else "no (last)", _e(s["n_ranks"]),
-             f"{s['step_time_ms']:.2f}", *[f"{s['breakdown_ms'][c]:.2f}" for c in CATEGORIES]]
+    rows = [[_e(s.step), "yes" if s.complete else "no (last)", _e(s.n_ranks),
+             f"{s.step_time_ms:.2f}", *[f"{s.breakdown_ms.ms(c):.2f}" for c in CATEGORIES]]
             for s in steps]
     headers = ["step", "complete", "ranks", "step ms", *[LABELS[c] for c in CATEGORIES]]
     numeric = (0, 2, *range(3, 4 + len(CATEGORIES)))
@@ -321,17 +337,16 @@ def _per_step(report: dict[str, Any]) -> str:
     return _section("Per step (ms, mean over ranks)", table, anchor="per-step")
 
 
-def report_sections(report: dict[str, Any]) -> list[str]:
+def report_sections(report: Report) -> list[str]:
     """The run report's sections, headline first, detail tables last."""
     return [_header(report), _cards(report), _breakdown(report), _mfu(report),
-            _recommendations(report.get("recommendations")), _stragglers(report),
+            _recommendations(report.recommendations), _stragglers(report),
             _communication(report), _pipeline(report), _per_rank(report), _per_step(report)]
 
 
-def report_html(model: Report) -> str:
+def report_html(report: Report) -> str:
     """`stepscope report --format html`."""
-    report = to_builtins(model)
-    return _page(f"stepscope report: {report['run']['name']}", report_sections(report))
+    return _page(f"stepscope report: {report.run.name}", report_sections(report))
 
 
 # -- the diff ------------------------------------------------------------------------
@@ -343,76 +358,82 @@ def _delta_cls(v: float | None, good_when_positive: bool) -> str:
     return "good" if (v > 0) == good_when_positive else "bad"
 
 
-def diff_sections(d: dict[str, Any], title: str | None = None) -> list[str]:
-    """What changed between the baseline (a) and this run (b), and what it cost."""
-    a, b = d["a"], d["b"]
-    heading = title or f"Diff: {a['run']} → {b['run']}"
-    comp = [["MFU", _pct(a["mfu"]), _pct(b["mfu"]), _num(d["mfu_delta_points"], "+.1f") + " pts"],
-            ["step time ms", f"{a['step_time_ms']:.2f}", f"{b['step_time_ms']:.2f}",
-             f"{d['step_time_delta_ms']:+.2f}"]]
-    comp += [[_swatch(c) + _e(LABELS[c]) + " ms", f"{a['breakdown_ms'][c]:.2f}",
-              f"{b['breakdown_ms'][c]:.2f}", f"{d['breakdown_delta_ms'][c]:+.2f}"]
+def _comparison(d: Diff) -> list[list[str]]:
+    a, b = d.a, d.b
+    rows = [["MFU", _pct(a.mfu), _pct(b.mfu), _num(d.mfu_delta_points, "+.1f") + " pts"],
+            ["step time ms", f"{a.step_time_ms:.2f}", f"{b.step_time_ms:.2f}",
+             f"{d.step_time_delta_ms:+.2f}"]]
+    rows += [[_swatch(c) + _e(LABELS[c]) + " ms", f"{a.breakdown_ms.ms(c):.2f}",
+              f"{b.breakdown_ms.ms(c):.2f}", f"{d.breakdown_delta_ms.ms(c):+.2f}"]
              for c in CATEGORIES]
-    parts = [f"<p>{_e(d['narrative'])}</p>",
-             stacked_bars([(f"{a['run']} (a)", a["breakdown_ms"]),
-                           (f"{b['run']} (b)", b["breakdown_ms"])], CATEGORIES, LABELS,
+    return rows
+
+
+def diff_sections(d: Diff, title: str | None = None) -> list[str]:
+    """What changed between the baseline (a) and this run (b), and what it cost."""
+    a, b = d.a, d.b
+    heading = title or f"Diff: {a.run} → {b.run}"
+    parts = [f"<p>{_e(d.narrative)}</p>",
+             stacked_bars([(f"{a.run} (a)", a.breakdown_ms.as_dict()),
+                           (f"{b.run} (b)", b.breakdown_ms.as_dict())], CATEGORIES, LABELS,
                           "Step time by category, baseline vs this run (ms per step)",
                           label_w=180),
-             _table(["", _e(a["run"]), _e(b["run"]), "change"], comp, numeric=(1, 2, 3))]
-    pts = d["mfu_points_by_category"]
+             _table(["", _e(a.run), _e(b.run), "change"], _comparison(d), numeric=(1, 2, 3))]
+    pts = d.mfu_points_by_category
     if pts is None:
         parts.append("<p>MFU points by cause: not available (MFU needs a known peak and "
                      "model FLOPs on both runs).</p>")
     else:
         parts += ["<h3>MFU points by cause</h3>",
-                  diverging_bars([(s, STAGE_LABELS[s], pts[s]) for s in STAGES],
+                  diverging_bars([(s, STAGE_LABELS[s], pts.points(s)) for s in STAGES],
                                  "MFU change by cause (percentage points)", "pts")]
     parts += _diff_details(d)
     return [_section(heading, *parts, anchor="diff")]
 
 
-def _diff_details(d: dict[str, Any]) -> list[str]:
+def _straggler_items(s: StragglerChanges) -> list[str]:
+    return ([f"<li>new: rank {_e(x.rank)} ({_e(x.host)})</li>" for x in s.new]
+            + [f"<li>resolved: rank {_e(x.rank)} ({_e(x.host)})</li>" for x in s.resolved]
+            + [f"<li>still: rank {_e(x.rank)} ({_e(x.host)})</li>" for x in s.persisting])
+
+
+def _diff_details(d: Diff) -> list[str]:
     out = ["<h3>Setup changes</h3>"]
-    setup = d["setup_changes"]
-    out.append(_table(["what", "a", "b"], [[_e(c["what"]), _e(c["a"]), _e(c["b"])]
-                                          for c in setup]) if setup else "<p>None.</p>")
-    if d["collectives"]:
-        rows = [_collective_change(c) for c in d["collectives"]]
+    out.append(_table(["what", "a", "b"], [[_e(c.what), _e(c.a), _e(c.b)]
+                                          for c in d.setup_changes])
+               if d.setup_changes else "<p>None.</p>")
+    if d.collectives:
         out += ["<h3>Communication (per rank and step)</h3>",
                 _table(["collective", "group", "exposed ms", "change", "bus GB/s", "link"],
-                       rows, numeric=(2, 3, 4))]
-    s = d["stragglers"]
-    items = ([f"<li>new: rank {_e(x['rank'])} ({_e(x['host'])})</li>" for x in s["new"]]
-             + [f"<li>resolved: rank {_e(x['rank'])} ({_e(x['host'])})</li>"
-                for x in s["resolved"]]
-             + [f"<li>still: rank {_e(x['rank'])} ({_e(x['host'])})</li>"
-                for x in s["persisting"]])
+                       [_collective_change(c) for c in d.collectives], numeric=(2, 3, 4))]
+    items = _straggler_items(d.stragglers)
     out += ["<h3>Stragglers</h3>", f"<ul>{''.join(items)}</ul>" if items
             else "<p>None on either run.</p>"]
-    if d["top_ops"]:
-        rows = [[f"<code>{_e(o['op'][:80])}</code>", f"{o['a_ms']:.3f}", f"{o['b_ms']:.3f}",
-                 f"{o['delta_ms']:+.3f}"] for o in d["top_ops"]]
+    if d.top_ops:
+        rows = [[f"<code>{_e(o.op[:80])}</code>", f"{o.a_ms:.3f}", f"{o.b_ms:.3f}",
+                 f"{o.delta_ms:+.3f}"] for o in d.top_ops]
         out.append("<details><summary>Largest changes per op (ms per rank and step)</summary>"
                    + _table(["op", "a", "b", "change"], rows, numeric=(1, 2, 3))
                    + "</details>")
     return out
 
 
-def _collective_change(c: dict[str, Any]) -> list[str]:
-    ca, cb = c["a"] or {}, c["b"] or {}
-    return [_e(c["collective"]), _e(c["group"]),
-            f"{_num(ca.get('exposed_ms'))} → {_num(cb.get('exposed_ms'))}",
-            f"{c['exposed_delta_ms']:+.2f}",
-            f"{_num(ca.get('bus_bw_gbs'), '.0f')} → {_num(cb.get('bus_bw_gbs'), '.0f')}",
-            _e(cb.get("link") or ca.get("link"))]
+def _collective_change(c: CollectiveChange) -> list[str]:
+    ca, cb = c.a, c.b
+    link = (cb.link if cb else None) or (ca.link if ca else None)
+    return [_e(c.collective), _e(c.group),
+            f"{_num(ca.exposed_ms if ca else None)} → {_num(cb.exposed_ms if cb else None)}",
+            f"{c.exposed_delta_ms:+.2f}",
+            f"{_num(ca.bus_bw_gbs if ca else None, '.0f')} → "
+            f"{_num(cb.bus_bw_gbs if cb else None, '.0f')}",
+            _e(link or "–")]
 
 
-def diff_html(model: Diff) -> str:
+def diff_html(d: Diff) -> str:
     """`stepscope diff --format html`."""
-    d = to_builtins(model)
-    title = f"stepscope diff: {d['a']['run']} → {d['b']['run']}"
+    title = f"stepscope diff: {d.a.run} → {d.b.run}"
     return _page(title, [f"<h1>{_e(title)}</h1>", *diff_sections(d, "What changed"),
-                         _recommendations(d.get("recommendations"))])
+                         _recommendations(d.recommendations)])
 
 
 # -- the nightly report --------------------------------------------------------------
@@ -454,9 +475,10 @@ def nightly_html(night: NightlyReport) -> str:
     against = (f"baseline {base.run} ({base.selected_by})" if base
                else night.baseline_note or "no baseline")
     causes = night.top_causes()
+    started = f"{night.trace_start:%Y-%m-%d %H:%M:%S} UTC" if night.trace_start else "–"
     head = (f'<h1>Nightly: {_e(night.job)} <span class="verdict {night.verdict}">'
             f"{night.verdict}</span></h1><p class=\"meta\">run {_e(night.run)} · traces from "
-            f"{_e(night.trace_start or '–')} UTC · {_e(against)}</p>"
+            f"{_e(started)} · {_e(against)}</p>"
             + (f"<p><b>Top cause:</b> {_e(causes[0])}</p>" if causes else ""))
     failed = "".join(f"<li><code>{_e(c.threshold.text)}</code>: {_e(c.value_text())}</li>"
                      for c in night.failed_checks)
@@ -468,7 +490,6 @@ def nightly_html(night: NightlyReport) -> str:
                 f"failed</p><ul>{files}</ul>"
     sections = [head, _nightly_cards(night), _checks(night)]
     if night.diff is not None:
-        sections += diff_sections(to_builtins(night.diff),
-                                  f"Change vs baseline {night.diff.a.run}")
-    sections += report_sections(to_builtins(night.report))
+        sections += diff_sections(night.diff, f"Change vs baseline {night.diff.a.run}")
+    sections += report_sections(night.report)
     return _page(f"stepscope nightly: {night.job} {night.verdict}", sections)

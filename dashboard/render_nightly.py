@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from analyzers.model import to_json
 from analyzers.nightly import NightlyReport
 from dashboard.labels import CATEGORY_LABELS as LABELS
 from dashboard.render_diff import diff_markdown
@@ -23,7 +24,7 @@ HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "chan
 
 
 def nightly_json(night: NightlyReport) -> str:
-    return json.dumps(night.to_json(), indent=2, default=str) + "\n"
+    return to_json(night.json_model()) + "\n"
 
 
 def _pct(v: float | None) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 import pyarrow.compute as pc
@@ -125,7 +126,8 @@ def _choose_baseline(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: 
 
 
 def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
-             status: str, failures: list[tuple[str, str]]) -> NightlyReport:
+             status: Literal["complete", "partial"],
+             failures: list[tuple[str, str]]) -> NightlyReport:
     start = history.trace_start(con, run)
     report = build_report(con, run, opts.spec, opts.peak_tflops, opts.dtype)
     baseline, note = _choose_baseline(con, opts, run, start)
@@ -170,7 +172,8 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     con = connect_write(opts.db)
     try:
         history.ensure_history(con)
-        night = _analyse(con, opts, run, result.status, list(result.failures))
+        status: Literal["complete", "partial"] = "partial" if result.failures else "complete"
+        night = _analyse(con, opts, run, status, list(result.failures))
         history.record(con, night.history_row())
         if opts.keep is not None:
             night = replace(night, pruned=history.prune(con, opts.job, opts.keep))
