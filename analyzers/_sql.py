@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TypeVar, cast
 
 import duckdb
 
 SQL_DIR = Path(__file__).parent / "sql"
+
+Params = Mapping[str, object]
+"""Named query parameters: `$name` in the SQL text -> its value."""
+
+Row = TypeVar("Row")
 
 
 @cache
@@ -29,8 +35,19 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql("flops.sql"))
 
 
-def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+def run_script(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> None:
     """Execute every statement of a SQL file, binding the named parameters it uses."""
     for stmt in statements(name):
         used = {k: v for k, v in params.items() if f"${k}" in stmt}
         con.execute(stmt, used) if used else con.execute(stmt)
+
+
+def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, params: Params,
+               row: type[Row]) -> list[Row]:
+    """The result of analyzers/sql/<name>, one dict per row. `row` is a TypedDict naming the
+    query's columns and their types: it documents the query's shape for mypy and stays
+    private to the module that fetches it (what crosses a module boundary is a model)."""
+    del row  # only there for the type checker
+    cur = con.execute(sql(name), dict(params))
+    cols = [d[0] for d in cur.description or []]
+    return [cast(Row, dict(zip(cols, values, strict=True))) for values in cur.fetchall()]

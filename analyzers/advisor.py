@@ -64,7 +64,7 @@ class Evidence:
     @property
     def device_memory_bytes(self) -> int | None:
         value = self.ctx.device.properties.get("totalGlobalMem")
-        return int(value) if value else None
+        return int(value) if value and isinstance(value, int | float | str) else None
 
 
 def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggler, ...],

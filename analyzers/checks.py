@@ -14,15 +14,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import msgspec
 from msgspec import inspect as mi
 
-from analyzers.model import CATEGORIES, Diff, Report, to_builtins
+from analyzers.model import CATEGORIES, Diff, Json, JsonObject, Report, to_builtins
 from ingest import UsageError
 
 OPS = ("<", "<=", ">", ">=")
@@ -125,10 +125,10 @@ def parse_threshold(expr: str) -> Threshold:
     return Threshold(metric, cast(Op, op), float(number))
 
 
-def _lookup(data: Mapping[str, Any] | None, path: list[str]) -> float | None:
-    node: Any = data
+def _lookup(data: JsonObject | None, path: list[str]) -> float | None:
+    node: Json = data
     for key in path:
-        if not isinstance(node, Mapping) or key not in node:
+        if not isinstance(node, dict) or key not in node:
             return None
         node = node[key]
     if isinstance(node, bool) or not isinstance(node, (int, float)):
@@ -137,8 +137,7 @@ def _lookup(data: Mapping[str, Any] | None, path: list[str]) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def metric_value(metric: str, report: Mapping[str, Any],
-                 diff: Mapping[str, Any] | None) -> float | None:
+def metric_value(metric: str, report: JsonObject, diff: JsonObject | None) -> float | None:
     """The value of a catalogue metric on the report / diff JSON; None if not computable."""
     head, _, rest = metric.partition(".")
     if head == "share":
@@ -156,9 +155,10 @@ def metric_value(metric: str, report: Mapping[str, Any],
     return _lookup(report, metric.split("."))
 
 
-def _count(report: Mapping[str, Any], what: str) -> float | None:
+def _count(report: JsonObject, what: str) -> float | None:
     if what == "failed_files":
-        raw = (report.get("run") or {}).get("failed_files")
+        run = report.get("run")
+        raw = run.get("failed_files") if isinstance(run, dict) else None
         items = json.loads(raw) if isinstance(raw, str) else raw
     else:
         items = report.get(what)
@@ -178,8 +178,7 @@ def evaluate(thresholds: list[Threshold], report: Report, diff: Diff | None,
                          None if diff is None else to_builtins(diff), allow_missing)
 
 
-def evaluate_json(thresholds: list[Threshold], report: Mapping[str, Any],
-                  diff: Mapping[str, Any] | None,
+def evaluate_json(thresholds: list[Threshold], report: JsonObject, diff: JsonObject | None,
                   allow_missing: bool = False) -> list[CheckResult]:
     """`evaluate` on the JSON of a report and a diff (as report.json holds them)."""
     results = []

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import sql
+from analyzers._sql import fetch_rows, sql
 from analyzers.context import RunContext
 from analyzers.model import DEFAULT_NETWORK_GBS, CollectiveStat
 from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
@@ -16,7 +16,21 @@ from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 
 
 
-def _stat(row: dict[str, Any], nvlink_gbs: float | None, network_gbs: float,
+class _StatRow(TypedDict):
+    """A row of analyzers/sql/collective_stats.sql."""
+    collective: str
+    group_label: str
+    crosses_nodes: bool
+    group_size: int | None
+    calls_per_step: float
+    bytes_per_step: float
+    time_ms: float
+    exposed_ms: float
+    bus_bw_gbs: float | None
+    is_p2p: bool
+
+
+def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
           measured: dict[str, str], inspector: dict[tuple[str, str], float]) -> CollectiveStat:
     crosses = bool(row["crosses_nodes"])
     link, link_source = "network" if crosses else "nvlink", "assumed"
@@ -43,7 +57,7 @@ def collective_stats(ctx: RunContext,
     transport of the NCCL_DEBUG logs when the run has them)."""
     measured = measured_links(ctx.con, ctx.run)
     inspector = measured_bandwidth(ctx.con, ctx.run)
-    rows = ctx.con.sql(sql("collective_stats.sql"), params={"run": ctx.run}).pl().to_dicts()
+    rows = fetch_rows(ctx.con, "collective_stats.sql", {"run": ctx.run}, _StatRow)
     return tuple(_stat(row, ctx.device.nvlink_gbs, network_gbs, measured, inspector)
                  for row in rows)
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import sql
+from analyzers._sql import fetch_rows, sql
 
 
 @dataclass(frozen=True)
@@ -139,24 +139,69 @@ class NoFlightRecorderError(LookupError):
     """The run has no Flight Recorder dump."""
 
 
-def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]
-          ) -> list[dict[str, Any]]:
-    cur = con.execute(sql(name), params)
-    cols = [d[0] for d in cur.description or []]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+# Row shapes of analyzers/sql/hang_*.sql, private to this module.
+class _Sources(TypedDict):
+    ranks: list[int] | None
+    versions: list[object] | None
+    nccl_versions: list[str | None] | None
+
+
+class _Member(TypedDict):
+    pg_name: str
+    pg_desc: str
+    rank: int
+    membership_conflict: bool
+    has_dump: bool
+    enqueued: int | None
+    completed: int | None
+    n_open: int
+
+
+class _Entry(TypedDict):
+    profiling_name: str | None
+    op: str | None
+    input_sizes: list[list[int]] | None
+    output_sizes: list[list[int]] | None
+    input_dtypes: list[str] | None
+    state: str | None
+    first_created_ns: int | None
+
+
+class _MismatchRow(TypedDict):
+    pg_name: str
+    pg_desc: str
+    seq: int
+    op_differs: bool
+    dtype_differs: bool
+    sizes_differ: bool | None
+    ranks: list[int]
+    ops: list[list[str]]
+    sizes: list[list[list[list[int]] | None]]
+    dtypes: list[list[list[str] | None]]
+
+
+class _P2PRow(TypedDict):
+    pg_name: str
+    pg_desc: str
+    rank: int
+    op: str
+    peer_rank: int | None
+    state: str
+    input_sizes: list[list[int]] | None
+    input_dtypes: list[str] | None
+    peer_posted: bool | None
 
 
 def build_hang_report(con: duckdb.DuckDBPyConnection, run: str) -> HangReport:
     """Analyse the Flight Recorder entries of `run`; raises NoFlightRecorderError."""
     params = {"run": run}
-    sources = con.execute(
-        "SELECT list(rank ORDER BY rank), list(DISTINCT version), list(DISTINCT nccl_version)"
-        " FROM nccl_sources WHERE run = $run AND kind = 'flight_recorder'", params).fetchone()
-    if sources is None or not sources[0]:
+    sources = fetch_rows(con, "hang_sources.sql", params, _Sources)[0]
+    dump_ranks = list(sources["ranks"] or [])
+    if not dump_ranks:
         raise NoFlightRecorderError(run)
-    dump_ranks, versions, nccl = (list(v or []) for v in sources)
-    members = _rows(con, "hang_members.sql", params)
-    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    versions, nccl = list(sources["versions"] or []), list(sources["nccl_versions"] or [])
+    members = fetch_rows(con, "hang_members.sql", params, _Member)
+    by_group: dict[str, list[_Member]] = defaultdict(list)
     for m in members:
         by_group[m["pg_name"]].append(m)
     groups = [_progress(rows) for rows in by_group.values()]
@@ -165,8 +210,9 @@ def build_hang_report(con: duckdb.DuckDBPyConnection, run: str) -> HangReport:
     stuck.sort(key=lambda s: (s.kind != "not_entered", s.first_created_ns or 1 << 63,
                               s.pg_name))
     lags = [lag for rows in by_group.values() if (lag := _lag(rows)) is not None]
-    mismatches = [_mismatch(r) for r in _rows(con, "hang_mismatches.sql", params)]
-    waits = [_p2p(r) for r in _rows(con, "hang_p2p.sql", params)]
+    mismatches = [_mismatch(r)
+                  for r in fetch_rows(con, "hang_mismatches.sql", params, _MismatchRow)]
+    waits = [_p2p(r) for r in fetch_rows(con, "hang_p2p.sql", params, _P2PRow)]
     idle = _idle_ranks(con, run, dump_ranks)
     suspects = _suspects(stuck, lags, mismatches, idle)
     notes = _notes(groups, versions, dump_ranks, members)
@@ -183,12 +229,10 @@ def _group_key(g: GroupProgress) -> tuple[int, str]:
     return (int(g.pg_name), "") if g.pg_name.isdigit() else (1 << 62, g.pg_name)
 
 
-def _known(rows: list[dict[str, Any]], key: str) -> list[int]:
-    return [r[key] for r in rows if r["has_dump"] and r[key] is not None]
-
-
-def _progress(rows: list[dict[str, Any]]) -> GroupProgress:
-    completed, enqueued = _known(rows, "completed"), _known(rows, "enqueued")
+def _progress(rows: list[_Member]) -> GroupProgress:
+    dumped = [r for r in rows if r["has_dump"]]
+    completed = [c for r in dumped if (c := r["completed"]) is not None]
+    enqueued = [e for r in dumped if (e := r["enqueued"]) is not None]
     return GroupProgress(
         pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"],
         ranks=tuple(r["rank"] for r in rows),
@@ -199,55 +243,58 @@ def _progress(rows: list[dict[str, Any]]) -> GroupProgress:
 
 
 def _stuck(con: duckdb.DuckDBPyConnection, run: str,
-           rows: list[dict[str, Any]]) -> StuckCollective | None:
-    known = [r for r in rows if r["has_dump"] and r["enqueued"] is not None]
+           rows: list[_Member]) -> StuckCollective | None:
+    # (rank, enqueued, completed) of the members whose dump shows their progress
+    known = [(r["rank"], e, r["completed"]) for r in rows
+             if r["has_dump"] and (e := r["enqueued"]) is not None]
     if not known:
         return None
-    low = min(r["enqueued"] for r in known)
-    high = max(r["enqueued"] for r in known)
+    low = min(e for _, e, _ in known)
+    high = max(e for _, e, _ in known)
     if high > low:
         seq, kind = low + 1, "not_entered"
-        missing = [r["rank"] for r in known if r["enqueued"] < seq]
+        missing = [rank for rank, e, _ in known if e < seq]
     else:
-        done = [r["completed"] for r in known if r["completed"] is not None]
+        done = [c for _, _, c in known if c is not None]
         if not done or min(done) >= high:
             return None
         seq, kind, missing = min(done) + 1, "not_completed", []
-    waiting = [r["rank"] for r in known
-               if r["enqueued"] >= seq and (r["completed"] is None or r["completed"] < seq)]
+    waiting = [rank for rank, e, c in known if e >= seq and (c is None or c < seq)]
     entry = _entry(con, run, rows[0]["pg_name"], seq)
-    dtypes = entry.get("input_dtypes") or []
+    dtypes = entry["input_dtypes"] or []
     return StuckCollective(
-        pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"], op=entry.get("op"),
-        profiling_name=entry.get("profiling_name"), seq=seq,
-        sizes=entry.get("input_sizes"), output_sizes=entry.get("output_sizes"),
-        dtype=dtypes[0] if dtypes else None, state=entry.get("state"), kind=kind,
-        first_created_ns=entry.get("first_created_ns"),
+        pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"], op=entry["op"],
+        profiling_name=entry["profiling_name"], seq=seq,
+        sizes=entry["input_sizes"], output_sizes=entry["output_sizes"],
+        dtype=dtypes[0] if dtypes else None, state=entry["state"], kind=kind,
+        first_created_ns=entry["first_created_ns"],
         missing_ranks=missing, waiting_ranks=waiting,
         ranks_without_dump=[r["rank"] for r in rows if not r["has_dump"]])
 
 
-def _entry(con: duckdb.DuckDBPyConnection, run: str, pg: str, seq: int) -> dict[str, Any]:
-    found = _rows(con, "hang_entry.sql", {"run": run, "pg": pg, "seq": seq})
-    return found[0] if found else {}
+def _entry(con: duckdb.DuckDBPyConnection, run: str, pg: str, seq: int) -> _Entry:
+    """The entry of collective `seq` of group `pg` (an aggregate: one row, all None when
+    no dump holds it)."""
+    return fetch_rows(con, "hang_entry.sql", {"run": run, "pg": pg, "seq": seq}, _Entry)[0]
 
 
-def _lag(rows: list[dict[str, Any]]) -> CompletionLag | None:
-    known = [r for r in rows if r["has_dump"] and r["completed"] is not None]
+def _lag(rows: list[_Member]) -> CompletionLag | None:
+    # (rank, completed) of the members whose dump shows their completions
+    known = [(r["rank"], c) for r in rows if r["has_dump"] and (c := r["completed"]) is not None]
     if len(known) < 2:
         return None
-    top = max(r["completed"] for r in known)
-    behind = [r for r in known if r["completed"] < top]
+    top = max(c for _, c in known)
+    behind = [(rank, c) for rank, c in known if c < top]
     if not behind:
         return None
     return CompletionLag(
         pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"],
-        lagging_ranks=[r["rank"] for r in behind],
-        ahead_ranks=[r["rank"] for r in known if r["completed"] == top],
-        first_seq=min(r["completed"] for r in behind) + 1, last_seq=top)
+        lagging_ranks=[rank for rank, _ in behind],
+        ahead_ranks=[rank for rank, c in known if c == top],
+        first_seq=min(c for _, c in behind) + 1, last_seq=top)
 
 
-def _mismatch(row: dict[str, Any]) -> Mismatch:
+def _mismatch(row: _MismatchRow) -> Mismatch:
     fields = [name for name, flag in (("op", row["op_differs"]), ("dtype", row["dtype_differs"]),
                                       ("sizes", row["sizes_differ"])) if flag]
     ranks = [RankOps(rank=r, ops=list(o), sizes=list(s), dtypes=list(d))
@@ -257,7 +304,7 @@ def _mismatch(row: dict[str, Any]) -> Mismatch:
                     fields=fields, ranks=ranks)
 
 
-def _p2p(row: dict[str, Any]) -> P2PWait:
+def _p2p(row: _P2PRow) -> P2PWait:
     dtypes = row["input_dtypes"] or []
     return P2PWait(pg_name=row["pg_name"], pg_desc=row["pg_desc"], rank=row["rank"],
                    op=row["op"], peer_rank=row["peer_rank"], state=row["state"],
@@ -267,9 +314,7 @@ def _p2p(row: dict[str, Any]) -> P2PWait:
 
 def _idle_ranks(con: duckdb.DuckDBPyConnection, run: str, dump_ranks: list[int]) -> set[int]:
     """Dumped ranks with no collective or P2P op in flight."""
-    busy = {r for (r,) in con.execute(
-        "SELECT DISTINCT rank FROM fr_entries WHERE run = $run AND state <> 'completed'",
-        {"run": run}).fetchall()}
+    busy = {r for (r,) in con.execute(sql("hang_busy_ranks.sql"), {"run": run}).fetchall()}
     return set(dump_ranks) - busy
 
 
@@ -376,8 +421,8 @@ def _verdict(suspects: list[Suspect], stuck: list[StuckCollective],
     return " ".join(parts)
 
 
-def _notes(groups: list[GroupProgress], versions: list[Any], dump_ranks: list[int],
-           members: list[dict[str, Any]]) -> list[str]:
+def _notes(groups: list[GroupProgress], versions: list[object], dump_ranks: list[int],
+           members: list[_Member]) -> list[str]:
     notes = []
     if len({str(v) for v in versions}) > 1:
         notes.append(f"dumps disagree on the Flight Recorder format version ({versions}); "

@@ -65,6 +65,20 @@ class HistoryRow:
     top_cause: str | None
 
 
+@dataclass(frozen=True)
+class HistoryNight(HistoryRow):
+    """One row of `read_history`: the stored night plus its change night over night."""
+
+    mfu_change_points: float | None
+    step_time_change_ms: float | None
+    in_db: bool                      # the run's traces are still in the database
+
+
+def history_nights(frame: pl.DataFrame) -> list[HistoryNight]:
+    """The rows of a `read_history` frame as typed nights, oldest first."""
+    return [HistoryNight(**row) for row in frame.iter_rows(named=True)]
+
+
 def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql("history_schema.sql"))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeAlias, TypeVar
 
 import msgspec
 
@@ -495,6 +495,9 @@ class NightlyJson(Report, frozen=True, kw_only=True):
 
 # ------------------------------------------------------------------ serialization
 AnyModel = Report | Diff | PlanResult
+Json: TypeAlias = "dict[str, Json] | list[Json] | str | int | float | bool | None"
+JsonObject: TypeAlias = "dict[str, Json]"
+"""A model's JSON as plain values (what `to_builtins` returns; what `--fail-if` reads)."""
 M = TypeVar("M", bound=Model)
 
 _ENCODER = msgspec.json.Encoder()
@@ -505,7 +508,7 @@ def to_json(model: Model) -> str:
     return msgspec.json.format(_ENCODER.encode(model), indent=2).decode()
 
 
-def to_builtins(model: Model) -> dict[str, Any]:
+def to_builtins(model: Model) -> JsonObject:
     """The model as the plain values its JSON holds (dicts, lists, numbers, strings)."""
     out = msgspec.json.decode(_ENCODER.encode(model))
     assert isinstance(out, dict)
@@ -525,7 +528,7 @@ SCHEMA_FILES: dict[str, type[Model]] = {
 }
 
 
-def json_schema(kind: type[Model]) -> dict[str, Any]:
+def json_schema(kind: type[Model]) -> JsonObject:
     """The JSON Schema (2020-12) of a model class, as published in docs/."""
     schema = msgspec.json.schema(kind)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -12,11 +12,11 @@ whose (host, pid) the logs give to another rank is reported, never guessed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import sql
+from analyzers._sql import Params, fetch_rows, sql
 from analyzers.model import (
     BandwidthPoint,
     MeasuredOps,
@@ -34,20 +34,106 @@ __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRan
 NETWORK_TIERS = ("ib", "net", "socket", "collnet")
 
 
-def _rows(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any]
-          ) -> list[dict[str, Any]]:
-    cur = con.execute(query, params)
-    cols = [d[0] for d in cur.description or []]
-    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+# Row shapes of the queries below (analyzers/sql/nccl_*.sql), private to this module.
+class _SourceRow(TypedDict):
+    kind: str
+    files: int
+    ranks: int
+
+
+class _RankRow(TypedDict):
+    rank: int
+    host: str
+    pid: int
+    cuda_dev: int | None
+    bus_id: str | None
+    network: str | None
+    nccl_version: str | None
+
+
+class _GroupRow(TypedDict):
+    comm_id: str
+    pg_names: list[str]
+    pg_descs: list[str]
+    ranks: list[int] | None
+    nranks: int
+    hosts: list[str]
+    tiers: list[str]
+    n_ib: int
+    n_ib_gdr: int
+
+
+class _BandwidthRow(TypedDict):
+    t_us: int
+    bus_bw_gbs: float
+
+
+class _OpGroupRow(TypedDict):
+    comm_id: str
+    collective: str
+    pg_names: list[str]
+    pg_descs: list[str]
+    ranks: list[int] | None
+    hosts: list[str]
+    n_ops: int
+    msg_bytes: float
+    bus_bw_gbs: float
+    bus_bw_p10_gbs: float
+    timing_source: str | None
+    over_time: list[_BandwidthRow] | None
+
+
+class _MeasuredBandwidthRow(TypedDict):
+    collective: str
+    label: str
+    bw: float
+
+
+class _GdrRow(TypedDict):
+    host: str
+    ranks: list[int | None]
+    n_ib: int
+
+
+class _WarningRow(TypedDict):
+    global_rank: int | None
+    host: str
+    n: int
+    first: str
+    timeout: bool
+
+
+class _RingRow(TypedDict):
+    comm_id: str
+    channel: int
+    n: int
+    n_hosts: int
+    crossings: int
+
+
+class _IdentityRow(TypedDict):
+    kineto_rank: int | None
+    nccl_rank: int | None
+    host: str
+    pid: int
+
+
+class _VersionsRow(TypedDict):
+    versions: list[str]
+    hosts: list[str]
+
+
+class _Count(TypedDict):
+    n: int
+
+
+def _count(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> int:
+    return fetch_rows(con, name, params, _Count)[0]["n"]
 
 
 def has_nccl_sources(con: duckdb.DuckDBPyConnection, run: str) -> bool:
-    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    if "nccl_sources" not in tables:
-        return False
-    (n,), = con.execute("SELECT count(*) FROM nccl_sources WHERE run = $run",
-                        {"run": run}).fetchall()
-    return bool(n)
+    tables = {t for (t,) in con.execute(sql("table_names.sql")).fetchall()}
+    return "nccl_sources" in tables and _count(con, "nccl_source_count.sql", {"run": run}) > 0
 
 
 def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection | None:
@@ -55,11 +141,9 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
     if not has_nccl_sources(con, run):
         return None
     params = {"run": run}
-    sources = [NcclSource(**r) for r in _rows(con, (
-        "SELECT kind, count(*) AS files, count(DISTINCT rank) AS ranks FROM nccl_sources "
-        "WHERE run = $run GROUP BY kind ORDER BY kind"), params)]
-    ranks = [NcclRank(**r) for r in _rows(con, RANKS_SQL, params)]
-    groups = [_group(r) for r in _rows(con, sql("nccl_groups.sql"), params)]
+    sources = [NcclSource(**r) for r in fetch_rows(con, "nccl_sources.sql", params, _SourceRow)]
+    ranks = [NcclRank(**r) for r in fetch_rows(con, "nccl_ranks.sql", params, _RankRow)]
+    groups = [_group(r) for r in fetch_rows(con, "nccl_groups.sql", params, _GroupRow)]
     hosts: dict[str, list[int]] = {}
     for r in ranks:
         hosts.setdefault(r.host, []).append(r.rank)
@@ -77,7 +161,7 @@ def measured_ops(con: duckdb.DuckDBPyConnection, run: str) -> list[MeasuredOps]:
     if not has_nccl_sources(con, run):
         return []
     out = []
-    for r in _rows(con, sql("nccl_op_groups.sql"), {"run": run}):
+    for r in fetch_rows(con, "nccl_op_groups.sql", {"run": run}, _OpGroupRow):
         descs = list(r["pg_descs"])
         out.append(MeasuredOps(
             comm_id=r["comm_id"], collective=r["collective"], pg_names=list(r["pg_names"]),
@@ -123,44 +207,20 @@ def measured_bandwidth(con: duckdb.DuckDBPyConnection, run: str
                        ) -> dict[tuple[str, str], float]:
     """(collective, group label) -> median measured bus bandwidth over its communicators'
     ops (NCCL Inspector); {} without Inspector data."""
-    rows = _rows(con, """
-        SELECT o.collective, g.pg_desc AS label, median(o.bus_bw_gbs) AS bw
-        FROM nccl_ops o
-        JOIN (SELECT comm_id, list(DISTINCT rank ORDER BY rank) AS ranks FROM nccl_ops
-              WHERE run = $run AND rank IS NOT NULL GROUP BY comm_id) m USING (comm_id)
-        JOIN (SELECT any_value(pg_desc) AS pg_desc, list_sort(any_value(ranks)) AS ranks
-              FROM process_groups WHERE run = $run GROUP BY pg_name) g
-          ON g.ranks = m.ranks
-        WHERE o.run = $run AND o.bus_bw_gbs IS NOT NULL
-        GROUP BY o.collective, g.pg_desc""", {"run": run}) if has_nccl_sources(con, run) \
-        else []
+    if not has_nccl_sources(con, run):
+        return {}
+    rows = fetch_rows(con, "nccl_measured_bandwidth.sql", {"run": run}, _MeasuredBandwidthRow)
     return {(r["collective"], r["label"]): float(r["bw"]) for r in rows}
 
 
-RANKS_SQL = """
-SELECT p.global_rank AS rank, p.host, p.pid, p.cuda_dev,
-       (SELECT arg_max(c.bus_id, c.nranks) FROM nccl_comms c
-        WHERE c.run = p.run AND c.host = p.host AND c.pid = p.pid) AS bus_id,
-       p.network, p.nccl_version
-FROM nccl_processes p
-WHERE p.run = $run AND p.global_rank IS NOT NULL
-ORDER BY p.global_rank
-"""
-
-
 def _versions(con: duckdb.DuckDBPyConnection, run: str) -> list[str]:
-    rows = con.execute("""
-        SELECT DISTINCT v FROM (
-            SELECT unnest(string_split(nccl_version, ', ')) AS v FROM nccl_sources
-            WHERE run = $run AND nccl_version IS NOT NULL)
-        ORDER BY v""", {"run": run}).fetchall()
-    return [v for (v,) in rows]
+    return [v for (v,) in con.execute(sql("nccl_versions.sql"), {"run": run}).fetchall()]
 
 
 LINK_ORDER = ("socket", "net", "collnet", "ib", "shm", "nvls", "p2p")
 
 
-def _group(row: dict[str, Any]) -> NcclGroup:
+def _group(row: _GroupRow) -> NcclGroup:
     tiers = list(row["tiers"])
     link = next((t for t in LINK_ORDER if t in tiers), "none")
     gdr = None if not row["n_ib"] else row["n_ib_gdr"] == row["n_ib"]
@@ -195,15 +255,7 @@ def _socket_findings(ranks: list[NcclRank], groups: list[NcclGroup]) -> list[Ncc
 
 
 def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = _rows(con, """
-        SELECT c.host, list(DISTINCT p.global_rank ORDER BY p.global_rank) AS ranks,
-               count(*) AS n_ib
-        FROM nccl_channels c
-        LEFT JOIN nccl_processes p ON p.run = c.run AND p.host = c.host AND p.pid = c.pid
-        WHERE c.run = $run AND c.tier = 'ib'
-        GROUP BY c.host HAVING NOT bool_or(c.gdr)
-           AND (SELECT bool_or(gdr) FROM nccl_channels WHERE run = $run AND tier = 'ib')
-        ORDER BY c.host""", {"run": run})
+    rows = fetch_rows(con, "nccl_gdr_off.sql", {"run": run}, _GdrRow)
     return [NcclFinding(
         kind="gdr_disabled", severity="medium", ranks=[x for x in r["ranks"] if x is not None],
         hosts=[r["host"]],
@@ -214,11 +266,7 @@ def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]
 
 
 def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = _rows(con, """
-        SELECT global_rank, host, count(*) AS n, arg_min(message, logged_at) AS first,
-               bool_or(message ILIKE '%timeout%' OR message ILIKE '%timed out%') AS timeout
-        FROM nccl_warnings WHERE run = $run
-        GROUP BY global_rank, host ORDER BY global_rank NULLS LAST, host""", {"run": run})
+    rows = fetch_rows(con, "nccl_warning_lines.sql", {"run": run}, _WarningRow)
     return [NcclFinding(
         kind="nccl_timeout" if r["timeout"] else "nccl_warnings",
         severity="high", ranks=[] if r["global_rank"] is None else [r["global_rank"]],
@@ -230,8 +278,7 @@ def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFind
 
 def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
                    groups: list[NcclGroup]) -> list[NcclFinding]:
-    rows = _rows(con, "SELECT * FROM (" + sql("nccl_rings.sql") + ") WHERE n_hosts > 1 "
-                 "AND crossings > n_hosts", {"run": run})
+    rows = fetch_rows(con, "nccl_rings.sql", {"run": run}, _RingRow)
     by_id = {g.comm_id: g for g in groups}
     out = []
     for r in rows:
@@ -246,30 +293,13 @@ def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
 
 
 def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = _rows(con, """
-        SELECT k.rank AS kineto_rank, p.global_rank AS nccl_rank, p.host, p.pid
-        FROM ranks k JOIN nccl_processes p
-          ON p.run = k.run AND p.host = k.host AND p.pid = k.pid
-        WHERE k.run = $run AND p.global_rank IS DISTINCT FROM k.rank
-        UNION ALL
-        SELECT k.rank, p.global_rank, p.host || ' vs ' || k.host, p.pid
-        FROM ranks k JOIN nccl_processes p ON p.run = k.run AND p.global_rank = k.rank
-        WHERE k.run = $run AND k.host IS NOT NULL AND p.host <> k.host
-          AND coalesce(k.host_source, 'host_name') = 'host_name'
-        ORDER BY 1""", {"run": run}) if _has_column(con, "ranks", "host_source") else \
-        _rows(con, """
-        SELECT k.rank AS kineto_rank, p.global_rank AS nccl_rank, p.host, p.pid
-        FROM ranks k JOIN nccl_processes p
-          ON p.run = k.run AND p.host = k.host AND p.pid = k.pid
-        WHERE k.run = $run AND p.global_rank IS DISTINCT FROM k.rank
-        UNION ALL
-        SELECT k.rank, p.global_rank, p.host || ' vs ' || k.host, p.pid
-        FROM ranks k JOIN nccl_processes p ON p.run = k.run AND p.global_rank = k.rank
-        WHERE k.run = $run AND k.host IS NOT NULL AND p.host <> k.host
-        ORDER BY 1""", {"run": run})
+    query = ("nccl_identity_conflicts.sql" if _has_column(con, "ranks", "host_source")
+             else "nccl_identity_conflicts_v0.sql")
+    rows = fetch_rows(con, query, {"run": run}, _IdentityRow)
     return [NcclFinding(
         kind="rank_identity_conflict", severity="high",
-        ranks=sorted({r["kineto_rank"], r["nccl_rank"]} - {None}), hosts=[r["host"]],
+        ranks=sorted({x for x in (r["kineto_rank"], r["nccl_rank"]) if x is not None}),
+        hosts=[r["host"]],
         message=(f"the Kineto trace of rank {r['kineto_rank']} and the NCCL log of global rank "
                  f"{r['nccl_rank']} disagree ({r['host']}, pid {r['pid']}); they may come "
                  "from different runs: nothing was merged"))
@@ -277,17 +307,11 @@ def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFin
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
-    (n,), = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = $t AND "
-                        "column_name = $c", {"t": table, "c": column}).fetchall()
-    return bool(n)
+    return _count(con, "column_exists.sql", {"table": table, "column": column}) > 0
 
 
 def _version_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = _rows(con, """
-        SELECT list(DISTINCT split_part(nccl_version, '+', 1)) AS versions,
-               list(DISTINCT host) AS hosts
-        FROM nccl_processes WHERE run = $run AND nccl_version IS NOT NULL
-        HAVING count(DISTINCT split_part(nccl_version, '+', 1)) > 1""", {"run": run})
+    rows = fetch_rows(con, "nccl_version_mismatch.sql", {"run": run}, _VersionsRow)
     return [NcclFinding(kind="nccl_version_mismatch", severity="high", ranks=[],
                         hosts=sorted(r["hosts"]),
                         message=f"processes run different NCCL versions: "
@@ -308,7 +332,7 @@ def measured_links(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, str]:
     if not has_nccl_sources(con, run):
         return {}
     worst: dict[str, tuple[int, str]] = {}
-    for row in _rows(con, sql("nccl_groups.sql"), {"run": run}):
+    for row in fetch_rows(con, "nccl_groups.sql", {"run": run}, _GroupRow):
         group = _group(row)
         if group.link == "none":
             continue

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import duckdb
+import msgspec
 
 from analyzers._sql import sql
 from ingest.errors import UsageError
@@ -39,36 +40,64 @@ class DevicePeak:
         return None if value is None else value * 1e12
 
 
+class PeakEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One device of analyzers/data/peaks.json, as written there (TFLOP/s, GB/s)."""
+    id: str
+    name: str
+    match: tuple[str, ...]                       # whole-token patterns of the device name
+    match_properties: dict[str, str | int] | None = None  # generic ROCm names
+    bf16: float | None
+    fp16: float | None
+    fp8: float | None
+    tf32: float | None
+    fp32: float | None
+    hbm_gbs: float | None
+    interconnect: str | None
+    interconnect_gbs: float | None
+    source: str
+    confidence: str
+
+    def tflops(self) -> dict[str, float | None]:
+        return {"bf16": self.bf16, "fp16": self.fp16, "fp8": self.fp8, "tf32": self.tf32,
+                "fp32": self.fp32}
+
+
+class PeakTable(msgspec.Struct, frozen=True, kw_only=True):
+    version: str
+    description: str
+    devices: tuple[PeakEntry, ...]
+
+
 @cache
-def table() -> dict[str, Any]:
+def table() -> PeakTable:
+    """The peak table, validated against PeakTable when it is read."""
     text = resources.files("analyzers").joinpath("data/peaks.json").read_text()
-    return json.loads(text)
+    return msgspec.json.decode(text, type=PeakTable)
 
 
 def table_version() -> str:
-    return str(table()["version"])
+    return table().version
 
 
 def _pattern(token: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", re.IGNORECASE)
 
 
-def _entry(raw: dict[str, Any]) -> DevicePeak:
+def _entry(raw: PeakEntry) -> DevicePeak:
     return DevicePeak(
-        id=raw["id"], name=raw["name"], tflops={d: raw.get(d) for d in DTYPES},
-        hbm_gbs=raw.get("hbm_gbs"), interconnect=raw.get("interconnect"),
-        interconnect_gbs=raw.get("interconnect_gbs"), source=raw["source"],
-        confidence=raw["confidence"])
+        id=raw.id, name=raw.name, tflops=raw.tflops(), hbm_gbs=raw.hbm_gbs,
+        interconnect=raw.interconnect, interconnect_gbs=raw.interconnect_gbs,
+        source=raw.source, confidence=raw.confidence)
 
 
-def lookup(device_name: str | None, properties: dict[str, Any] | None = None
+def lookup(device_name: str | None, properties: Mapping[str, object] | None = None
            ) -> DevicePeak | None:
     """The table entry for a device, or None when it is not known."""
     props = properties or {}
-    for raw in table()["devices"]:
-        if device_name and any(_pattern(tok).search(device_name) for tok in raw["match"]):
+    for raw in table().devices:
+        if device_name and any(_pattern(tok).search(device_name) for tok in raw.match):
             return _entry(raw)
-        want = raw.get("match_properties")
+        want = raw.match_properties
         if want and all(props.get(k) == v for k, v in want.items()):
             return _entry(raw)
     return None
@@ -86,8 +115,8 @@ def resolve_device(name: str) -> DevicePeak:
 
 
 def by_id(device_id: str) -> DevicePeak | None:
-    for raw in table()["devices"]:
-        if raw["id"].lower() == device_id.lower():
+    for raw in table().devices:
+        if raw.id.lower() == device_id.lower():
             return _entry(raw)
     return None
 
@@ -96,7 +125,7 @@ def by_id(device_id: str) -> DevicePeak | None:
 class RunDevice:
     """The device most ranks of a run ran on, and its table entry."""
     name: str | None
-    properties: dict[str, Any]
+    properties: dict[str, object]   # the trace's deviceProperties entry, as written
     peak: DevicePeak | None
     kinds: int          # distinct device names among the ranks
     has_gpu: bool       # some rank ran GPU ops (even if the trace does not name the GPU)

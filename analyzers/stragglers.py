@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import median
-from typing import Any
 
 import duckdb
 
@@ -39,26 +39,37 @@ def chance_of_being_last(times_last: int, instances: int, group_ranks: int) -> f
     return min(1.0, sum(math.exp(log_term(k)) for k in range(times_last, instances + 1)))
 
 
+@dataclass(frozen=True)
+class WaitRecord:
+    """One rank as a possible culprit: how often it arrived last at the matched collectives
+    it took part in, and how long the others waited for it."""
+
+    host: str | None
+    times_last: int
+    n_instances: int        # matched collectives it took part in
+    group_ranks: int        # size of its largest group (chance of being last: 1/n)
+    waited_on_ms: float     # per step, summed over the ranks that waited for it
+    waiters: int            # ranks that waited for it
+
+
 def waited_on(con: duckdb.DuckDBPyConnection, run: str,
-              per_rank: Sequence[RankTimes]) -> dict[int, dict[str, Any]]:
+              per_rank: Sequence[RankTimes]) -> dict[int, WaitRecord]:
     """Per culprit rank: its arrival record and the total time the other ranks spent
     waiting for it per step (the waiter's attributed straggler_wait, split over culprits in
     proportion to the collective waits each caused; overlapping collectives count once)."""
     wait_ms = {r.rank: r.breakdown_ms.straggler_wait for r in per_rank}
     rows = con.sql(sql("stragglers.sql"), params={"run": run}).fetchall()
-    out: dict[int, dict[str, Any]] = {}
+    arrivals: dict[int, tuple[str | None, int, int, int]] = {}
     shares: dict[int, list[float]] = defaultdict(list)
     for rank, host, times_last, n_instances, group_ranks, waiter, caused, total in rows:
-        out[int(rank)] = {"host": host, "times_last": int(times_last),
-                          "n_instances": int(n_instances), "group_ranks": int(group_ranks)}
+        arrivals[int(rank)] = (host, int(times_last), int(n_instances), int(group_ranks))
         if waiter is not None and total > 0:
             share = wait_ms.get(int(waiter), 0.0) * caused / total
             if share > 0:
                 shares[int(rank)].append(share)
-    for rank, rec in out.items():
-        rec["waited_on_ms"] = sum(shares[rank])
-        rec["waiters"] = len(shares[rank])
-    return out
+    return {rank: WaitRecord(host=host, times_last=last, n_instances=n, group_ranks=size,
+                             waited_on_ms=sum(shares[rank]), waiters=len(shares[rank]))
+            for rank, (host, last, n, size) in arrivals.items()}
 
 
 def stragglers(ctx: RunContext, stage_of: dict[int, int] | None = None
@@ -74,13 +85,13 @@ def stragglers(ctx: RunContext, stage_of: dict[int, int] | None = None
     typical_own = median(own.values()) if own else 0.0
     out: list[Straggler] = []
     for rank, rec in waited_on(ctx.con, ctx.run, per_rank).items():
-        share = rec["times_last"] / rec["n_instances"] if rec["n_instances"] else 0.0
-        fair = 1.0 / max(rec["group_ranks"], 1)
-        ms = rec["waited_on_ms"]
-        per_waiter = ms / max(rec["waiters"], 1)
+        share = rec.times_last / rec.n_instances if rec.n_instances else 0.0
+        fair = 1.0 / max(rec.group_ranks, 1)
+        ms = rec.waited_on_ms
+        per_waiter = ms / max(rec.waiters, 1)
         if share < max(MIN_LAST_SHARE, MIN_SHARE_OVER_FAIR * fair):
             continue
-        chance = chance_of_being_last(rec["times_last"], rec["n_instances"], rec["group_ranks"])
+        chance = chance_of_being_last(rec.times_last, rec.n_instances, rec.group_ranks)
         if chance > MAX_CHANCE:
             continue
         if step_time_ms <= 0 or per_waiter < MIN_STEP_FRACTION * step_time_ms:
@@ -89,12 +100,12 @@ def stragglers(ctx: RunContext, stage_of: dict[int, int] | None = None
         if deviation < MIN_STEP_FRACTION * step_time_ms:
             continue  # late only because it waited for someone upstream
         out.append(Straggler(
-            rank=rank, host=rec["host"], hidden=False, slowdown=per_waiter / step_time_ms,
-            waited_on_ms=ms, waiting_ranks=rec["waiters"], step_time_deviation_ms=deviation,
-            arrived_last=rec["times_last"], matched_collectives=rec["n_instances"],
+            rank=rank, host=rec.host, hidden=False, slowdown=per_waiter / step_time_ms,
+            waited_on_ms=ms, waiting_ranks=rec.waiters, step_time_deviation_ms=deviation,
+            arrived_last=rec.times_last, matched_collectives=rec.n_instances,
             evidence=(
-                f"arrived last at {rec['times_last']} of the {rec['n_instances']} matched "
-                f"collectives it took part in; {rec['waiters']} rank(s) waited "
+                f"arrived last at {rec.times_last} of the {rec.n_instances} matched "
+                f"collectives it took part in; {rec.waiters} rank(s) waited "
                 f"{per_waiter:.1f} ms/step each for it ({100 * per_waiter / step_time_ms:.0f}% "
                 f"of the step); its own time per step (not waiting for others) is "
                 f"{deviation:+.1f} ms from the median rank")))
@@ -182,7 +193,6 @@ def hidden_stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: fl
 
 
 def _host(con: duckdb.DuckDBPyConnection, run: str, rank: int) -> str | None:
-    row = con.execute("SELECT host FROM ranks WHERE run = $run AND rank = $rank",
-                      {"run": run, "rank": rank}).fetchone()
+    row = con.execute(sql("rank_host.sql"), {"run": run, "rank": rank}).fetchone()
     return row[0] if row else None
 

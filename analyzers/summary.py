@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 import duckdb
 import polars as pl
 
@@ -21,3 +24,36 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
             "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS").replace(
             "CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
     return con.sql(sql("summary.sql"), params={"run": run}).pl()
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of `run_summary`: the columns of analyzers/sql/summary.sql, in order."""
+
+    run: str
+    status: str | None
+    world_size: int | None
+    n_ranks: int | None
+    hosts: int
+    devices: str | None
+    steps: int
+    median_step_ms: float | None
+    gpu_ops: int
+    compute_kernels: int
+    comm_kernels: int
+    memory_ops: int
+    collectives: int
+    p2p_ops: int
+    collective_types: str | None
+    process_groups: int
+    failed_files: int | None
+    attributed_step_ms: float | None       # NULL before attribution ran
+    compute_share: float | None
+    top_loss: str | None                   # the non-compute category costing most
+    top_loss_share: float | None
+    ingested_at: datetime | None
+
+
+def summary_rows(frame: pl.DataFrame) -> list[RunSummary]:
+    """The rows of a `run_summary` frame as typed records."""
+    return [RunSummary(**row) for row in frame.iter_rows(named=True)]

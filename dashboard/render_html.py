@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from analyzers.model import (
     Breakdown,
     CollectiveChange,
     Diff,
     Mfu,
+    NcclSection,
     RankTimes,
     Recommendation,
     Report,
@@ -74,7 +74,7 @@ PRINT_JS = ("addEventListener('beforeprint',function(){document.querySelectorAll
 # -- building blocks -----------------------------------------------------------------
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return escape(str(value))
 
 
@@ -240,6 +240,67 @@ def _communication(report: Report) -> str:
     return _section("Communication (per rank and step)", table, anchor="communication")
 
 
+NCCL_ROWS_OPEN = 16  # more communicators / measurements: the rest folded
+
+
+def _folded(headers: list[str], rows: list[list[str]], numeric: Sequence[int],
+            what: str) -> str:
+    """A table of the first NCCL_ROWS_OPEN rows, the rest in a <details> below it."""
+    table = _table(headers, rows[:NCCL_ROWS_OPEN], numeric)
+    if len(rows) <= NCCL_ROWS_OPEN:
+        return table
+    rest = _table(headers, rows[NCCL_ROWS_OPEN:], numeric)
+    return (f"{table}<details><summary>{len(rows) - NCCL_ROWS_OPEN} more {what}</summary>"
+            f"{rest}</details>")
+
+
+def _group_name(pg_desc: str | None, pg_names: Sequence[str], comm_id: str) -> str:
+    return f"{pg_desc or 'group'} (pg {', '.join(pg_names)})" if pg_names else comm_id
+
+
+def _nccl_groups(nccl: NcclSection) -> str:
+    gdr = {True: "yes", False: '<b class="bad">no</b>', None: "–"}
+    rows = [[_e(_group_name(g.pg_desc, g.pg_names, g.comm_id)), _e(_ranks_text(g.ranks)),
+             str(len(g.hosts)), _e(", ".join(g.tiers) or "–"), _e(g.link), gdr[g.gdr]]
+            for g in nccl.groups]
+    return ("<h3>Communicators and their transports</h3>"
+            + _folded(["group", "ranks", "hosts", "transports", "link", "GPUDirect RDMA"],
+                      rows, (2,), "communicators"))
+
+
+def _nccl_measured(nccl: NcclSection) -> str:
+    rows = [[_e(_group_name(m.pg_desc, m.pg_names, m.comm_id)), _e(m.collective),
+             _e(_ranks_text(m.ranks)), str(m.n_ops), f"{m.msg_bytes / 1e6:.1f}",
+             f"{m.bus_bw_gbs:.1f}", f"{m.bus_bw_p10_gbs:.1f}",
+             _e(" ".join(f"{p.bus_bw_gbs:.0f}" for p in m.over_time) or "–")]
+            for m in nccl.measured]
+    return ("<h3>Bus bandwidth NCCL measured (Inspector)</h3>"
+            + _folded(["group", "collective", "ranks", "ops", "median MB",
+                       "bus GB/s (median)", "p10", "over time (GB/s)"],
+                      rows, (3, 4, 5, 6), "measurements"))
+
+
+def _nccl(report: Report) -> str:
+    """What NCCL's own evidence says (logs, Flight Recorder, Inspector); nothing without it."""
+    nccl = report.nccl
+    if nccl is None:
+        return ""
+    sources = ", ".join(f"{s.files} {s.kind.replace('_', ' ')} file(s)"
+                        + (f" ({s.ranks} ranks)" if s.ranks else "") for s in nccl.sources)
+    parts = [f"<p>NCCL {_e(', '.join(nccl.versions) or 'version unknown')}; from "
+             f"{_e(sources)}.</p>"]
+    if nccl.hosts:
+        hosts = "; ".join(f"{h}: ranks {_ranks_text(r)}" for h, r in sorted(nccl.hosts.items()))
+        parts.append(f"<p>{len(nccl.hosts)} host(s) in the NCCL logs: {_e(hosts)}</p>")
+    parts += [f'<div class="rec {_e(f.severity)}"><b>[{_e(f.severity)}] {_e(f.kind)}</b>: '
+              f"{_e(f.message)}</div>" for f in nccl.findings]
+    if nccl.groups:
+        parts.append(_nccl_groups(nccl))
+    if nccl.measured:
+        parts.append(_nccl_measured(nccl))
+    return _section("NCCL", *parts, anchor="nccl")
+
+
 def _pipeline(report: Report) -> str:
     pipe = report.pipeline
     if pipe is None:
@@ -341,7 +402,8 @@ def report_sections(report: Report) -> list[str]:
     """The run report's sections, headline first, detail tables last."""
     return [_header(report), _cards(report), _breakdown(report), _mfu(report),
             _recommendations(report.recommendations), _stragglers(report),
-            _communication(report), _pipeline(report), _per_rank(report), _per_step(report)]
+            _communication(report), _nccl(report), _pipeline(report), _per_rank(report),
+            _per_step(report)]
 
 
 def report_html(report: Report) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
 import polars as pl
 
+from analyzers.history import HistoryNight, history_nights
 from analyzers.model import to_json
 from analyzers.nightly import NightlyReport
 from dashboard.labels import CATEGORY_LABELS as LABELS
@@ -93,19 +93,19 @@ def _num(v: float | None, fmt: str = ".4g") -> str:
 # -- history -------------------------------------------------------------------------
 
 
-def _status(row: dict[str, Any]) -> str:
-    parts = [] if row["status"] == "complete" else [row["status"]]
-    if row["checks"] == "fail":
-        parts.append(f"FAIL({row['checks_failed']})")
+def _status(night: HistoryNight) -> str:
+    parts = [] if night.status == "complete" else [night.status]
+    if night.checks == "fail":
+        parts.append(f"FAIL({night.checks_failed})")
     return ", ".join(parts) or "ok"
 
 
-def _loss(row: dict[str, Any]) -> str:
-    if row["largest_loss"] is None:
+def _loss(night: HistoryNight) -> str:
+    if night.largest_loss is None or night.largest_loss_ms is None:
         return "-"
-    share = (f" ({100 * row['largest_loss_ms'] / row['step_time_ms']:.0f}%)"
-             if row["step_time_ms"] else "")
-    return f"{LABELS[row['largest_loss']]} {row['largest_loss_ms']:.2f} ms{share}"
+    share = (f" ({100 * night.largest_loss_ms / night.step_time_ms:.0f}%)"
+             if night.step_time_ms else "")
+    return f"{LABELS[night.largest_loss]} {night.largest_loss_ms:.2f} ms{share}"
 
 
 def _signed(v: float | None, fmt: str) -> str:
@@ -118,10 +118,10 @@ def _date(t: datetime | None) -> str:
 
 def history_cells(frame: pl.DataFrame) -> list[list[str]]:
     """One row of display cells per night (HISTORY_COLUMNS)."""
-    return [[_date(r["trace_start"]), r["run"], _status(r), _signed(r["step_time_ms"], ".2f"),
-             _signed(r["step_time_change_ms"], "+.2f"), _pct(r["mfu"]),
-             _signed(r["mfu_change_points"], "+.1f"), _loss(r)]
-            for r in frame.iter_rows(named=True)]
+    return [[_date(n.trace_start), n.run, _status(n), _signed(n.step_time_ms, ".2f"),
+             _signed(n.step_time_change_ms, "+.2f"), _pct(n.mfu),
+             _signed(n.mfu_change_points, "+.1f"), _loss(n)]
+            for n in history_nights(frame)]
 
 
 def history_text(job: str, frame: pl.DataFrame) -> str:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
+from analyzers.summary import RunSummary, summary_rows
 from dashboard import strict_json
 
 # (column, header) shown in the human formats, in order.
@@ -25,7 +24,7 @@ TEXT_COLUMNS = (
 )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -33,19 +32,19 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _row_cells(row: dict[str, Any]) -> dict[str, str]:
-    cells = {col: _cell(row.get(col)) for col, _ in TEXT_COLUMNS}
-    if row.get("compute_share") is not None:
-        cells["compute_share"] = f"{100 * row['compute_share']:.0f}%"
-    if row.get("top_loss") and row.get("top_loss_share") is not None:
-        cells["top_loss"] = f"{row['top_loss']} {100 * row['top_loss_share']:.0f}%"
+def _row_cells(row: RunSummary) -> dict[str, str]:
+    cells = {col: _cell(getattr(row, col)) for col, _ in TEXT_COLUMNS}
+    if row.compute_share is not None:
+        cells["compute_share"] = f"{100 * row.compute_share:.0f}%"
+    if row.top_loss and row.top_loss_share is not None:
+        cells["top_loss"] = f"{row.top_loss} {100 * row.top_loss_share:.0f}%"
     return cells
 
 
 def _rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     headers = [header for _, header in TEXT_COLUMNS]
     rows = [[_row_cells(row)[col] for col, _ in TEXT_COLUMNS]
-            for row in summary.iter_rows(named=True)]
+            for row in summary_rows(summary)]
     return headers, rows
 
 

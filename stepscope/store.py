@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from analyzers import run_summary
+from analyzers._sql import sql
 from ingest import UsageError, connect_read_only
+from ingest.db import quote_identifier
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
@@ -35,7 +37,7 @@ class Store:
         self.close()
 
     def runs(self) -> list[str]:
-        return [r[0] for r in self.con.execute("SELECT run FROM runs ORDER BY run").fetchall()]
+        return [r[0] for r in self.con.execute(sql("run_names.sql")).fetchall()]
 
     def summary(self, run: str | None = None) -> pl.DataFrame:
         """One row per run: ranks, hosts, devices, steps, GPU ops, collectives."""
@@ -47,14 +49,17 @@ class Store:
         """A whole public table, optionally restricted to one run."""
         if name not in PUBLIC_TABLES:
             raise UsageError(f"unknown table '{name}'; choose from {', '.join(PUBLIC_TABLES)}")
+        # A table name cannot be a query parameter: it is checked against PUBLIC_TABLES
+        # above and quoted; the run goes in as a parameter.
+        table = quote_identifier(name)
         if run is None:
-            return self.con.sql(f"SELECT * FROM {name}").pl()
+            return self.con.sql(f"SELECT * FROM {table}").pl()
         self.require_run(run)
-        return self.con.sql(f"SELECT * FROM {name} WHERE run = $run", params={"run": run}).pl()
+        return self.con.sql(f"SELECT * FROM {table} WHERE run = $run", params={"run": run}).pl()
 
-    def sql(self, query: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+    def sql(self, query: str, params: Mapping[str, object] | None = None) -> pl.DataFrame:
         """Any read-only SQL over the schema in docs/schema.md."""
-        return self.con.sql(query, params=params).pl()
+        return self.con.sql(query, params=None if params is None else dict(params)).pl()
 
     def require_run(self, run: str) -> None:
         known = self.runs()

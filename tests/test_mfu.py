@@ -151,9 +151,9 @@ def test_variants_are_told_apart(name: str, device_id: str) -> None:
 
 def test_table_has_provenance_and_dense_peaks() -> None:
     t = table()
-    assert t["version"]
-    for d in t["devices"]:
-        assert d["source"] and d["confidence"] in ("H", "M", "L")
+    assert t.version
+    for d in t.devices:
+        assert d.source and d.confidence in ("H", "M", "L")
     h100 = lookup("NVIDIA H100 80GB HBM3")
     assert h100 is not None and h100.flops("bf16") == 989.4e12  # dense, not 1979 (sparse)
     assert h100.flops("tf32") == 494.7e12

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from conftest import REPO
 
+from analyzers.model import Report, from_json
 from analyzers.nccl import build_nccl_section
+from dashboard.render_html import report_html
 from ingest import TraceFileError, ingest
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.inspector import read_inspector
@@ -107,7 +111,9 @@ def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     root = job(tmp_path)
     assert main(["report", str(root), "--format", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    report = json.loads(text)
+    _check_nccl_html(report_html(from_json(text, Report)), report["nccl"])
     assert report["nccl"]["hosts"]["node003"] == [6, 7]
     coll = {c["group_label"]: c for c in report["collectives"]}
     assert coll["TENSOR_MODEL_PARALLEL_GROUP"]["link"] == "socket"
@@ -122,8 +128,28 @@ def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
     assert main(["report", str(TRACES), "--format", "json"]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert "nccl" not in plain
+    assert 'id="nccl"' not in report_html(from_json(json.dumps(plain), Report))
     assert {c["link_source"] for c in plain["collectives"]} == {"assumed"}
     assert {c["measured_bus_bw_gbs"] for c in plain["collectives"]} == {None}
+
+
+def _check_nccl_html(html: str, nccl: dict[str, Any]) -> None:
+    """The HTML report's NCCL section shows the typed section's groups, measurements and
+    findings (the renderer reads the model; the numbers are the JSON's)."""
+    section = re.search(r'<section id="nccl">(.*?)</section>', html)
+    assert section is not None, "no NCCL section in the HTML report"
+    body = section.group(1)
+    assert "NCCL 2.21.5+cuda12.4" in body and "4 host(s) in the NCCL logs" in body
+    tables = re.findall(r"<table>.*?</table>", body)
+    assert len(tables) == 2  # communicators, Inspector measurements (few: nothing folded)
+    assert tables[0].count("<tr>") - 1 == len(nccl["groups"])
+    assert tables[1].count("<tr>") - 1 == len(nccl["measured"])
+    for m in nccl["measured"]:
+        assert f"<td class=\"n\">{m['bus_bw_gbs']:.1f}</td>" in tables[1]
+    findings = re.findall(r'<div class="rec (\w+)"><b>\[\w+\] (\w+)</b>', body)
+    assert findings == [(f["severity"], f["kind"]) for f in nccl["findings"]]
+    assert ("high", "socket_where_ib") in findings
+    assert '<b class="bad">no</b>' in tables[0]  # node002's IB without GPUDirect RDMA
 
 
 def test_identity_conflict_is_reported_not_merged(tmp_path: Path) -> None:

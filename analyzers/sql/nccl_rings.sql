@@ -1,5 +1,7 @@
--- Host crossings of every logged ring: consecutive ranks (cyclically) on different hosts,
--- against the minimum (the number of hosts, when the ring spans more than one).
+-- Rings that cross hosts more often than they must. Reads nccl_rings and nccl_comms of run
+-- $run (NCCL_DEBUG logs); writes nothing. A crossing is two consecutive ranks (cyclically)
+-- on different hosts; the minimum is the number of hosts when the ring spans more than one.
+-- One row per (comm_id, channel) with n ranks, n_hosts and crossings > n_hosts.
 WITH rings AS (
     SELECT comm_id, channel, any_value(ring) AS ring
     FROM nccl_rings WHERE run = $run AND comm_id IS NOT NULL
@@ -26,4 +28,6 @@ SELECT comm_id, channel, any_value(n) AS n, count(DISTINCT host) AS n_hosts,
 FROM placed
 GROUP BY comm_id, channel
 HAVING count(host) = any_value(n)
+   AND count(DISTINCT host) > 1
+   AND count(*) FILTER (WHERE host <> coalesce(next_host, first_host)) > count(DISTINCT host)
 ORDER BY comm_id, channel

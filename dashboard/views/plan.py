@@ -24,7 +24,7 @@ HEADER = "Plan a layout"
 
 def _defaults(ctx: PageContext) -> tuple[int, str]:
     """GPUs and device of the selected run, so the form starts from the user's job."""
-    devices = [d["id"] for d in table()["devices"]]
+    devices = [d.id for d in table().devices]
     if ctx.run is None:
         return 64, "H100-SXM"
     report = data.report(ctx.config.db, ctx.run, ctx.dtype)
@@ -35,7 +35,7 @@ def _defaults(ctx: PageContext) -> tuple[int, str]:
 def render(ctx: PageContext) -> None:
     st.header(HEADER)
     gpus0, device0 = _defaults(ctx)
-    devices = [d["id"] for d in table()["devices"]]
+    devices = [d.id for d in table().devices]
     with st.form("plan_form"):
         c = st.columns(4)
         params = c[0].number_input("Parameters (billions)", 0.1, 10_000.0, 8.0, key="pl_params")
