@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 import duckdb
+import polars as pl
 
 SQL_DIR = Path(__file__).parent / "sql"
 
@@ -51,3 +52,10 @@ def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, params: Params,
     cur = con.execute(sql(name), dict(params))
     cols = [d[0] for d in cur.description or []]
     return [cast(Row, dict(zip(cols, values, strict=True))) for values in cur.fetchall()]
+
+
+def as_frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
+    """A query result as a polars DataFrame (duckdb's stubs type `.pl()` loosely)."""
+    frame = relation.pl()
+    assert isinstance(frame, pl.DataFrame)
+    return frame

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from analyzers._sql import sql
+from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
 from ingest.db import quote_identifier
 from ingest.loader import RUN_TABLES_SQL
@@ -146,7 +146,7 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
     `step_time_change_ms` night over night; the last `last` rows when given."""
     if not has_history(con):
         con.execute(sql("history_schema.sql").replace("CREATE TABLE", "CREATE TEMP TABLE"))
-    frame = con.sql(sql("history.sql"), params={"job": job}).pl()
+    frame = as_frame(con.sql(sql("history.sql"), params={"job": job}))
     return frame.tail(last) if last is not None else frame
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from analyzers._sql import sql
+from analyzers._sql import as_frame, sql
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
@@ -23,7 +23,7 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
         con.execute(sql("attribution_schema.sql").replace(
             "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS").replace(
             "CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
-    return con.sql(sql("summary.sql"), params={"run": run}).pl()
+    return as_frame(con.sql(sql("summary.sql"), params={"run": run}))
 
 
 @dataclass(frozen=True)

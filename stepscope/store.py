@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from analyzers import run_summary
-from analyzers._sql import sql
+from analyzers._sql import as_frame, sql
 from ingest import UsageError, connect_read_only
 from ingest.db import quote_identifier
 
@@ -53,13 +53,14 @@ class Store:
         # above and quoted; the run goes in as a parameter.
         table = quote_identifier(name)
         if run is None:
-            return self.con.sql(f"SELECT * FROM {table}").pl()
+            return as_frame(self.con.sql(f"SELECT * FROM {table}"))
         self.require_run(run)
-        return self.con.sql(f"SELECT * FROM {table} WHERE run = $run", params={"run": run}).pl()
+        return as_frame(self.con.sql(f"SELECT * FROM {table} WHERE run = $run",
+                                     params={"run": run}))
 
     def sql(self, query: str, params: Mapping[str, object] | None = None) -> pl.DataFrame:
         """Any read-only SQL over the schema in docs/schema.md."""
-        return self.con.sql(query, params=None if params is None else dict(params)).pl()
+        return as_frame(self.con.sql(query, params=None if params is None else dict(params)))
 
     def require_run(self, run: str) -> None:
         known = self.runs()
