@@ -81,19 +81,13 @@ def rank_step_grid(con: duckdb.DuckDBPyConnection, run: str) -> RankStepGrid:
                         wait_suffered_ms=tuple(cols[5]), wait_caused_ms=tuple(cols[6]))
 
 
-WINDOWS_SQL = """
-SELECT rank, window_end_ns - window_start_ns FROM step_attribution
-WHERE run = $run AND step = $step AND list_contains($ranks, rank) ORDER BY rank
-"""
-
-
 def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
                   ranks: Sequence[int], max_rectangles: int = MAX_RECTANGLES) -> StepTimeline:
     """The attributed segments of `step` on `ranks` (at most MAX_TIMELINE_RANKS), exact
     when they fit in `max_rectangles`, else binned to fit."""
     chosen = sorted(set(ranks))[:MAX_TIMELINE_RANKS]
     params = {"run": run, "step": step, "ranks": chosen}
-    windows = con.execute(WINDOWS_SQL, params).fetchall()
+    windows = con.execute(sql("step_windows.sql"), params).fetchall()
     query = sql("timeline.sql")
     rows = con.execute(query, {**params, "bins": None}).fetchmany(max_rectangles + 1)
     bins = None

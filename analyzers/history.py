@@ -15,22 +15,8 @@ import polars as pl
 
 from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
+from ingest._sql import sql as ingest_sql
 from ingest.db import quote_identifier
-from ingest.loader import RUN_TABLES_SQL
-
-TRACE_START_SQL = "SELECT min(trace_start_ns) FROM ranks WHERE run = $run"
-PREVIOUS_SQL = """
-SELECT run FROM history
-WHERE job = $job AND run <> $run AND trace_start <= $start
-  AND run IN (SELECT run FROM runs)
-ORDER BY trace_start DESC, ingested_at DESC, run DESC
-LIMIT 1
-"""
-KEPT_SQL = """
-SELECT run FROM history
-WHERE job = $job AND run IN (SELECT run FROM runs)
-ORDER BY trace_start DESC, ingested_at DESC, run DESC
-"""
 
 
 @dataclass(frozen=True)
@@ -84,9 +70,7 @@ def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def has_history(con: duckdb.DuckDBPyConnection) -> bool:
-    rows = con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'history' "
-                       "AND NOT temporary").fetchall()
-    return bool(rows)
+    return "history" in {t for (t,) in con.execute(sql("table_names.sql")).fetchall()}
 
 
 def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | None]:
@@ -100,7 +84,7 @@ def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | No
 
 def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
     """When the run's traces start (UTC, naive), from the earliest event of any rank."""
-    (ns,), = con.execute(TRACE_START_SQL, {"run": run}).fetchall()
+    (ns,), = con.execute(sql("history_trace_start.sql"), {"run": run}).fetchall()
     if ns is None:
         return None
     return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
@@ -109,10 +93,7 @@ def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
 def record(con: duckdb.DuckDBPyConnection, row: HistoryRow) -> None:
     """Insert the night, replacing the row of a re-run of the same (job, run)."""
     ensure_history(con)
-    values = asdict(row)
-    names = ", ".join(values)
-    params = ", ".join(f"${k}" for k in values)
-    con.execute(f"INSERT OR REPLACE INTO history ({names}) VALUES ({params})", values)
+    con.execute(sql("history_record.sql"), asdict(row))
 
 
 def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
@@ -120,7 +101,8 @@ def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
     """The job's latest earlier night whose traces are still in the database."""
     if not has_history(con) or start is None:
         return None
-    rows = con.execute(PREVIOUS_SQL, {"job": job, "run": run, "start": start}).fetchall()
+    rows = con.execute(sql("history_previous.sql"),
+                       {"job": job, "run": run, "start": start}).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -129,10 +111,13 @@ def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
     stay); returns the pruned runs, oldest last."""
     if not has_history(con):
         return []
-    runs = [r[0] for r in con.execute(KEPT_SQL, {"job": job}).fetchall()][keep:]
-    tables = [t for (t,) in con.execute(RUN_TABLES_SQL).fetchall()]  # history excluded
+    runs = [r[0] for r in con.execute(sql("history_kept.sql"), {"job": job}).fetchall()][keep:]
+    tables = [t for (t,) in con.execute(ingest_sql("merge_run_tables.sql"),
+                                        {"db": None}).fetchall()]  # history excluded
     for run in runs:
         for table in tables:
+            # every table with a run column: a table name cannot be a query parameter, so
+            # it is read from the catalog and quoted; the run goes in as a parameter
             con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run",
                         {"run": run})
     if runs:
@@ -145,6 +130,8 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
     """The job's nights, oldest first, with `mfu_change_points` and
     `step_time_change_ms` night over night; the last `last` rows when given."""
     if not has_history(con):
+        # an empty history in the temporary catalog (read-only connections allow it):
+        # the schema file's own keyword rewritten, no value spliced into SQL text
         con.execute(sql("history_schema.sql").replace("CREATE TABLE", "CREATE TEMP TABLE"))
     frame = as_frame(con.sql(sql("history.sql"), params={"job": job}))
     return frame.tail(last) if last is not None else frame
@@ -153,7 +140,7 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
 def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:
     if not has_history(con):
         return []
-    return [r[0] for r in con.execute("SELECT DISTINCT job FROM history ORDER BY 1").fetchall()]
+    return [r[0] for r in con.execute(sql("history_jobs.sql")).fetchall()]
 
 
 BREAKDOWN_COLUMNS = tuple(f"{c}_ms" for c in CATEGORIES)

@@ -17,9 +17,11 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
     A database written by `ingest.ingest` alone has no derived tables: they are then
     created empty in the connection's temporary catalog (allowed on read-only ones), so
     the attributed columns are NULL."""
-    present = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
+    present = {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
     if "step_attribution" not in present:
+        # the same DDL in the connection's temporary catalog: DuckDB has no statement-level
+        # switch for it, so the keywords of our own schema file are rewritten (no value is
+        # spliced into SQL text)
         con.execute(sql("attribution_schema.sql").replace(
             "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS").replace(
             "CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))

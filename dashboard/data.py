@@ -21,6 +21,7 @@ import polars as pl
 import streamlit as st
 
 from analyzers import run_summary
+from analyzers._sql import sql
 from analyzers.collectives import op_times
 from analyzers.detail import (
     KernelRow,
@@ -38,7 +39,6 @@ from analyzers.report import build_report
 from ingest import DatabaseBusyError, connect_read_only
 
 T = TypeVar("T")
-TOKENS_SQL = "SELECT run, CAST(ingested_at AS VARCHAR) FROM runs ORDER BY ingested_at DESC, run"
 _LAST_TOKENS: dict[str, dict[str, str]] = {}
 
 
@@ -65,7 +65,8 @@ def run_tokens(db: Path) -> dict[str, str]:
         _LAST_TOKENS.pop(key, None)
         return {}
     try:
-        tokens = dict(with_connection(db, lambda con: con.execute(TOKENS_SQL).fetchall()))
+        tokens = dict(with_connection(
+            db, lambda con: con.execute(sql("run_tokens.sql")).fetchall()))
     except DatabaseBusyError:
         if key in _LAST_TOKENS:
             return _LAST_TOKENS[key]

@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 import duckdb
 
+from analyzers._sql import run_script
 from analyzers.attribution import materialize
 from ingest import IngestResult, UsageError
 from ingest import ingest as ingest_traces
@@ -92,20 +93,12 @@ def saved_uploads(uploads: Iterable[Upload]) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-RELABEL_SQL = (
-    "UPDATE runs SET sources = replace(CAST(sources AS VARCHAR), $prefix, $label), "
-    "failed_files = replace(CAST(failed_files AS VARCHAR), $prefix, $label) WHERE run = $run",
-    "UPDATE ranks SET source_file = replace(source_file, $prefix, $label) WHERE run = $run",
-)
-
-
 def _relabel(staging: Path, run: str, prefix: str, label: str) -> None:
     """Replace the temporary upload folder in stored file names by `label`, so the run
     lists 'upload:rank3.json.gz' and not a path that no longer exists."""
     con = duckdb.connect(str(staging))
     try:
-        for stmt in RELABEL_SQL:
-            con.execute(stmt, {"prefix": prefix, "label": label, "run": run})
+        run_script(con, "upload_relabel.sql", {"prefix": prefix, "label": label, "run": run})
     finally:
         con.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from ingest._sql import sql
 from ingest.errors import DatabaseBusyError, UsageError
 
 SCHEMA_VERSION = "1"
@@ -52,7 +53,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         raise _lock_hint(path, exc) from None
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    tables = {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
     if "runs" not in tables:
         con.close()
         raise UsageError(f"{path}: not a stepscope database (it has no runs table)")
@@ -63,8 +64,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables; record the schema version."""
     con.execute(SCHEMA_SQL.read_text())
     con.execute(NCCL_SCHEMA_SQL.read_text())
-    con.execute(
-        "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', $v)", {"v": SCHEMA_VERSION})
+    con.execute(sql("schema_version_set.sql"), {"v": SCHEMA_VERSION})
 
 
 def quote_identifier(name: str) -> str:

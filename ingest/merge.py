@@ -18,38 +18,23 @@ from typing import TypeVar
 
 import duckdb
 
+from ingest._sql import sql
 from ingest.db import connect_write, ensure_schema
 from ingest.db import quote_identifier as q
 from ingest.errors import DatabaseBusyError, UsageError
 
 T = TypeVar("T")
 
-RUN_TABLES_SQL = """
-SELECT DISTINCT c.table_name FROM duckdb_columns() c
-JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name
-                      AND t.database_name = c.database_name
-WHERE c.column_name = 'run' AND NOT c.internal AND c.schema_name = 'main'
-  AND c.database_name = coalesce($db, current_database())
-  -- the nightly history outlives re-ingests and deleted runs (as in ingest/loader.py)
-  AND c.table_name <> 'history'
-ORDER BY c.table_name
-"""
-# Views of the analyzers (complete_steps, run_nodes) the shared file does not have yet.
-MISSING_VIEWS_SQL = """
-SELECT s.sql FROM duckdb_views() s
-WHERE s.database_name = 'stg' AND s.schema_name = 'main' AND NOT s.internal
-  AND s.view_name NOT IN (SELECT view_name FROM duckdb_views()
-                          WHERE database_name = current_database() AND schema_name = 'main')
-"""
-
-
 def _run_tables(con: duckdb.DuckDBPyConnection, database: str | None) -> list[str]:
     """Tables with a `run` column in the attached `database` (None: the shared file)."""
-    return [r[0] for r in con.execute(RUN_TABLES_SQL, {"db": database}).fetchall()]
+    return [r[0] for r in con.execute(sql("merge_run_tables.sql"), {"db": database}).fetchall()]
 
 
 def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Replace `run` in the main database by its rows in the attached `stg` database."""
+    """Replace `run` in the main database by its rows in the attached `stg` database.
+
+    Table names cannot be query parameters: they come from the catalog
+    (merge_run_tables.sql) and are quoted with quote_identifier; the run is a parameter."""
     main_tables = set(_run_tables(con, None))
     for table in _run_tables(con, "stg"):
         if table not in main_tables:  # a derived table the shared file does not have yet
@@ -59,7 +44,7 @@ def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
     for table in _run_tables(con, "stg"):
         con.execute(f"INSERT INTO {q(table)} BY NAME FROM stg.{q(table)} WHERE run = $run",
                     {"run": run})
-    for (create_view,) in con.execute(MISSING_VIEWS_SQL).fetchall():
+    for (create_view,) in con.execute(sql("merge_missing_views.sql")).fetchall():
         con.execute(create_view)  # unqualified names: they resolve in the shared file
 
 
@@ -86,13 +71,12 @@ def delete_run(db: str | Path, run: str) -> None:
     nightly `history` keeps its row: it is the job's long-term record)."""
     con = connect_write(db)
     try:
-        (known,), = con.execute("SELECT count(*) FROM runs WHERE run = $run",
-                                {"run": run}).fetchall()
+        (known,), = con.execute(sql("run_exists.sql"), {"run": run}).fetchall()
         if not known:
             raise UsageError(f"{db}: no run named '{run}'")
         con.execute("BEGIN TRANSACTION")
         try:
-            for table in _run_tables(con, None):
+            for table in _run_tables(con, None):  # names from the catalog, quoted
                 con.execute(f"DELETE FROM {q(table)} WHERE run = $run", {"run": run})
         except BaseException:
             con.execute("ROLLBACK")

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow.compute as pc
 
 from analyzers import history
+from analyzers._sql import sql
 from analyzers.checks import Threshold, evaluate
 from analyzers.collectives import op_times
 from analyzers.diff import build_diff
@@ -81,7 +82,7 @@ def _check_baseline_run(opts: NightlyOptions) -> None:
         raise UsageError(f"--baseline '{opts.baseline}': {opts.db} does not exist yet")
     con = connect_read_only(opts.db)
     try:
-        known = {r[0] for r in con.execute("SELECT run FROM runs").fetchall()}
+        known = {r[0] for r in con.execute(sql("run_names.sql")).fetchall()}
     finally:
         con.close()
     if opts.baseline not in known:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,3 +250,19 @@ def test_partial_night_exits_3_and_says_so(tmp_path: Path) -> None:
     assert "**PARTIAL**" in summary and "**Partial ingest:** 1 file(s) failed" in summary
     rc, _, err = cli(*args, "--fail-if", "count.failed_files > 0")  # a failed check wins
     assert rc == 4 and "check failed: count.failed_files = 1" in err
+
+
+def test_history_record_binds_every_history_row_field() -> None:
+    """analyzers/sql/history_record.sql lists exactly the fields of HistoryRow, in order, as
+    columns and as parameters (the row is bound by field name)."""
+    from dataclasses import fields
+
+    from analyzers._sql import sql
+    from analyzers.history import HistoryRow
+
+    body = "\n".join(line for line in sql("history_record.sql").splitlines()
+                     if not line.lstrip().startswith("--"))
+    names = [f.name for f in fields(HistoryRow)]
+    columns = body.split("(", 1)[1].split(")", 1)[0]
+    assert [c.strip() for c in columns.split(",")] == names
+    assert re.findall(r"\$(\w+)", body) == names

@@ -24,38 +24,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ingest._sql import sql
 from ingest.errors import TraceFileError
-
-_COLUMNS = {
-    "header": "STRUCT(id VARCHAR, comm_name VARCHAR, rank INTEGER, n_ranks INTEGER, "
-              "nnodes INTEGER)",
-    "metadata": "STRUCT(inspector_output_format_version VARCHAR, dump_timestamp_us BIGINT, "
-                "hostname VARCHAR, pid BIGINT)",
-    "coll_perf": "STRUCT(coll VARCHAR, coll_sn BIGINT, coll_msg_size_bytes BIGINT, "
-                 "coll_exec_time_us DOUBLE, coll_timing_source VARCHAR, "
-                 "coll_algobw_gbs DOUBLE, coll_busbw_gbs DOUBLE)",
-    "p2p_perf": "STRUCT(p2p VARCHAR, p2p_sn BIGINT, p2p_peer INTEGER, "
-                "p2p_msg_size_bytes BIGINT, p2p_exec_time_us DOUBLE, "
-                "p2p_timing_source VARCHAR, p2p_algobw_gbs DOUBLE, p2p_busbw_gbs DOUBLE)",
-}
-_SELECT = """
-SELECT header.id AS comm_id, header.comm_name AS comm_name, header.rank AS comm_rank,
-       header.n_ranks AS n_ranks, header.nnodes AS n_nodes,
-       metadata.hostname AS host, metadata.pid AS pid,
-       metadata.inspector_output_format_version AS format_version,
-       metadata.dump_timestamp_us AS dump_timestamp_us,
-       CASE WHEN coll_perf IS NOT NULL THEN 'coll' ELSE 'p2p' END AS kind,
-       coalesce(coll_perf.coll, p2p_perf.p2p) AS nccl_op,
-       coalesce(coll_perf.coll_sn, p2p_perf.p2p_sn) AS seq,
-       p2p_perf.p2p_peer AS peer_comm_rank,
-       coalesce(coll_perf.coll_msg_size_bytes, p2p_perf.p2p_msg_size_bytes) AS msg_bytes,
-       coalesce(coll_perf.coll_exec_time_us, p2p_perf.p2p_exec_time_us) AS exec_time_us,
-       coalesce(coll_perf.coll_timing_source, p2p_perf.p2p_timing_source) AS timing_source,
-       coalesce(coll_perf.coll_algobw_gbs, p2p_perf.p2p_algobw_gbs) AS algo_bw_gbs,
-       coalesce(coll_perf.coll_busbw_gbs, p2p_perf.p2p_busbw_gbs) AS bus_bw_gbs
-FROM read_json($path, format = 'newline_delimited', columns = {columns},
-               compression = $compression, maximum_object_size = 16777216)
-"""
 
 
 def read_inspector(path: Path, display: str) -> pa.Table:
@@ -65,10 +35,9 @@ def read_inspector(path: Path, display: str) -> pa.Table:
             magic = fh.read(2)
     except OSError as exc:
         raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
-    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in _COLUMNS.items()) + "}"
     con = duckdb.connect()
     try:
-        table = con.sql(_SELECT.replace("{columns}", columns), params={
+        table = con.sql(sql("nccl_inspector_read.sql"), params={
             "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",
         }).to_arrow_table()
     except duckdb.Error as exc:

@@ -14,6 +14,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from ingest._sql import run_script, sql
+from ingest.db import quote_identifier
 from ingest.errors import TraceFileError, as_file_error
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
@@ -24,17 +26,6 @@ from ingest.sources import NcclFile
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
                "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops")
-INSERT_SOURCE = "INSERT INTO nccl_sources BY NAME SELECT * FROM staged_source"
-INSERT_RANK_ROWS = "INSERT INTO {table} BY NAME SELECT $run AS run, $rank AS rank, * FROM staged"
-INSERT_FR_GROUPS = """
-INSERT INTO process_groups BY NAME
-SELECT $run AS run, pg_name, any_value(pg_desc) AS pg_desc, any_value(ranks) AS ranks,
-       CAST(len(any_value(ranks)) AS INTEGER) AS size, 'nccl' AS backend,
-       false AS ranks_truncated, 'flight_recorder' AS source
-FROM fr_groups
-WHERE run = $run AND pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
-GROUP BY pg_name
-"""
 
 
 def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[NcclFile],
@@ -52,15 +43,13 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
             failure = as_file_error(nf.display, exc)
             failures.append((failure.file, failure.problem))
     if any(nf.kind == FLIGHT_RECORDER for nf in files):
-        con.execute(INSERT_FR_GROUPS, {"run": run})
+        con.execute(sql("nccl_fr_groups.sql"), {"run": run})
     if any(nf.kind == NCCL_LOG for nf in files):
-        for stmt in LINK_LOG_ROWS:
-            con.execute(stmt, {"run": run})
+        run_script(con, "nccl_link_log_rows.sql", {"run": run})
     if any(nf.kind == NCCL_PROFILER for nf in files):
-        con.execute(PROFILER_BANDWIDTH, {"run": run})
+        con.execute(sql("nccl_profiler_bandwidth.sql"), {"run": run})
     if any(nf.kind in (NCCL_INSPECTOR, NCCL_PROFILER) for nf in files):
-        for stmt in RESOLVE_OP_RANKS:
-            con.execute(stmt, {"run": run})
+        run_script(con, "nccl_resolve_op_ranks.sql", {"run": run})
     return done
 
 
@@ -76,7 +65,7 @@ def claim(claimed: dict[tuple[str, int], str], kind: str, rank: int, display: st
 def insert_source(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
     con.register("staged_source", pa.Table.from_pylist([row]))
     try:
-        con.execute(INSERT_SOURCE)
+        con.execute(sql("nccl_source_insert.sql"))
     finally:
         con.unregister("staged_source")
 
@@ -85,7 +74,11 @@ def insert_rank_rows(con: duckdb.DuckDBPyConnection, table: str, run: str, rank:
                      rows: pa.Table) -> None:
     con.register("staged", rows)
     try:
-        con.execute(INSERT_RANK_ROWS.format(table=table), {"run": run, "rank": rank})
+        # `table` is one of NCCL_TABLES: a table name cannot be a query parameter, so it
+        # is quoted; the run and rank are parameters
+        con.execute(f"INSERT INTO {quote_identifier(table)} BY NAME "
+                    "SELECT $run AS run, $rank AS rank, * FROM staged",
+                    {"run": run, "rank": rank})
     finally:
         con.unregister("staged")
 
@@ -133,30 +126,11 @@ def insert_run_rows(con: duckdb.DuckDBPyConnection, table: str, run: str,
                     rows: pa.Table) -> None:
     con.register("staged", rows)
     try:
-        con.execute(f"INSERT INTO {table} BY NAME SELECT $run AS run, * FROM staged",
-                    {"run": run})
+        # `table` is one of NCCL_TABLES (quoted: a table name cannot be a parameter)
+        con.execute(f"INSERT INTO {quote_identifier(table)} BY NAME "
+                    "SELECT $run AS run, * FROM staged", {"run": run})
     finally:
         con.unregister("staged")
-
-
-# After every log of the run is in: communicator ids and global ranks across files.
-LINK_LOG_ROWS = (
-    """UPDATE nccl_channels AS c SET comm_id = m.comm_id FROM nccl_comms m
-       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
-         AND c.comm_ptr = m.comm_ptr""",
-    """UPDATE nccl_rings AS c SET comm_id = m.comm_id FROM nccl_comms m
-       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
-         AND c.comm_ptr = m.comm_ptr""",
-    """UPDATE nccl_warnings AS c SET comm_id = m.comm_id FROM nccl_comms m
-       WHERE c.run = $run AND m.run = $run AND c.host = m.host AND c.pid = m.pid
-         AND c.comm_ptr = m.comm_ptr""",
-    """UPDATE nccl_processes AS p SET global_rank = w.rank
-       FROM (SELECT host, pid, arg_max(rank, nranks) AS rank FROM nccl_comms
-             WHERE run = $run GROUP BY host, pid) w
-       WHERE p.run = $run AND p.host = w.host AND p.pid = w.pid""",
-    """UPDATE nccl_warnings AS c SET global_rank = p.global_rank FROM nccl_processes p
-       WHERE c.run = $run AND p.run = $run AND c.host = p.host AND c.pid = p.pid""",
-)
 
 
 def _insert_inspector(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
@@ -200,43 +174,11 @@ def _insert_profiler(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
     insert_run_rows(con, "nccl_ops", run, ops.to_arrow())
 
 
-# Profiler-plugin ops: communicator size = ranks seen for the CommHash; bandwidth from
-# bytes and duration with the nccl-tests bus factors.
-PROFILER_BANDWIDTH = """
-UPDATE nccl_ops AS o SET n_ranks = s.n,
-    algo_bw_gbs = o.msg_bytes / nullif(o.exec_time_us, 0) / 1e3,
-    bus_bw_gbs = o.msg_bytes / nullif(o.exec_time_us, 0) / 1e3 * CASE
-        WHEN o.collective = 'all_reduce' THEN 2.0 * (s.n - 1) / s.n
-        WHEN o.collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
-            THEN 1.0 * (s.n - 1) / s.n
-        ELSE 1.0 END
-FROM (SELECT comm_id, count(DISTINCT comm_rank) AS n FROM nccl_ops
-      WHERE run = $run AND source = 'nccl_profiler' GROUP BY comm_id) s
-WHERE o.run = $run AND o.source = 'nccl_profiler' AND o.comm_id = s.comm_id
-"""
-
-
 CANONICAL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather",
                  "reducescatter": "reduce_scatter", "alltoall": "all_to_all",
                  "broadcast": "broadcast", "reduce": "reduce", "send": "send", "recv": "recv",
                  "gather": "gather", "scatter": "scatter"}
 
-# Global rank of each op: the NCCL log's process of the same host and pid, else the Kineto
-# rank of that host and pid, else its rank in a communicator spanning the whole world.
-RESOLVE_OP_RANKS = (
-    """UPDATE nccl_ops AS o SET rank = p.global_rank FROM nccl_processes p
-       WHERE o.run = $run AND p.run = $run AND o.host = p.host AND o.pid = p.pid
-         AND p.global_rank IS NOT NULL""",
-    """UPDATE nccl_ops AS o SET rank = k.rank FROM ranks k
-       WHERE o.run = $run AND k.run = $run AND o.rank IS NULL AND o.host = k.host
-         AND o.pid = k.pid""",
-    """UPDATE nccl_ops AS o SET rank = w.comm_rank FROM (
-           SELECT DISTINCT host, pid, comm_rank FROM nccl_ops
-           WHERE run = $run AND n_ranks = (SELECT max(n_ranks) FROM nccl_ops WHERE run = $run)
-       ) w
-       WHERE o.run = $run AND o.rank IS NULL AND o.host IS NOT DISTINCT FROM w.host
-         AND o.pid = w.pid""",
-)
 
 
 Reader = Callable[[duckdb.DuckDBPyConnection, str, NcclFile, dict[tuple[str, int], str]], None]
