@@ -98,13 +98,13 @@ def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[s
     if row is None:
         raise KeyError(run)
     (name, status, world_size, n_ranks, failed, device, hosts, timeline, host_source,
-     step_sources) = row
+     step_sources, rank_subset) = row
     info = RunInfo(name=name, status=status,
                    world_size=None if world_size is None else int(world_size),
                    ranks=None if n_ranks is None else int(n_ranks), device=device,
                    hosts=tuple(hosts or ()), host_source=host_source,
                    step_source=", ".join(step_sources or []) or None, timeline=timeline,
-                   failed_files=failed)
+                   failed_files=failed, rank_subset=rank_subset)
     return info, tuple(step_sources or ())
 
 

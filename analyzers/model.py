@@ -67,6 +67,7 @@ class RunInfo(Model, frozen=True, kw_only=True):
     step_source: str | None = None
     timeline: str | None
     failed_files: str | None
+    rank_subset: str | None = None  # `--ranks` of the ingest; None: every rank found
 
 
 class Layout(Model, frozen=True, kw_only=True):

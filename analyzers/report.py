@@ -93,7 +93,12 @@ def coverage_notes(ctx: RunContext) -> tuple[str, ...]:
             notes.append(f"no ProfilerStep#N: steps are the calls of the repeating top-level "
                          f"annotation '{source[11:]}'")
     n_ranks, world_size = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
-    if 0 < n_ranks < world_size:
+    if ctx.info.rank_subset is not None:
+        notes.append(
+            f"covers a subset: only ranks {ctx.info.rank_subset} were ingested (--ranks), "
+            f"{n_ranks} of {world_size or '?'}; cross-rank matching, stragglers and the "
+            "pipeline shape see only these ranks")
+    elif 0 < n_ranks < world_size:
         notes.append(
             f"only {n_ranks} of {world_size} ranks were traced: the breakdown covers the ranks "
             "present; matching collectives across ranks, straggler detection and the pipeline "

@@ -154,6 +154,8 @@ def report_markdown(report: Report) -> str:
     out.append(f"- {run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
                f"host(s); device: {run.device}; timeline: {run.timeline or '-'}; "
                f"status: {run.status}")
+    if run.rank_subset is not None:
+        out.append(f"- subset: ranks {run.rank_subset} only (--ranks)")
     out.append(f"- layout: TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
                f" (CP {lay.cp}, EP {lay.ep}); {lay.gpus_per_node or '?'} per node, "
                f"{lay.nodes or '?'} node(s) ({lay.source})")

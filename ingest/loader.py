@@ -16,17 +16,18 @@ was committed (read back from the database, not guessed).
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ingest.db import connect_write, ensure_schema, quote_identifier
 from ingest.errors import (
@@ -34,23 +35,36 @@ from ingest.errors import (
     NothingIngestedError,
     StepscopeError,
     TraceFileError,
-    as_file_error,
+    UsageError,
 )
+from ingest.executors import make_executor
 from ingest.interrupts import InterruptGuard
 from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
 from ingest.nccl.load import ingest_nccl_files
+from ingest.ranksets import RankSet
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
     KNOWN_IGNORED_CATEGORIES,
     OUTPUT_TABLES,
-    CancelToken,
     RankTables,
-    read_trace,
 )
-from ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name, rank_from_name
+from ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name
+from ingest.tasks import (
+    Outcome,
+    RankFailed,
+    RankParsed,
+    RankSkipped,
+    RankTask,
+    checked_rank,
+)
 
 HOSTS_SQL = Path(__file__).parent / "sql" / "hosts.sql"
+APPEND_SQL = Path(__file__).parent / "sql" / "append_ranks.sql"
+# Ranks appended per batch (ingest/sql/append_ranks.sql): fewer statements per rank, and
+# the stage folder stays small; a batch also ends at BATCH_BYTES of Parquet.
+BATCH_RANKS = 64
+BATCH_BYTES = 1 << 30
 ProgressFn = Callable[[int, int, str], None]
 AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
 # Base tables (not views) of the main schema with a `run` column; the nightly history
@@ -62,7 +76,6 @@ WHERE c.column_name = 'run' AND NOT t.internal AND NOT t.temporary
   AND t.schema_name = 'main' AND t.database_name = current_database()
   AND c.table_name <> 'history'
 """
-MAX_RANK = 2**31 - 1  # ranks and world sizes are INTEGER columns
 
 
 @dataclass
@@ -74,6 +87,8 @@ class IngestResult:
     ranks: list[int] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    skipped_ranks: list[str] = field(default_factory=list)  # files outside --ranks
+    rank_subset: str | None = None  # --ranks, canonical
     n_files: int = 0
     nccl_files: list[str] = field(default_factory=list)
 
@@ -95,81 +110,6 @@ def _version() -> str:
         return "unknown"
 
 
-def _ordered_parallel(
-    files: Sequence[TraceFile], jobs: int, limit: int, cancel: CancelToken,
-    step_marker: str | None = None
-) -> Iterator[tuple[TraceFile, RankTables | TraceFileError]]:
-    """Parse files in parallel, yield in input order, at most jobs + 1 files in flight.
-    Any exception of a reader becomes that file's failure. When the consumer stops
-    early (an error, Ctrl-C), reads in flight are cancelled and pending ones dropped, so
-    leaving never waits for whole files to be parsed."""
-    threads_each = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(files))))
-
-    def task(tf: TraceFile) -> RankTables | TraceFileError:
-        try:
-            return read_trace(tf.path, tf.display, threads=threads_each,
-                              step_marker=step_marker, max_bytes=limit, cancel=cancel)
-        except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
-            return as_file_error(tf.display, exc)
-
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    pending: list[tuple[TraceFile, Future[RankTables | TraceFileError]]] = []
-    try:
-        queue = list(files)
-        while queue or pending:
-            while queue and len(pending) < jobs + 1:
-                tf = queue.pop(0)
-                pending.append((tf, pool.submit(task, tf)))
-            tf, fut = pending.pop(0)
-            yield tf, fut.result()
-    finally:
-        cancel.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _checked_rank(value: Any, what: str, file: str) -> int | None:
-    """A rank or world size from distributedInfo: a plain non-negative integer in
-    INTEGER range (ASCII digits only), None when absent; a file failure otherwise."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if isinstance(value, bool) or not isinstance(value, int | str) \
-            or not text.isascii() or not text.isdigit():
-        raise TraceFileError(
-            file, f"distributedInfo.{what} is not a non-negative integer ({value!r:.40})")
-    number = int(text)
-    if number > MAX_RANK:
-        raise TraceFileError(
-            file, f"distributedInfo.{what} {text:.40} is out of range (0 to {MAX_RANK})")
-    return number
-
-
-def _resolve_rank(tables: RankTables, n_files: int) -> tuple[int, str]:
-    info = tables.distributed_info or {}
-    rank = _checked_rank(info.get("rank"), "rank", tables.file)
-    if rank is not None:
-        return rank, "distributedInfo"
-    from_name = rank_from_name(tables.file)
-    if from_name is not None:
-        return from_name, "file_name"
-    if n_files == 1:
-        return 0, "single_file"
-    raise TraceFileError(
-        tables.file,
-        "cannot tell which rank this trace is: it has no distributedInfo.rank and no rank "
-        "number in its name; rename it like rank3.json.gz",
-    )
-
-
-def _mode(table: pa.Table, column: str) -> Any:
-    """Most frequent non-null value of a column (Arrow compute, no Python loop)."""
-    counts = pc.value_counts(table.column(column).drop_null())
-    if len(counts) == 0:
-        return None
-    best = pc.index(counts.field("counts"), pc.max(counts.field("counts")))
-    return counts.field("values")[best.as_py()].as_py()
-
-
 def _text(value: Any) -> str | None:
     """A trace value for a VARCHAR column: text as is, anything else as its JSON."""
     if value is None or isinstance(value, str):
@@ -189,16 +129,15 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
     """The `ranks` row of a file, every value of its column's type (checked here, since
     a failed INSERT would abort the whole run)."""
     info = t.distributed_info or {}
-    device = _mode(t.tables["gpu_ops"], "device")
+    device = t.summary.device
     props = next((p for p in t.device_properties if p.get("id") == device), None)
     if props is None and device is None and len(t.device_properties) == 1:
         props = t.device_properties[0]
-    cpu = t.tables["cpu_ops"]
     unknown = sorted(
         {k for k in t.category_counts if ":" not in k}
         - KNOWN_EVENT_CATEGORIES - KNOWN_IGNORED_CATEGORIES
     )
-    world = _checked_rank(info.get("world_size"), "world_size", t.file)
+    world = checked_rank(info.get("world_size"), "world_size", t.file)
     return {
         "run": run,
         "rank": rank,
@@ -209,7 +148,7 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "node_gpus": len(t.device_properties) or None,
         "trace_name": t.trace_name,
         "step_source": t.step_source,
-        "pid": _mode(cpu, "pid"),
+        "pid": t.summary.pid,
         "device": device,
         "device_name": _text(props.get("name")) if props else None,
         "device_properties": _json(props) if props else None,
@@ -219,21 +158,14 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "source_file": t.file,
         "trace_format": t.trace_format,
         "base_time_ns": t.base_time_ns,
-        "trace_start_ns": pc.min(cpu.column("start_ns")).as_py(),
-        "trace_end_ns": pc.max(cpu.column("end_ns")).as_py(),
+        "trace_start_ns": t.summary.trace_start_ns,
+        "trace_end_ns": t.summary.trace_end_ns,
         "n_events": t.n_events,
         "category_counts": json.dumps(t.category_counts),
         "unknown_categories": json.dumps(unknown),
     }
 
 
-INSERT_RANK_TABLE = "INSERT INTO {table} BY NAME SELECT $run AS run, $rank AS rank, * FROM staged"
-INSERT_PROCESS_GROUPS = """
-INSERT INTO process_groups BY NAME
-SELECT $run AS run, * FROM staged
-WHERE pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
-"""
-# Groups only named in collective args (traces without pg_config).
 INSERT_ARG_GROUPS = """
 INSERT INTO process_groups BY NAME
 SELECT run, pg_name, any_value(pg_desc) AS pg_desc,
@@ -245,29 +177,12 @@ WHERE run = $run AND pg_name IS NOT NULL
   AND pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
 GROUP BY run, pg_name
 """
-INSERT_RANK_ROW = "INSERT INTO ranks BY NAME SELECT * FROM staged_rank"
 INSERT_RUN_ROW = """
-INSERT INTO runs VALUES ($run, $ingested_at, $status, $world_size, $n_ranks, $n_files,
-                         $sources, $failed, $version)
+INSERT INTO runs (run, ingested_at, status, world_size, n_ranks, n_files, sources,
+                  failed_files, stepscope_version, rank_subset)
+VALUES ($run, $ingested_at, $status, $world_size, $n_ranks, $n_files, $sources, $failed,
+        $version, $rank_subset)
 """
-
-
-def _insert_rank(con: duckdb.DuckDBPyConnection, run: str, rank: int, t: RankTables,
-                 row: dict[str, Any]) -> None:
-    for table in OUTPUT_TABLES:
-        con.register("staged", t.tables[table])
-        try:
-            if table == "process_groups":
-                con.execute(INSERT_PROCESS_GROUPS, {"run": run})
-            else:
-                con.execute(INSERT_RANK_TABLE.format(table=table), {"run": run, "rank": rank})
-        finally:
-            con.unregister("staged")
-    con.register("staged_rank", pa.Table.from_pylist([row]))
-    try:
-        con.execute(INSERT_RANK_ROW)
-    finally:
-        con.unregister("staged_rank")
 
 
 def ingest(
@@ -280,6 +195,9 @@ def ingest(
     after_load: AfterLoadFn | None = None,
     step_marker: str | None = None,
     max_bytes: int | None = None,
+    executor: str = "auto",
+    ranks: RankSet | None = None,
+    stage_dir: str | Path | None = None,
 ) -> IngestResult:
     """Ingest the traces of every rank of one run; replaces a run of the same name.
 
@@ -287,13 +205,21 @@ def ingest(
     (the analyzers materialize their derived tables there), so a run is never visible
     half-analysed. `max_bytes` caps each trace's JSON text (ingest.limits).
 
+    Each file is parsed by an independent task on `executor` ('auto', 'inline',
+    'process', 'ray' or 'ray://ADDRESS'; ingest/executors.py) with `jobs` in parallel,
+    handing its tables over as Parquet files in a private folder under `stage_dir`
+    (default: the temp folder; with Ray on several machines, storage they all see).
+    `ranks` keeps only those ranks (the run records the subset).
+
     Raises UsageError for bad arguments, NothingIngestedError when no file could be
     read (or, with strict, when any file failed); the database is then unchanged.
     Raises Interrupted on Ctrl-C, saying whether the run was committed.
     """
     run_name = run or default_run_name(paths)
+    make_executor(executor, jobs, 0)  # a bad --executor is a usage error before any work
     limit = max_trace_bytes(max_bytes)
-    result = IngestResult(run=run_name, db=str(db))
+    result = IngestResult(run=run_name, db=str(db),
+                          rank_subset=str(ranks) if ranks is not None else None)
     with InterruptGuard() as guard, collect_traces(paths, limit) as traces:
         result.failures.extend(traces.failures)
         result.skipped = traces.skipped
@@ -306,7 +232,8 @@ def ingest(
         guard.add_stopper(con.interrupt)
         try:
             _transaction(con, run_name, [str(p) for p in paths], (traces.files, nccl), result,
-                         _Options(strict, jobs, progress, after_load, limit, step_marker),
+                         _Options(strict, jobs, progress, after_load, limit, step_marker,
+                                  executor, ranks, stage_dir),
                          guard)
         finally:
             con.close()
@@ -321,6 +248,9 @@ class _Options:
     after_load: AfterLoadFn | None
     limit: int
     step_marker: str | None = None
+    executor: str = "auto"
+    ranks: RankSet | None = None
+    stage_dir: str | Path | None = None
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
@@ -386,47 +316,121 @@ def _delete_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
 
 def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
                   result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
+    """Parse every file as an independent task (ingest/tasks.py) on the chosen executor
+    and append the accepted ranks in batches from their Parquet files."""
     _delete_run(con, run)
+    executor = make_executor(opts.executor, opts.jobs, len(files))
+    guard.add_stopper(executor.cancel)
     claimed: dict[int, str] = {}
-    jobs = max(1, opts.jobs or (os.cpu_count() or 1))
-    cancel = CancelToken()
-    guard.add_stopper(cancel.cancel)
-    parsed_files = _ordered_parallel(files, jobs, opts.limit, cancel, opts.step_marker)
-    for done, (tf, parsed) in enumerate(parsed_files, start=1):
-        guard.check()
-        if opts.progress:
-            opts.progress(done, len(files), tf.display)
+    with _stage_folder(opts.stage_dir) as stage:
+        tasks = [RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)),
+                          len(files), step_marker=opts.step_marker, max_bytes=opts.limit,
+                          ranks=opts.ranks)
+                 for i, tf in enumerate(files)]
+        batch = _Batch(con, run, stage / "batch")
+        for done, outcome in enumerate(executor.run(tasks), start=1):
+            guard.check()
+            if opts.progress:
+                opts.progress(done, len(files), files[outcome.index].display)
+            if isinstance(outcome, RankSkipped):
+                result.skipped_ranks.append(outcome.file)
+                continue
+            try:
+                _accept(outcome, claimed, run, batch)
+                assert isinstance(outcome, RankParsed)
+                result.ranks.append(outcome.rank)
+            except TraceFileError as exc:
+                if opts.strict:
+                    raise NothingIngestedError(
+                        f"{exc} (--strict: nothing was ingested)") from None
+                result.failures.append((exc.file, exc.problem))
+            if batch.full():
+                batch.flush()
+        batch.flush()
+
+
+def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) -> None:
+    """Check a task's outcome and queue its rank for the next batch; a failed file or a
+    rank claimed twice raises TraceFileError."""
+    if isinstance(outcome, RankFailed):
+        raise TraceFileError(outcome.file, outcome.problem)
+    assert isinstance(outcome, RankParsed)
+    t = outcome.tables
+    if outcome.rank in claimed:
+        raise TraceFileError(
+            t.file, f"rank {outcome.rank} is also claimed by {claimed[outcome.rank]}; "
+            "put the traces of each run in its own --run")
+    row = _rank_row(run, outcome.rank, outcome.rank_source, t)
+    claimed[outcome.rank] = t.file
+    batch.add(outcome, row)
+
+
+@contextmanager
+def _stage_folder(root: str | Path | None) -> Iterator[Path]:
+    """A private folder for the tasks' Parquet files, removed afterwards: under `root`
+    (shared storage for Ray workers on other machines) or the system's temp folder."""
+    if root is not None and not Path(root).is_dir():
+        raise UsageError(f"--stage-dir {root}: no such folder")
+    with tempfile.TemporaryDirectory(prefix="stepscope-stage-",
+                                     dir=str(root) if root else None) as tmp:
+        yield Path(tmp)
+
+
+class _Batch:
+    """Accepted ranks whose Parquet files wait to be appended together: one INSERT per
+    table for many ranks (ingest/sql/append_ranks.sql), then the files are deleted, so
+    the stage folder holds at most BATCH_RANKS ranks plus those in flight."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, folder: Path) -> None:
+        self.con, self.run, self.folder = con, run, folder
+        self.files: list[tuple[str, int]] = []
+        self.rows: list[dict[str, Any]] = []
+        self.bytes = 0
+
+    def add(self, outcome: RankParsed, row: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.folder / str(outcome.index)
+        first = next(iter(outcome.tables.table_files.values()))
+        shutil.move(str(Path(first).parent), target)
+        for table in OUTPUT_TABLES:
+            path = target / f"{table}.parquet"
+            self.files.append((str(path), outcome.rank))
+            self.bytes += path.stat().st_size
+        self.rows.append(row)
+
+    def full(self) -> bool:
+        return len(self.rows) >= BATCH_RANKS or self.bytes >= BATCH_BYTES
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        files = pa.table({"file": [f for f, _ in self.files],
+                          "rank": pa.array([r for _, r in self.files], pa.int32())})
+        self.con.register("staged_files", files)
+        self.con.register("staged_rank_rows", pa.Table.from_pylist(self.rows))
         try:
-            if isinstance(parsed, TraceFileError):
-                raise parsed
-            rank, source = _resolve_rank(parsed, len(files))
-            if rank in claimed:
-                raise TraceFileError(
-                    tf.display, f"rank {rank} is also claimed by {claimed[rank]}; "
-                    "put the traces of each run in its own --run")
-            row = _rank_row(run, rank, source, parsed)
-            _store_rank(con, run, rank, parsed, row)
-            claimed[rank] = tf.display
-            result.ranks.append(rank)
-        except TraceFileError as exc:
-            if opts.strict:
-                raise NothingIngestedError(f"{exc} (--strict: nothing was ingested)") from None
-            result.failures.append((exc.file, exc.problem))
+            for stmt in _append_statements():
+                used = {k: v for k, v in (("run", self.run), ("batch", str(self.folder)))
+                        if f"${k}" in stmt}
+                self.con.execute(stmt, used)
+        except duckdb.InterruptException:
+            raise
+        except (duckdb.Error, pa.ArrowException) as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
+            raise StepscopeError(
+                f"{names}: could not be stored ({text}); run '{self.run}' was not ingested, "
+                "the database is unchanged (please report this file)") from None
+        finally:
+            self.con.unregister("staged_files")
+            self.con.unregister("staged_rank_rows")
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.files, self.rows, self.bytes = [], [], 0
 
 
-def _store_rank(con: duckdb.DuckDBPyConnection, run: str, rank: int, t: RankTables,
-                row: dict[str, Any]) -> None:
-    """Insert one rank; a database error here has aborted the transaction, so it ends
-    the ingest (naming the file) instead of surfacing as 'transaction is aborted'."""
-    try:
-        _insert_rank(con, run, rank, t, row)
-    except duckdb.InterruptException:
-        raise
-    except (duckdb.Error, pa.ArrowException) as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StepscopeError(
-            f"{t.file}: could not be stored ({text}); run '{run}' was not ingested, "
-            "the database is unchanged (please report this file)") from None
+@cache
+def _append_statements() -> tuple[str, ...]:
+    return tuple(s.query for s in duckdb.extract_statements(APPEND_SQL.read_text()))
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
@@ -434,6 +438,11 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     if strict and result.failures:
         file, problem = result.failures[0]
         raise NothingIngestedError(f"{file}: {problem} (--strict: nothing was ingested)")
+    if not result.ranks and not result.nccl_files and result.skipped_ranks \
+            and not result.failures:
+        raise NothingIngestedError(
+            f"nothing ingested into run '{run}': none of the {len(result.skipped_ranks)} "
+            f"trace file(s) holds one of the ranks {result.rank_subset} (--ranks)")
     if not result.ranks and not result.nccl_files:
         raise NothingIngestedError(
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
@@ -453,6 +462,7 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         "sources": json.dumps(sources),
         "failed": json.dumps([{"file": f, "error": e} for f, e in result.failures]),
         "version": _version(),
+        "rank_subset": result.rank_subset,
     })
 
 

@@ -30,7 +30,7 @@ import stat
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -101,6 +101,16 @@ _TS_NUMBER = re.compile(rb'("ts"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
+@dataclass(frozen=True)
+class RankSummary:
+    """What the `ranks` row needs from the op tables (ingest/sql/rank_tables.sql)."""
+
+    device: int | None
+    pid: int | None
+    trace_start_ns: int | None
+    trace_end_ns: int | None
+
+
 @dataclass
 class RankTables:
     """What one trace file holds, ready to be inserted under a run and a rank."""
@@ -115,6 +125,10 @@ class RankTables:
     trace_format: str
     category_counts: dict[str, int]
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    # With a stage folder: each table as a Parquet file instead of in memory (the
+    # columnar hand-off between a parsing task and the writer; ingest/tasks.py).
+    table_files: dict[str, str] = field(default_factory=dict)
+    summary: RankSummary = field(default_factory=lambda: RankSummary(None, None, None, None))
 
     @property
     def n_events(self) -> int:
@@ -413,11 +427,14 @@ def _write_events_file(mm: mmap.mmap, copy: Path | None, start: int, end: int, t
 
 def read_trace(path: Path, display: str | None = None, threads: int = 1,
                step_marker: str | None = None, max_bytes: int | None = None,
-               cancel: CancelToken | None = None) -> RankTables:
+               cancel: CancelToken | None = None, stage_dir: Path | None = None,
+               keep: KeepFn | None = None) -> RankTables:
     """Parse one Kineto trace file (``.json`` or ``.json.gz``) into rank tables.
 
     `step_marker` names an annotation whose calls are the steps (before ProfilerStep#N;
-    docs/attribution.md, "Steps").
+    docs/attribution.md, "Steps"). With `stage_dir`, the tables are written there as
+    Parquet (`table_files`) instead of returned in memory. `keep(distributed_info)` is
+    asked before the events are parsed; False skips the file (raises SkippedTrace).
 
     Raises TraceFileError with a one-line problem for anything that is not a readable
     Kineto trace; `max_bytes` caps the JSON text (default: ingest.limits).
@@ -436,13 +453,15 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         base_ns = _parse_base(meta.get("baseTimeNanoseconds"), display)
         distributed = meta.get("distributedInfo")
         distributed = distributed if isinstance(distributed, dict) else None
+        if keep is not None and not keep(distributed):
+            raise SkippedTrace(display)
         if cancel is not None:
             cancel.check(display)
         con = duckdb.connect(":memory:", config={"threads": max(1, int(threads))})
         try:
             with _watching(cancel, con):
-                tables, counts, step_source = _load_events(
-                    con, events_file, exact, (base_ns, distributed, step_marker), display)
+                loaded = _load_events(con, events_file, exact,
+                                      (base_ns, distributed, step_marker), display, stage_dir)
         finally:
             con.close()
     props = meta.get("deviceProperties")
@@ -455,11 +474,13 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         if isinstance(props, list) else [],
         host_name=str(host) if host is not None else None,
         trace_name=str(trace_name) if trace_name is not None else None,
-        step_source=step_source,
+        step_source=loaded.step_source,
         base_time_ns=base_ns,
         trace_format=_trace_format(head, base_ns),
-        category_counts=counts,
-        tables=tables,
+        category_counts=loaded.counts,
+        tables=loaded.tables,
+        table_files=loaded.files,
+        summary=loaded.summary,
     )
 
 
@@ -472,11 +493,20 @@ def _watching(cancel: CancelToken | None, con: duckdb.DuckDBPyConnection) -> Ite
         yield
 
 
+@dataclass
+class _Loaded:
+    tables: dict[str, pa.Table]
+    files: dict[str, str]
+    counts: dict[str, int]
+    step_source: str | None
+    summary: RankSummary
+
+
 def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
                  meta: tuple[int | None, dict[str, Any] | None, str | None],
-                 display: str) -> tuple[dict[str, pa.Table], dict[str, int], str | None]:
+                 display: str, stage_dir: Path | None) -> _Loaded:
     """Read the events file into the rank tables; meta = (base ns, distributedInfo,
-    step marker). Returns the tables, the category counts and the steps' source."""
+    step marker). The tables come back in memory, or as Parquet files in `stage_dir`."""
     base_ns, distributed, step_marker = meta
     con.execute(_sql("macros.sql"))
     try:
@@ -489,13 +519,26 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
     con.execute(CREATE_META, {"base_ns": base_ns, "distributed_info": info,
                               "step_marker": step_marker or None})
-    tables, counts = _rank_tables(con, display)
+    counts = _rank_tables(con, display)
     (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
-    return tables, counts, step_source
+    summary = RankSummary(*con.execute("SELECT * FROM out_summary").fetchall()[0])
+    if stage_dir is None:
+        tables = {name: con.sql(_OUT_SELECT[name]).to_arrow_table() for name in OUTPUT_TABLES}
+        return _Loaded(tables, {}, counts, step_source, summary)
+    files = {}
+    for name in OUTPUT_TABLES:
+        files[name] = str(stage_dir / f"{name}.parquet")
+        con.execute(_OUT_COPY[name], {"file": files[name]})
+    return _Loaded({}, files, counts, step_source, summary)
 
 
-def _rank_tables(con: duckdb.DuckDBPyConnection,
-                 display: str) -> tuple[dict[str, pa.Table], dict[str, int]]:
+# The statements are fixed per table (no SQL text is built from data).
+_OUT_SELECT = {name: f"SELECT * FROM out_{name}" for name in OUTPUT_TABLES}
+_OUT_COPY = {name: f"COPY out_{name} TO $file (FORMAT parquet, COMPRESSION zstd)"
+             for name in OUTPUT_TABLES}
+
+
+def _rank_tables(con: duckdb.DuckDBPyConnection, display: str) -> dict[str, int]:
     try:
         con.execute(_sql("rank_tables.sql"))
         con.execute(_sql("collectives.sql"))
@@ -510,17 +553,32 @@ def _rank_tables(con: duckdb.DuckDBPyConnection,
         raise TraceFileError(
             display, "not a Kineto trace: no CPU op, kernel or annotation events in traceEvents"
         )
-    tables = {name: con.sql(f"SELECT * FROM out_{name}").to_arrow_table()
-              for name in OUTPUT_TABLES}
-    if not any(tables[name].num_rows for name in TIMED_TABLES):
+    (timed,), = con.execute(_COUNT_TIMED).fetchall()
+    if not timed:
         raise TraceFileError(
             display, f"no timed events: none of its {sum(counts.values())} events has a "
             "numeric `ts` (nothing to attribute)")
-    return tables, counts
+    return counts
 
 
-# Tables of duration events: a trace with none of them has nothing on its time line.
+_COUNT_TIMED = ("SELECT (SELECT count(*) FROM out_cpu_ops) + (SELECT count(*) FROM out_gpu_ops)"
+                " + (SELECT count(*) FROM out_gpu_annotations)")
+
+
+# Tables of duration events: a trace with none of them has nothing on its time line
+# (counted by _COUNT_TIMED).
 TIMED_TABLES = ("cpu_ops", "gpu_ops", "gpu_annotations")
+
+
+class SkippedTrace(Exception):
+    """The file is not one of the ranks asked for (`--ranks`); not an error."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.file = file
+
+
+KeepFn = Callable[[dict[str, Any] | None], bool]
 
 
 # Categories (duration events) that stepscope stores somewhere.

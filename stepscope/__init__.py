@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ingest import IngestResult, StepscopeError, UsageError
     from ingest.loader import ProgressFn
+    from ingest.ranksets import RankSet
     from stepscope.store import Store
 
 __version__ = "0.1.0"
@@ -41,19 +42,26 @@ def ingest(
     progress: ProgressFn | None = None,
     step_marker: str | None = None,
     max_bytes: int | None = None,
+    executor: str = "auto",
+    ranks: str | RankSet | None = None,
+    stage_dir: str | Path | None = None,
 ) -> IngestResult:
     """Ingest every rank's traces (files, directories, archives) as one run, then
     compute its step-time attribution in the same transaction. `step_marker` names the
     annotation whose calls are the steps (default: ProfilerStep#N, then the fallbacks of
     docs/attribution.md, "Steps"). `max_bytes` caps each trace's JSON text (default
-    $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits")."""
+    $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits"). `executor`, `ranks` ('0-63,512')
+    and `stage_dir` choose where the per-rank tasks run and which ranks (docs/scale.md)."""
     from analyzers.attribution import materialize
     from ingest import ingest as _ingest
+    from ingest.ranksets import parse_ranks
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    subset = parse_ranks(ranks) if isinstance(ranks, str) else ranks
     return _ingest(list(paths), db=db, run=run, strict=strict, jobs=jobs, progress=progress,
-                   after_load=materialize, step_marker=step_marker, max_bytes=max_bytes)
+                   after_load=materialize, step_marker=step_marker, max_bytes=max_bytes,
+                   executor=executor, ranks=subset, stage_dir=stage_dir)
 
 
 def open(db: str | Path = _DEFAULT_DB) -> Store:  # noqa: A001 - the API's name

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ingest.errors import UsageError
+from ingest.executors import parse_executor
 from ingest.limits import parse_size
+from ingest.ranksets import RankSet, parse_ranks
 
 
 def _number(text: str) -> float:
@@ -103,3 +105,20 @@ def write_output(text: str, out: Path | None) -> None:
 # Ranges of the user's numbers (documented in README "Limits").
 PEAK_TFLOPS = real(0, 1e6)            # per GPU; today's largest dense peak is ~5e3
 JOBS = integer(1, 1024)
+
+
+def rank_set(text: str) -> RankSet:
+    """`--ranks 0-63,512`."""
+    try:
+        return parse_ranks(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
+def executor_spec(text: str) -> str:
+    """`--executor auto|inline|process|ray|ray://ADDRESS`."""
+    try:
+        parse_executor(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+    return text

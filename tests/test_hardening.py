@@ -249,10 +249,11 @@ def test_any_reader_exception_fails_that_file_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """PermissionError (unreadable as root, so injected), and an unexpected exception:
-    the loader turns whatever a reader raises into that file's failure."""
-    import ingest.loader as loader
+    the task turns whatever a reader raises into that file's failure (run inline, so
+    the patched reader is the one that runs)."""
+    import ingest.tasks as tasks
 
-    real = loader.read_trace
+    real = tasks.read_trace
 
     def flaky(path: Path, display: str | None = None, **kw: Any) -> Any:
         if path.name == "rank1.json.gz":
@@ -261,12 +262,12 @@ def test_any_reader_exception_fails_that_file_only(
             raise ZeroDivisionError("division by zero")
         return real(path, display, **kw)
 
-    monkeypatch.setattr(loader, "read_trace", flaky)
+    monkeypatch.setattr(tasks, "read_trace", flaky)
     run_dir = tmp_path / "perm"
     for r in range(3):
         write_trace(run_dir / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=3))
     db = tmp_path / "p.duckdb"
-    assert main(["ingest", str(run_dir), "--db", str(db), "--quiet"]) == 3
+    assert main(["ingest", str(run_dir), "--db", str(db), "--quiet", "--jobs", "1"]) == 3
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {run_dir / 'rank1.json.gz'}: permission denied (the file cannot be read by "
         "this user)",

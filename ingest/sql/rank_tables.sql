@@ -257,3 +257,15 @@ SELECT
     'pg_config' AS source
 FROM (SELECT unnest(CAST(distributed_info -> '$.pg_config' AS JSON[])) AS pg FROM meta
       WHERE json_type(distributed_info -> '$.pg_config') = 'ARRAY');
+
+-- ---------------------------------------------------------------- summary
+-- One row the loader needs for the `ranks` table, so it never reads the op tables back:
+-- the most frequent device and pid (ties: the one seen first) and the CPU time span.
+CREATE OR REPLACE TEMP TABLE out_summary AS
+SELECT
+    (SELECT device FROM out_gpu_ops WHERE device IS NOT NULL
+     GROUP BY device ORDER BY count(*) DESC, min(gpu_op_id) LIMIT 1) AS device,
+    (SELECT pid FROM out_cpu_ops WHERE pid IS NOT NULL
+     GROUP BY pid ORDER BY count(*) DESC, min(op_id) LIMIT 1) AS pid,
+    (SELECT min(start_ns) FROM out_cpu_ops) AS trace_start_ns,
+    (SELECT max(end_ns) FROM out_cpu_ops) AS trace_end_ns;

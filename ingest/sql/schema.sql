@@ -16,8 +16,11 @@ CREATE TABLE IF NOT EXISTS runs (
     n_files INTEGER,
     sources JSON,                -- the paths given to `stepscope ingest`
     failed_files JSON,           -- [{"file": ..., "error": ...}]
-    stepscope_version VARCHAR
+    stepscope_version VARCHAR,
+    rank_subset VARCHAR          -- `--ranks` as given (canonical), NULL when all ranks
 );
+-- Databases written before rank_subset existed.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS rank_subset VARCHAR;
 
 CREATE TABLE IF NOT EXISTS ranks (
     run VARCHAR,

@@ -13,7 +13,7 @@ from ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
 from ingest.sources import is_archive_name, is_trace_name
 from stepscope import ingest
 from stepscope.store import Store
-from stepscope.validate import JOBS, size
+from stepscope.validate import JOBS, executor_spec, rank_set, size
 
 HELP = "ingest the traces of every rank of a run into the database"
 
@@ -29,7 +29,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--strict", action="store_true",
                    help="fail the whole ingest, writing nothing, if any file fails")
     p.add_argument("--jobs", type=JOBS, default=None,
-                   help="files parsed in parallel, 1 to 1024 (default: number of CPUs)")
+                   help="files parsed in parallel, 1 to 1024 (default: number of CPUs; "
+                        "with Ray: tasks in flight, default twice the cluster's CPUs)")
+    p.add_argument("--executor", default="auto", type=executor_spec,
+                   metavar="{auto,inline,process,ray,ray://ADDRESS}",
+                   help="where the per-rank parsing runs: auto (worker processes for more "
+                        "than one file, default), inline (this process), process, or ray "
+                        "(pip install 'stepscope[ray]'; docs/scale.md)")
+    p.add_argument("--ranks", type=rank_set, default=None, metavar="LIST",
+                   help="ingest only these ranks, e.g. 0-63,512 (a first look at a big job); "
+                        "the run records the subset")
+    p.add_argument("--stage-dir", default=None, metavar="DIR",
+                   help="folder for the per-rank Parquet hand-off (default: the temp "
+                        "folder; with Ray on several machines, storage every node sees)")
     p.add_argument("--max-trace-size", type=size, default=None, metavar="SIZE",
                    help="most JSON text one trace may hold once decompressed, e.g. 8G, 500M "
                         f"(default: ${MAX_TRACE_ENV} or {format_size(DEFAULT_MAX_TRACE_BYTES)});"
@@ -74,6 +86,9 @@ def _report(result: IngestResult, quiet: bool) -> None:
     ranks = len(result.ranks)
     line = (f"ingested run '{result.run}': {ranks} rank(s) from {result.n_files} file(s) "
             f"into {result.db}")
+    if result.rank_subset is not None:
+        line += (f" (--ranks {result.rank_subset}: {len(result.skipped_ranks)} other "
+                 "file(s) skipped)")
     if result.failures:
         line += f" -- PARTIAL, {len(result.failures)} file(s) failed"
     print(line)
@@ -133,7 +148,8 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
         try:
             result = ingest(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
                             progress=progress, step_marker=args.step_marker,
-                            max_bytes=args.max_trace_size)
+                            max_bytes=args.max_trace_size, executor=args.executor,
+                            ranks=args.ranks, stage_dir=args.stage_dir)
         except NothingIngestedError as exc:
             if len(jobs) == 1:
                 raise

@@ -1,0 +1,130 @@
+"""One rank's parse as an independent task: the unit the executors fan out.
+
+`run_rank_task` reads one trace file, works out its rank, and writes its tables as
+Parquet files into the task's own folder (the columnar hand-off: the writer only
+appends them, ingest/sql/append_ranks.sql). Tasks and outcomes are plain picklable
+dataclasses, and nothing here touches the target database, so the same function runs
+in this process, in a worker process or in a Ray task on another machine
+(ingest/executors.py). A task never raises for a bad file: it returns `RankFailed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import TraceFileError, as_file_error
+from ingest.ranksets import MAX_RANK, RankSet
+from ingest.reader import CancelToken, RankTables, SkippedTrace, read_trace
+from ingest.sources import rank_from_name
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """Parse `path` into Parquet files under `stage_dir` (a folder of its own)."""
+
+    index: int
+    path: str
+    display: str
+    stage_dir: str
+    n_files: int
+    threads: int = 1
+    step_marker: str | None = None
+    max_bytes: int | None = None
+    ranks: RankSet | None = None
+
+
+@dataclass(frozen=True)
+class RankParsed:
+    index: int
+    rank: int
+    rank_source: str
+    tables: RankTables  # table_files set, tables empty
+
+
+@dataclass(frozen=True)
+class RankFailed:
+    index: int
+    file: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class RankSkipped:
+    """Not one of the ranks asked for (`--ranks`)."""
+
+    index: int
+    file: str
+
+
+Outcome = RankParsed | RankFailed | RankSkipped
+
+
+def run_rank_task(task: RankTask, cancel: CancelToken | None = None) -> Outcome:
+    """Run one task; any problem with the file becomes its `RankFailed`."""
+    try:
+        stage = Path(task.stage_dir)
+        stage.mkdir(parents=True, exist_ok=True)
+        tables = read_trace(Path(task.path), task.display, threads=task.threads,
+                            step_marker=task.step_marker, max_bytes=task.max_bytes,
+                            cancel=cancel, stage_dir=stage, keep=_keeper(task))
+        rank, source = resolve_rank(tables.distributed_info, task.display, task.n_files)
+        return RankParsed(task.index, rank, source, tables)
+    except SkippedTrace:
+        return RankSkipped(task.index, task.display)
+    except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
+        error = as_file_error(task.display, exc)
+        return RankFailed(task.index, error.file, error.problem)
+
+
+def _keeper(task: RankTask) -> Any:
+    """With --ranks: skip a file before its events are parsed when its rank is known
+    (from distributedInfo or its name) and not asked for."""
+    if task.ranks is None:
+        return None
+    wanted = task.ranks
+
+    def keep(info: dict[str, Any] | None) -> bool:
+        try:
+            rank, _ = resolve_rank(info, task.display, task.n_files)
+        except TraceFileError:
+            return True  # parse it, so that the problem is reported
+        return rank in wanted
+
+    return keep
+
+
+def checked_rank(value: Any, what: str, file: str) -> int | None:
+    """A rank or world size from distributedInfo: a plain non-negative integer in
+    INTEGER range (ASCII digits only), None when absent; a file failure otherwise."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if isinstance(value, bool) or not isinstance(value, int | str) \
+            or not text.isascii() or not text.isdigit():
+        raise TraceFileError(
+            file, f"distributedInfo.{what} is not a non-negative integer ({value!r:.40})")
+    number = int(text)
+    if number > MAX_RANK:
+        raise TraceFileError(
+            file, f"distributedInfo.{what} {text:.40} is out of range (0 to {MAX_RANK})")
+    return number
+
+
+def resolve_rank(info: dict[str, Any] | None, file: str, n_files: int) -> tuple[int, str]:
+    """The file's rank and where it came from: distributedInfo, its name, or rank 0 when
+    it is the only file."""
+    rank = checked_rank((info or {}).get("rank"), "rank", file)
+    if rank is not None:
+        return rank, "distributedInfo"
+    from_name = rank_from_name(file)
+    if from_name is not None:
+        return from_name, "file_name"
+    if n_files == 1:
+        return 0, "single_file"
+    raise TraceFileError(
+        file,
+        "cannot tell which rank this trace is: it has no distributedInfo.rank and no rank "
+        "number in its name; rename it like rank3.json.gz",
+    )
