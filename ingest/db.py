@@ -8,6 +8,7 @@ data. Readers therefore close as soon as they are done (docs/schema.md, "Concurr
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -38,9 +39,20 @@ def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
     if path.parent and not path.parent.exists():
         raise UsageError(f"{path}: the folder {path.parent} does not exist")
     try:
-        return duckdb.connect(str(path))
+        return duckdb.connect(str(path), config=_memory_config())
     except duckdb.Error as exc:
         raise _lock_hint(path, exc) from None
+
+
+MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+
+def _memory_config() -> dict[str, str]:
+    """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 1GB): past
+    it, DuckDB evicts cached blocks and spills to a temp folder beside the database, so
+    the ingest's memory does not grow with the number of ranks (docs/scale.md)."""
+    return {"memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT}
 
 
 def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:

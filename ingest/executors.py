@@ -6,7 +6,7 @@ the workers to stop; the consumer's loop notices within `POLL_S`). Results are t
 whichever runs them: the task is one pure function of its file.
 
 - `inline`: in this thread, one file after another (one file, or `--jobs 1`).
-- `process`: a pool of worker processes (forkserver, SIGINT ignored in the workers so
+- `process`: `jobs` worker subprocesses (ingest/worker.py, in their own session so
   Ctrl-C is handled once, by the ingest); each worker's DuckDB gets CPUs / jobs threads.
 - `ray[://ADDRESS]`: the same function as Ray tasks (docs/scale.md); needs
   `pip install 'stepscope[ray]'`, trace paths and the stage folder on storage every
@@ -15,16 +15,20 @@ whichever runs them: the task is one pure function of its file.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
+import subprocess
+import sys
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from multiprocessing.connection import wait
+from pathlib import Path
 from typing import Any, Protocol
 
 from ingest.errors import UsageError
 from ingest.reader import CancelToken
 from ingest.tasks import Outcome, RankFailed, RankTask, run_rank_task
+from ingest.worker import receive, send
 
 POLL_S = 0.2
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
@@ -63,8 +67,56 @@ class InlineExecutor:
         self._token.cancel()
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+class _Worker:
+    """One `python -m ingest.worker` subprocess, running one task at a time."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)  # where `ingest` is importable
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ingest.worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True)
+        self.task: RankTask | None = None
+
+    def fileno(self) -> int:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.fileno()
+
+    def start(self, task: RankTask) -> None:
+        assert self.proc.stdin is not None
+        self.task = task
+        try:
+            send(self.proc.stdin, task)
+        except OSError:
+            pass  # it died; finish() reports the task as failed
+
+    def finish(self) -> Outcome:
+        """The outcome of the running task (a failure when the worker died)."""
+        assert self.proc.stdout is not None and self.task is not None
+        task, self.task = self.task, None
+        outcome = receive(self.proc.stdout)
+        if outcome is None:
+            code = self.proc.wait()
+            return RankFailed(task.index, task.display,
+                              f"the worker process died while reading it (exit code {code}; "
+                              "out of memory?)")
+        return outcome  # type: ignore[no-any-return]
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, kill: bool) -> None:
+        if kill:
+            self.proc.kill()
+        elif self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
 
 
 class ProcessExecutor:
@@ -75,43 +127,44 @@ class ProcessExecutor:
         self.cancelled = False
 
     def run(self, tasks: Sequence[RankTask]) -> Iterator[Outcome]:
+        """Keep every worker busy, at most 2 x jobs outcomes ahead of the consumer."""
         if not tasks:
             return
         jobs = min(self.jobs, len(tasks))
         threads = max(1, default_jobs() // jobs)
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["ingest.tasks"])
-        pool = ctx.Pool(jobs, initializer=_ignore_sigint)
+        queue = deque(replace(t, threads=threads) for t in tasks)
+        workers = [_Worker() for _ in range(jobs)]
+        done: dict[int, Outcome] = {}
         finished = False
         try:
-            pending: list[Any] = []
-            queue = [replace(t, threads=threads) for t in tasks]
-            queue.reverse()
-            while queue or pending:
-                while queue and len(pending) < 2 * jobs:
-                    task = queue.pop()
-                    pending.append((task, pool.apply_async(run_rank_task, (task,))))
-                task, result = pending.pop(0)
-                yield self._wait(task, result)
+            for task in tasks:
+                while task.index not in done:
+                    if self.cancelled:
+                        return
+                    self._feed(workers, queue, len(done) + jobs < 3 * jobs)
+                    self._collect(workers, done)
+                yield done.pop(task.index)
             finished = True
         finally:
-            if finished:
-                pool.close()
-            else:
-                pool.terminate()
-            pool.join()
+            for worker in workers:
+                worker.stop(kill=not finished)
 
-    def _wait(self, task: RankTask, result: Any) -> Outcome:
-        while not result.ready():
-            if self.cancelled:
-                return RankFailed(task.index, task.display, "cancelled")
-            result.wait(POLL_S)
-        try:
-            outcome: Outcome = result.get()
-        except Exception as exc:  # noqa: BLE001 - a worker died (killed, out of memory)
-            return RankFailed(task.index, task.display,
-                              f"the worker process failed ({type(exc).__name__}: {exc})")
-        return outcome
+    @staticmethod
+    def _feed(workers: list[_Worker], queue: deque[RankTask], room: bool) -> None:
+        for i, worker in enumerate(workers):
+            if worker.task is None and queue and room:
+                if not worker.alive:
+                    worker.stop(kill=True)
+                    workers[i] = worker = _Worker()
+                worker.start(queue.popleft())
+
+    @staticmethod
+    def _collect(workers: list[_Worker], done: dict[int, Outcome]) -> None:
+        busy = [w for w in workers if w.task is not None]
+        for worker in wait(busy, timeout=POLL_S):  # type: ignore[arg-type]
+            assert isinstance(worker, _Worker) and worker.task is not None
+            index = worker.task.index
+            done[index] = worker.finish()
 
     def cancel(self) -> None:
         self.cancelled = True

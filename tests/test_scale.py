@@ -8,7 +8,10 @@ included, to the nanosecond. Speed and memory are measured in benchmarks/, not h
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -94,32 +97,33 @@ def test_missing_stage_dir_is_a_usage_error(tmp_path: Path,
         f"error: --stage-dir {tmp_path / 'nope'}: no such folder")
 
 
-def test_ray_executor_stores_exactly_what_local_stores(inline_db: Path, tmp_path: Path) -> None:
-    """A local Ray instance (2 CPUs) runs the same tasks: identical rows, attribution
-    to the nanosecond."""
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[Any]:
+    """A local Ray instance with 2 CPUs, as on a CI machine (started once: ~10 s)."""
+    # a loaded 2-core machine can take longer than Ray's default 30 s to start a node
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
-    try:
-        db = tmp_path / "r.duckdb"
-        result = stepscope.ingest([JOB], db=db, run="job", executor="ray")
-    finally:
-        ray.shutdown()
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_executor_stores_exactly_what_local_stores(inline_db: Path, tmp_path: Path,
+                                                       local_ray: Any) -> None:
+    """A local Ray instance runs the same tasks: identical rows, attribution to the
+    nanosecond."""
+    db = tmp_path / "r.duckdb"
+    result = stepscope.ingest([JOB], db=db, run="job", executor="ray")
     assert result.status == "complete" and sorted(result.ranks) == list(range(8))
     assert run_tables(db) == run_tables(inline_db)
 
 
-def test_ray_reports_a_bad_file_like_local(tmp_path: Path) -> None:
-    ray = pytest.importorskip("ray")
+def test_ray_reports_a_bad_file_like_local(tmp_path: Path, local_ray: Any) -> None:
     run_dir = tmp_path / "job"
     write_trace(run_dir / "rank0.json.gz", kineto_trace(rank=0))
     (run_dir / "rank1.json").write_text('{"traceEvents": [')
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    try:
-        result = stepscope.ingest([run_dir], db=tmp_path / "r.duckdb", executor="ray")
-    finally:
-        ray.shutdown()
+    result = stepscope.ingest([run_dir], db=tmp_path / "r.duckdb", executor="ray")
     local = stepscope.ingest([run_dir], db=tmp_path / "l.duckdb", executor="inline")
     assert result.failures == local.failures
     assert [f for f, _ in result.failures] == [str(run_dir / "rank1.json")]

@@ -1,0 +1,107 @@
+"""Scale benchmark: ingest + report time and peak memory at 64, 256 and 1,024 ranks.
+
+Generates (once, into benchmarks/data/scale<N>) the same simulated TP8 x PP2 job at each
+size (sample_traces/simulate_gpu.py, sets scale64/256/1024: ~300 GPU ops and ~800 CPU
+ops per step per rank, 3 steps, 17 KB gzipped per rank), then, in a fresh interpreter
+per measurement, ingests it (parse, Parquet hand-off, append, attribution, commit) and
+builds the report. Memory is the peak of the summed RSS of the whole process tree
+(benchmarks/_measure.py), workers included.
+
+    python benchmarks/bench_scale.py [--sizes 64,256,1024] [--executors process,inline,ray]
+                                     [--json OUT]
+
+The `ray` executor starts a local Ray instance (`ray.init(num_cpus=CPUs)`) inside the
+measured process; its start-up (~10 s) is reported separately and its daemons' memory is
+counted in the tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from _measure import run_measured  # noqa: E402
+
+DATA = HERE / "data"
+
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {repo!r})
+n, executor, db, out = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+t0 = time.perf_counter()
+ray_start = 0.0
+if executor == "ray":
+    import os
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
+    import ray
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    ray_start = time.perf_counter() - t0
+import stepscope
+t1 = time.perf_counter()
+result = stepscope.ingest([{data!r} + "/scale" + n], db=db, run="scale" + n, executor=executor)
+t2 = time.perf_counter()
+report = stepscope.report("scale" + n, db=db)
+t3 = time.perf_counter()
+json.dump({{"ranks": len(result.ranks), "status": result.status, "ray_start_s": ray_start,
+           "ingest_s": t2 - t1, "report_s": t3 - t2, "step_ms": report.report.step_time_ms}},
+          open(out, "w"))
+"""
+
+
+def ensure_set(n: int) -> Path:
+    target = DATA / f"scale{n}"
+    if not (target / f"rank{n - 1}.json.gz").exists():
+        subprocess.run([sys.executable, str(REPO / "sample_traces" / "simulate_gpu.py"),
+                        "--sets", f"scale{n}", "--no-truth", "--out", str(DATA)], check=True)
+    return target
+
+
+def measure(n: int, executor: str) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        code = CHILD.format(repo=str(REPO), data=str(DATA))
+        m = run_measured([sys.executable, "-c", code, str(n), executor,
+                          str(Path(tmp) / "s.duckdb"), str(out)])
+        facts = json.loads(out.read_text())
+    return {"ranks_asked": n, "executor": executor, **facts, "wall_s": m.wall_s,
+            "peak_tree_mb": m.peak_tree_mb, "largest_process_mb": m.peak_single_mb}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="64,256,1024")
+    parser.add_argument("--executors", default="process")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"{os.cpu_count()} CPUs")
+    print(f"{'ranks':>6s} {'executor':>8s} {'ingest s':>9s} {'s/rank':>7s} {'report s':>9s} "
+          f"{'tree peak MB':>13s} {'largest proc MB':>16s} {'gz MB':>6s}")
+    rows = []
+    for n in sizes:
+        folder = ensure_set(n)
+        gz_mb = sum(f.stat().st_size for f in folder.glob("*.json.gz")) / 1e6
+        for executor in args.executors.split(","):
+            row = measure(n, executor)
+            row["gz_mb"] = gz_mb
+            rows.append(row)
+            print(f"{n:6d} {executor:>8s} {row['ingest_s']:9.1f} "
+                  f"{float(row['ingest_s']) / n:7.3f} {row['report_s']:9.2f} "
+                  f"{row['peak_tree_mb']:13.0f} {row['largest_process_mb']:16.0f} {gz_mb:6.1f}",
+                  flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

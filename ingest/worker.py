@@ -1,0 +1,50 @@
+"""A worker process of the `process` executor: `python -m ingest.worker`.
+
+Reads tasks from stdin and writes outcomes to stdout, each message a 4-byte big-endian
+length and a pickle (ingest/tasks.py dataclasses), one task at a time until stdin
+closes. A plain subprocess rather than multiprocessing, so nothing re-imports the
+caller's `__main__` (a script calling stepscope.ingest needs no `if __name__` guard), and
+the worker runs in its own session: a Ctrl-C at the terminal reaches only the ingest,
+which stops the workers itself.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+from typing import IO, Any
+
+HEADER = struct.Struct(">I")
+
+
+def send(stream: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    """The next message, or None at the end of the stream."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    size, = HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)  # noqa: S301 - our own parent process, over a private pipe
+
+
+def main() -> int:
+    from ingest.tasks import run_rank_task
+
+    inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the message stream
+    while (task := receive(inbox)) is not None:
+        send(outbox, run_rank_task(task))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
