@@ -48,7 +48,7 @@ MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
 DEFAULT_MEMORY_LIMIT = "1GB"
 
 
-def _memory_config() -> dict[str, str]:
+def _memory_config() -> dict[str, str | bool | int | float | list[str]]:
     """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 1GB): past
     it, DuckDB evicts cached blocks and spills to a temp folder beside the database, so
     the ingest's memory does not grow with the number of ranks (docs/scale.md)."""

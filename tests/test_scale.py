@@ -219,3 +219,25 @@ def test_bad_executor_is_a_usage_error(tmp_path: Path,
     assert capsys.readouterr().err.strip() == (
         "error: stepscope ingest: argument --executor: choose auto, inline, process, ray or "
         "ray://ADDRESS (see --help)")
+
+
+def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
+    """A worker killed mid-task (say by the OOM killer) fails that file; a new worker
+    takes the next task."""
+    from ingest.executors import _Worker
+    from ingest.tasks import RankFailed, RankParsed, RankTask
+
+    files = sorted(JOB.glob("rank*.json.gz"))[:2]
+    tasks = [RankTask(i, str(f), f.name, str(tmp_path / str(i)), 8)
+             for i, f in enumerate(files)]
+    worker = _Worker()
+    worker.start(tasks[0])
+    worker.proc.kill()
+    outcome = worker.finish()
+    assert outcome == RankFailed(0, files[0].name, "the worker process died while reading it "
+                                 "(exit code -9; out of memory?)")
+    worker.stop(kill=True)
+    executor = ProcessExecutor(2)
+    outcomes = list(executor.run(tasks))
+    assert [type(o) for o in outcomes] == [RankParsed, RankParsed]
+    assert [o.index for o in outcomes] == [0, 1]
