@@ -1,3 +1,3 @@
-from stepscope.cli import main
+from stepscope.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -109,6 +109,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_NOTHING
 
 
+def entry() -> None:
+    """The process entry (console script, `python -m stepscope`): exit with main's code.
+    After Ctrl-C the exit goes through os._exit(130): CPython turns a normal exit into
+    death by SIGINT (-2) when a KeyboardInterrupt once escaped C-level code run during an
+    import, even though main caught it and printed its one line."""
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def __getattr__(name: str) -> object:
     """`COMMANDS` (name -> command module) lives in stepscope.commands; loaded lazily."""
     if name == "COMMANDS":
