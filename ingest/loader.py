@@ -409,10 +409,12 @@ class _Batch:
         self.con.register("staged_files", files)
         self.con.register("staged_rank_rows", pa.Table.from_pylist(self.rows))
         try:
+            params: dict[str, object] = {"run": self.run}
+            for table in OUTPUT_TABLES:
+                params[f"{table}_files"] = [f for f, _ in self.files
+                                            if Path(f).name == f"{table}.parquet"]
             for stmt in _append_statements():
-                used = {k: v for k, v in (("run", self.run), ("batch", str(self.folder)))
-                        if f"${k}" in stmt}
-                self.con.execute(stmt, used)
+                self.con.execute(stmt, {k: v for k, v in params.items() if f"${k}" in stmt})
         except duckdb.InterruptException:
             raise
         except (duckdb.Error, pa.ArrowException) as exc:

@@ -1,49 +1,48 @@
 -- Appends one batch of parsed ranks to the run (ingest/loader.py, after ingest/tasks.py).
--- Reads:  the Parquet files of the batch, $batch/<task>/<table>.parquet, one folder per
---         accepted rank (written by ingest/reader.py from the out_* tables);
---         staged_files (registered by the loader): file VARCHAR (a Parquet path as the
---         glob lists it), rank INTEGER;
+-- Reads:  the Parquet files of the batch, one per table and accepted rank (written by
+--         ingest/reader.py from the out_* tables);
+--         staged_files (registered by the loader): file VARCHAR (a Parquet path, as in
+--         the lists), rank INTEGER;
 --         staged_rank_rows (registered): the batch's `ranks` rows.
 -- Writes: the rank tables of docs/schema.md, process_groups (each pg_name once per run:
 --         a group already stored, or seen at a lower rank of the batch, is kept) and ranks.
--- Parameters: $run, $batch.
--- A glob matching no file is an error in DuckDB, so every accepted task writes every table
--- (with zero rows where the trace has none).
+-- Parameters: $run, and per table a list of Parquet paths named after it (cpu_ops_files,
+-- ...): a list, not a glob, so no folder name is ever read as a pattern.
+-- Every accepted task writes every table (with zero rows where the trace has none).
 
 INSERT INTO cpu_ops BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/cpu_ops.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($cpu_ops_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO gpu_ops BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/gpu_ops.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($gpu_ops_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO gpu_annotations BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/gpu_annotations.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($gpu_annotations_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO steps BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/steps.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($steps_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO threads BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/threads.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($threads_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO collectives BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/collectives.parquet', filename = true, union_by_name = true) p
+FROM read_parquet($collectives_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO process_groups BY NAME
 SELECT $run AS run, p.* EXCLUDE (filename)
-FROM read_parquet($batch || '/*/process_groups.parquet', filename = true,
-                  union_by_name = true) p
+FROM read_parquet($process_groups_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename
 WHERE p.pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
 QUALIFY row_number() OVER (PARTITION BY p.pg_name ORDER BY m.rank) = 1;
