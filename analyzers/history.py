@@ -15,8 +15,8 @@ import polars as pl
 
 from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
-from ingest._sql import sql as ingest_sql
 from ingest.db import quote_identifier
+from ingest.queries import sql as ingest_sql
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import duckdb
 
-from ingest._sql import sql
 from ingest.errors import DatabaseBusyError, UsageError
+from ingest.queries import sql
 
 SCHEMA_VERSION = "1"
 SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"

@@ -18,10 +18,10 @@ from typing import TypeVar
 
 import duckdb
 
-from ingest._sql import sql
 from ingest.db import connect_write, ensure_schema
 from ingest.db import quote_identifier as q
 from ingest.errors import DatabaseBusyError, UsageError
+from ingest.queries import sql
 
 T = TypeVar("T")
 

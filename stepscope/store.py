@@ -51,11 +51,10 @@ class Store:
             raise UsageError(f"unknown table '{name}'; choose from {', '.join(PUBLIC_TABLES)}")
         # A table name cannot be a query parameter: it is checked against PUBLIC_TABLES
         # above and quoted; the run goes in as a parameter.
-        table = quote_identifier(name)
         if run is None:
-            return as_frame(self.con.sql(f"SELECT * FROM {table}"))
+            return as_frame(self.con.sql(f"SELECT * FROM {quote_identifier(name)}"))
         self.require_run(run)
-        return as_frame(self.con.sql(f"SELECT * FROM {table} WHERE run = $run",
+        return as_frame(self.con.sql(f"SELECT * FROM {quote_identifier(name)} WHERE run = $run",
                                      params={"run": run}))
 
     def sql(self, query: str, params: Mapping[str, object] | None = None) -> pl.DataFrame:

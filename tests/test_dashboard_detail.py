@@ -9,19 +9,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from dashboard_helpers import CPU, SIMULATED
 
 from analyzers.attribution import CATEGORIES
 from analyzers.detail import rank_step_grid, step_timeline, timeline_ranks, top_kernels
-from dashboard.uploads import ingest_staged
 
 
 @pytest.fixture(scope="module")
-def detail_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("detail") / "detail.duckdb"
-    ingest_staged([SIMULATED / "straggler"], db, "straggler")
-    ingest_staged([CPU / "straggler"], db, "cpu-straggler")
-    return db
+def detail_db(sample_db: Path) -> Path:
+    """The session's sample database (runs `straggler` and `cpu-straggler`; read only)."""
+    return sample_db
 
 
 def attributed(con: duckdb.DuckDBPyConnection, run: str, step: int) -> dict[int, dict]:

@@ -14,7 +14,6 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ingest._sql import run_script, sql
 from ingest.db import quote_identifier
 from ingest.errors import TraceFileError, as_file_error
 from ingest.nccl.debug_log import read_nccl_log
@@ -22,6 +21,7 @@ from ingest.nccl.flight_recorder import read_flight_recorder
 from ingest.nccl.inspector import read_inspector
 from ingest.nccl.profiler_plugin import DTYPE_BYTES, read_profiler_dump
 from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
+from ingest.queries import run_script, sql
 from ingest.sources import NcclFile
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",

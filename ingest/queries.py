@@ -1,4 +1,5 @@
-"""Loading the ingest's SQL files (ingest/sql/*.sql) by name."""
+"""The ingest's SQL files (ingest/sql/*.sql) by name, for ingest/ and the analyzers that
+share its queries (e.g. which tables hold runs)."""
 
 from __future__ import annotations
 
