@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from analyzers.detail import KernelRow, RankStepGrid, StepTimeline
 from analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
+from dashboard.format import points as fmt_points
 from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
 
 COLORS = {
@@ -69,7 +70,7 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
         x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
         measure=["absolute", *["relative"] * len(steps), "total"],
         y=[100.0, *[w.points for w in steps], 0.0],
-        text=["100", *[f"{w.points:.1f}" for w in steps], f"{100 * (mfu.mfu or 0):.1f}"],
+        text=["100", *[fmt_points(w.points) for w in steps], f"{100 * (mfu.mfu or 0):.1f}"],
         textposition="outside", connector={"line": {"color": "#999"}},
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         totals={"marker": {"color": COLORS["compute"]}},
@@ -201,7 +202,8 @@ def diff_waterfall(diff: Diff) -> go.Figure:
         x=[diff.a.run, *[STAGE_LABELS[s] for s in STAGES], diff.b.run],
         measure=["absolute", *["relative"] * len(STAGES), "total"],
         y=[100 * diff.a.mfu, *[points.points(s) for s in STAGES], 0.0],
-        text=[f"{100 * diff.a.mfu:.1f}", *[f"{points.points(s):+.2f}" for s in STAGES],
+        text=[f"{100 * diff.a.mfu:.1f}",
+              *[fmt_points(points.points(s), 2, signed=True) for s in STAGES],
               f"{100 * diff.b.mfu:.1f}"], textposition="outside",
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         increasing={"marker": {"color": COLORS["compute"]}},

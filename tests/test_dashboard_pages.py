@@ -221,3 +221,13 @@ def test_busy_database_shows_last_state_or_busy(monkeypatch, pages_db, tmp_path)
         for holder in holders:
             holder.kill()
             holder.wait()
+
+
+def test_waterfall_labels_never_show_minus_zero() -> None:
+    """A stage that lost a few hundredths of a point reads 0.0, not -0.0."""
+    from dashboard.format import points
+
+    assert [points(v) for v in (-0.04, -0.0, 0.04, -2.345, -10.06)] == \
+        ["0.0", "0.0", "0.0", "-2.3", "-10.1"]
+    assert [points(v, 2, signed=True) for v in (-0.001, 0.004, -2.346, 1.5)] == \
+        ["+0.00", "+0.00", "-2.35", "+1.50"]
