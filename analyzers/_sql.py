@@ -10,6 +10,8 @@ from typing import TypeVar, cast
 import duckdb
 import polars as pl
 
+from ingest.queries import execute_statements, split_statements
+
 SQL_DIR = Path(__file__).parent / "sql"
 
 Params = Mapping[str, object]
@@ -27,7 +29,7 @@ def sql(name: str) -> str:
 @cache
 def statements(name: str) -> tuple[str, ...]:
     """The statements of a SQL file, in order."""
-    return tuple(s.query for s in duckdb.extract_statements(sql(name)))
+    return split_statements(sql(name))
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
@@ -38,9 +40,7 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
 
 def run_script(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> None:
     """Execute every statement of a SQL file, binding the named parameters it uses."""
-    for stmt in statements(name):
-        used = {k: v for k, v in params.items() if f"${k}" in stmt}
-        con.execute(stmt, used) if used else con.execute(stmt)
+    execute_statements(con, statements(name), params)
 
 
 def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, params: Params,

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from ingest.interrupts import InterruptGuard
 from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
 from ingest.nccl.load import ingest_nccl_files
+from ingest.queries import run_script
 from ingest.ranksets import RankSet
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
@@ -60,7 +60,6 @@ from ingest.tasks import (
 )
 
 HOSTS_SQL = Path(__file__).parent / "sql" / "hosts.sql"
-APPEND_SQL = Path(__file__).parent / "sql" / "append_ranks.sql"
 # Ranks appended per batch (ingest/sql/append_ranks.sql): fewer statements per rank, and
 # the stage folder stays small; a batch also ends at BATCH_BYTES of Parquet.
 BATCH_RANKS = 64
@@ -413,8 +412,7 @@ class _Batch:
             for table in OUTPUT_TABLES:
                 params[f"{table}_files"] = [f for f, _ in self.files
                                             if Path(f).name == f"{table}.parquet"]
-            for stmt in _append_statements():
-                self.con.execute(stmt, {k: v for k, v in params.items() if f"${k}" in stmt})
+            run_script(self.con, "append_ranks.sql", params)
         except duckdb.InterruptException:
             raise
         except (duckdb.Error, pa.ArrowException) as exc:
@@ -428,11 +426,6 @@ class _Batch:
             self.con.unregister("staged_rank_rows")
         shutil.rmtree(self.folder, ignore_errors=True)
         self.files, self.rows, self.bytes = [], [], 0
-
-
-@cache
-def _append_statements() -> tuple[str, ...]:
-    return tuple(s.query for s in duckdb.extract_statements(APPEND_SQL.read_text()))
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
