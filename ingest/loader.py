@@ -41,7 +41,7 @@ from ingest.interrupts import InterruptGuard
 from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
 from ingest.nccl.load import ingest_nccl_files
-from ingest.queries import run_script
+from ingest.queries import run_script, sql
 from ingest.ranksets import RankSet
 from ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
@@ -59,22 +59,12 @@ from ingest.tasks import (
     checked_rank,
 )
 
-HOSTS_SQL = Path(__file__).parent / "sql" / "hosts.sql"
 # Ranks appended per batch (ingest/sql/append_ranks.sql): fewer statements per rank, and
 # the stage folder stays small; a batch also ends at BATCH_BYTES of Parquet.
 BATCH_RANKS = 64
 BATCH_BYTES = 1 << 30
 ProgressFn = Callable[[int, int, str], None]
 AfterLoadFn = Callable[[duckdb.DuckDBPyConnection, str], None]
-# Base tables (not views) of the main schema with a `run` column; the nightly history
-# outlives re-ingests and pruned runs (analyzers/history.py).
-RUN_TABLES_SQL = """
-SELECT DISTINCT c.table_name FROM duckdb_columns() c
-JOIN duckdb_tables() t ON t.table_oid = c.table_oid
-WHERE c.column_name = 'run' AND NOT t.internal AND NOT t.temporary
-  AND t.schema_name = 'main' AND t.database_name = current_database()
-  AND c.table_name <> 'history'
-"""
 
 
 @dataclass
@@ -165,23 +155,6 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
     }
 
 
-INSERT_ARG_GROUPS = """
-INSERT INTO process_groups BY NAME
-SELECT run, pg_name, any_value(pg_desc) AS pg_desc,
-       CAST(regexp_extract_all(any_value(pg_ranks), '-?\\d+') AS INTEGER[]) AS ranks,
-       max(group_size) AS size, NULL AS backend,
-       bool_or(pg_ranks LIKE '%...%') AS ranks_truncated, 'collective_args' AS source
-FROM collectives
-WHERE run = $run AND pg_name IS NOT NULL
-  AND pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
-GROUP BY run, pg_name
-"""
-INSERT_RUN_ROW = """
-INSERT INTO runs (run, ingested_at, status, world_size, n_ranks, n_files, sources,
-                  failed_files, stepscope_version, rank_subset)
-VALUES ($run, $ingested_at, $status, $world_size, $n_ranks, $n_files, $sources, $failed,
-        $version, $rank_subset)
-"""
 
 
 def ingest(
@@ -290,8 +263,7 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 def _committed(con: duckdb.DuckDBPyConnection, run: str, stamp: datetime) -> bool | None:
     """Does the database hold this ingest's run (None: could not tell)?"""
     try:
-        rows = con.execute("SELECT count(*) FROM runs WHERE run = $run AND ingested_at = $t",
-                           {"run": run, "t": stamp}).fetchall()
+        rows = con.execute(sql("run_committed.sql"), {"run": run, "t": stamp}).fetchall()
     except duckdb.Error:
         return None
     return bool(rows[0][0])
@@ -307,9 +279,9 @@ def _interrupt_message(run: str, db: str | Path, committed: bool | None) -> str:
 
 
 def _delete_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Delete the run from every table with a `run` column, derived tables included;
-    names read from the database are quoted, never spliced."""
-    for (table,) in con.execute(RUN_TABLES_SQL).fetchall():
+    """Delete the run from every table with a `run` column, derived tables included.
+    The table name cannot be a parameter; names read from the database are quoted."""
+    for (table,) in con.execute(sql("merge_run_tables.sql"), {"db": None}).fetchall():
         con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run", {"run": run})
 
 
@@ -442,12 +414,11 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         raise NothingIngestedError(
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
             "could be read (see the errors above)", result.failures)
-    con.execute(INSERT_ARG_GROUPS, {"run": run})
-    con.execute(HOSTS_SQL.read_text(), {"run": run})
-    (world,), = con.execute(
-        "SELECT max(world_size) FROM ranks WHERE run = $run", {"run": run}).fetchall()
-    world_size = world or _nccl_world_size(con, run) or len(result.ranks)
-    con.execute(INSERT_RUN_ROW, {
+    con.execute(sql("run_arg_groups.sql"), {"run": run})
+    con.execute(sql("hosts.sql"), {"run": run})
+    (world,), = con.execute(sql("run_world_size.sql"), {"run": run}).fetchall()
+    world_size = world or len(result.ranks)
+    con.execute(sql("run_insert.sql"), {
         "run": run,
         "ingested_at": stamp,
         "status": result.status,
@@ -459,13 +430,6 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         "version": _version(),
         "rank_subset": result.rank_subset,
     })
-
-
-def _nccl_world_size(con: duckdb.DuckDBPyConnection, run: str) -> int | None:
-    """Without Kineto ranks: the largest process group the Flight Recorder dumps name."""
-    (size,), = con.execute(
-        "SELECT max(len(ranks)) FROM fr_groups WHERE run = $run", {"run": run}).fetchall()
-    return int(size) if size else None
 
 
 __all__ = ["IngestResult", "ingest"]

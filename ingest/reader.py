@@ -522,20 +522,15 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     counts = _rank_tables(con, display)
     (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
     summary = RankSummary(*con.execute("SELECT * FROM out_summary").fetchall()[0])
+    # the out_<name> temp tables through DuckDB's relational API (no SQL text)
     if stage_dir is None:
-        tables = {name: con.sql(_OUT_SELECT[name]).to_arrow_table() for name in OUTPUT_TABLES}
+        tables = {name: con.table(f"out_{name}").to_arrow_table() for name in OUTPUT_TABLES}
         return _Loaded(tables, {}, counts, step_source, summary)
     files = {}
     for name in OUTPUT_TABLES:
         files[name] = str(stage_dir / f"{name}.parquet")
-        con.execute(_OUT_COPY[name], {"file": files[name]})
+        con.table(f"out_{name}").write_parquet(files[name], compression="zstd")
     return _Loaded({}, files, counts, step_source, summary)
-
-
-# The statements are fixed per table (no SQL text is built from data).
-_OUT_SELECT = {name: f"SELECT * FROM out_{name}" for name in OUTPUT_TABLES}
-_OUT_COPY = {name: f"COPY out_{name} TO $file (FORMAT parquet, COMPRESSION zstd)"
-             for name in OUTPUT_TABLES}
 
 
 def _rank_tables(con: duckdb.DuckDBPyConnection, display: str) -> dict[str, int]:
