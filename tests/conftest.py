@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,13 @@ import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
 from analyzers.model import SCHEMA_FILES, Model, to_builtins
+
+# A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
+# every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,
+# here and in the child processes (a Python handler is reset to the default on exec,
+# an ignored signal stays ignored).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
