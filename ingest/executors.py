@@ -141,7 +141,7 @@ class ProcessExecutor:
                 while task.index not in done:
                     if self.cancelled:
                         return
-                    self._feed(workers, queue, len(done) + jobs < 3 * jobs)
+                    self._feed(workers, queue, room=len(done) < 2 * jobs)
                     self._collect(workers, done)
                 yield done.pop(task.index)
             finished = True

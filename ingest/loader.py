@@ -36,7 +36,7 @@ from ingest.errors import (
     TraceFileError,
     UsageError,
 )
-from ingest.executors import make_executor
+from ingest.executors import make_executor, parse_executor
 from ingest.interrupts import InterruptGuard
 from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
@@ -188,7 +188,7 @@ def ingest(
     Raises Interrupted on Ctrl-C, saying whether the run was committed.
     """
     run_name = run or default_run_name(paths)
-    make_executor(executor, jobs, 0)  # a bad --executor is a usage error before any work
+    parse_executor(executor)  # a bad --executor is a usage error before any work
     limit = max_trace_bytes(max_bytes)
     result = IngestResult(run=run_name, db=str(db),
                           rank_subset=str(ranks) if ranks is not None else None)
@@ -307,9 +307,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[Trac
                 result.skipped_ranks.append(outcome.file)
                 continue
             try:
-                _accept(outcome, claimed, run, batch)
-                assert isinstance(outcome, RankParsed)
-                result.ranks.append(outcome.rank)
+                result.ranks.append(_accept(outcome, claimed, run, batch))
             except TraceFileError as exc:
                 if opts.strict:
                     raise NothingIngestedError(
@@ -320,9 +318,9 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[Trac
         batch.flush()
 
 
-def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) -> None:
-    """Check a task's outcome and queue its rank for the next batch; a failed file or a
-    rank claimed twice raises TraceFileError."""
+def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) -> int:
+    """Check a task's outcome and queue its rank for the next batch; returns the rank.
+    A failed file or a rank claimed twice raises TraceFileError."""
     if isinstance(outcome, RankFailed):
         raise TraceFileError(outcome.file, outcome.problem)
     assert isinstance(outcome, RankParsed)
@@ -334,6 +332,7 @@ def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) 
     row = _rank_row(run, outcome.rank, outcome.rank_source, t)
     claimed[outcome.rank] = t.file
     batch.add(outcome, row)
+    return outcome.rank
 
 
 @contextmanager

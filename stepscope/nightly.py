@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 import duckdb
-import pyarrow.compute as pc
 
 from analyzers import history
 from analyzers._sql import sql
@@ -100,7 +99,7 @@ def traces_start(paths: Sequence[str | Path]) -> datetime | None:
                 tables = read_trace(tf.path, tf.display)
             except TraceFileError:
                 continue
-            ns = pc.min(tables.tables["cpu_ops"].column("start_ns")).as_py()
+            ns = tables.summary.trace_start_ns
             if ns is not None:
                 return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
     return None
