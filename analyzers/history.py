@@ -15,8 +15,7 @@ import polars as pl
 
 from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
-from ingest.db import quote_identifier
-from ingest.queries import sql as ingest_sql
+from ingest.db import delete_run_rows
 
 
 @dataclass(frozen=True)
@@ -112,14 +111,8 @@ def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
     if not has_history(con):
         return []
     runs = [r[0] for r in con.execute(sql("history_kept.sql"), {"job": job}).fetchall()][keep:]
-    tables = [t for (t,) in con.execute(ingest_sql("merge_run_tables.sql"),
-                                        {"db": None}).fetchall()]  # history excluded
     for run in runs:
-        for table in tables:
-            # every table with a run column: a table name cannot be a query parameter, so
-            # it is read from the catalog and quoted; the run goes in as a parameter
-            con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run",
-                        {"run": run})
+        delete_run_rows(con, run)  # every table with a run column; history excluded
     if runs:
         con.execute("CHECKPOINT")
     return runs
@@ -129,12 +122,19 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
                  last: int | None = None) -> pl.DataFrame:
     """The job's nights, oldest first, with `mfu_change_points` and
     `step_time_change_ms` night over night; the last `last` rows when given."""
-    if not has_history(con):
-        # an empty history in the temporary catalog (read-only connections allow it):
-        # the schema file's own keyword rewritten, no value spliced into SQL text
-        con.execute(sql("history_schema.sql").replace("CREATE TABLE", "CREATE TEMP TABLE"))
-    frame = as_frame(con.sql(sql("history.sql"), params={"job": job}))
+    if has_history(con):
+        frame = as_frame(con.sql(sql("history.sql"), params={"job": job}))
+    else:
+        frame = _empty_history(job)
     return frame.tail(last) if last is not None else frame
+
+
+def _empty_history(job: str) -> pl.DataFrame:
+    """read_history's frame for a database without nights: the same query over an empty
+    `history` in a throwaway in-memory database (the caller's may be read-only)."""
+    with duckdb.connect() as scratch:
+        scratch.execute(sql("history_schema.sql"))
+        return as_frame(scratch.sql(sql("history.sql"), params={"job": job}))
 
 
 def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:

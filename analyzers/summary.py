@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 import duckdb
@@ -12,25 +12,30 @@ from analyzers._sql import as_frame, sql
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
-    """One row per run (or only `run`), columns as in analyzers/sql/summary.sql.
+    """One row per run (or only `run`), columns as the fields of RunSummary.
 
-    A database written by `ingest.ingest` alone has no derived tables: they are then
-    created empty in the connection's temporary catalog (allowed on read-only ones), so
-    the attributed columns are NULL."""
+    The attributed columns (summary_attributed.sql) are NULL for a run the analyzers have
+    not attributed; a database written by `ingest.ingest` alone has no derived tables at
+    all, and its attributed columns are all NULL."""
+    ingested = as_frame(con.sql(sql("summary.sql"), params={"run": run}))
     present = {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
-    if "step_attribution" not in present:
-        # the same DDL in the connection's temporary catalog: DuckDB has no statement-level
-        # switch for it, so the keywords of our own schema file are rewritten (no value is
-        # spliced into SQL text)
-        con.execute(sql("attribution_schema.sql").replace(
-            "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS").replace(
-            "CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW"))
-    return as_frame(con.sql(sql("summary.sql"), params={"run": run}))
+    if "step_attribution" in present:
+        attributed = as_frame(con.sql(sql("summary_attributed.sql"), params={"run": run}))
+    else:
+        attributed = pl.DataFrame(schema=ATTRIBUTED_SCHEMA)
+    return ingested.join(attributed, on="run", how="left", maintain_order="left").select(
+        f.name for f in fields(RunSummary))
+
+
+# The columns summary_attributed.sql adds, typed for a database without attribution.
+ATTRIBUTED_SCHEMA = {"run": pl.Utf8, "attributed_step_ms": pl.Float64,
+                     "compute_share": pl.Float64, "top_loss": pl.Utf8,
+                     "top_loss_share": pl.Float64}
 
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One row of `run_summary`: the columns of analyzers/sql/summary.sql, in order."""
+    """One row of `run_summary` (summary.sql, then summary_attributed.sql), in order."""
 
     run: str
     status: str | None

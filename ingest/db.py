@@ -9,6 +9,7 @@ data. Readers therefore close as soon as they are done (docs/schema.md, "Concurr
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -77,6 +78,44 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(SCHEMA_SQL.read_text())
     con.execute(NCCL_SCHEMA_SQL.read_text())
     con.execute(sql("schema_version_set.sql"), {"v": SCHEMA_VERSION})
+
+
+def run_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:
+    """Tables with a `run` column in the attached `database` (None: the main one), read
+    from the catalog (ingest/sql/merge_run_tables.sql): the ingest's own tables and the
+    ones the analyzers derive, which the ingest does not know by name."""
+    return [r[0] for r in con.execute(sql("merge_run_tables.sql"), {"db": database}).fetchall()]
+
+
+def delete_run_rows(con: duckdb.DuckDBPyConnection, run: str) -> None:
+    """Delete `run` from every table with a `run` column (the nightly `history` keeps its
+    rows), in the caller's transaction.
+
+    The one statement stepscope builds as text: DuckDB takes no table name as a query
+    parameter and has no relational delete, and the tables are known only from the
+    catalog. The names come from the catalog and are quoted; the run is a parameter."""
+    for table in run_tables(con):
+        con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run", {"run": run})
+
+
+def insert_by_name(con: duckdb.DuckDBPyConnection, table: str, rows: duckdb.DuckDBPyRelation,
+                   constants: Mapping[str, object] | None = None) -> None:
+    """Append `rows` to `table`, matching columns by name like INSERT ... BY NAME: each
+    of the table's columns takes the value in `constants`, else the column of `rows` of
+    that name, else NULL. Built with DuckDB's relational API, so no SQL text names the
+    table; a column of `rows` the table lacks is a programming error (ValueError)."""
+    constants = constants or {}
+    target = con.table(table)
+    extra = set(rows.columns) - set(target.columns) - set(constants)
+    if extra:
+        raise ValueError(f"{table} has no column(s) {sorted(extra)}")
+    staged = set(rows.columns)
+    rows.select(*(
+        duckdb.ConstantExpression(constants[name]).cast(kind).alias(name) if name in constants
+        else duckdb.ColumnExpression(name) if name in staged
+        else duckdb.ConstantExpression(None).cast(kind).alias(name)
+        for name, kind in zip(target.columns, target.types, strict=True)
+    )).insert_into(table)
 
 
 def quote_identifier(name: str) -> str:

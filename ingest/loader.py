@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.db import connect_write, ensure_schema, quote_identifier
+from ingest.db import connect_write, delete_run_rows, ensure_schema
 from ingest.errors import (
     Interrupted,
     NothingIngestedError,
@@ -278,18 +278,11 @@ def _interrupt_message(run: str, db: str | Path, committed: bool | None) -> str:
     return f"interrupted: run '{run}' was not ingested; {db} is unchanged"
 
 
-def _delete_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Delete the run from every table with a `run` column, derived tables included.
-    The table name cannot be a parameter; names read from the database are quoted."""
-    for (table,) in con.execute(sql("merge_run_tables.sql"), {"db": None}).fetchall():
-        con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run", {"run": run})
-
-
 def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
                   result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
     """Parse every file as an independent task (ingest/tasks.py) on the chosen executor
     and append the accepted ranks in batches from their Parquet files."""
-    _delete_run(con, run)
+    delete_run_rows(con, run)
     executor = make_executor(opts.executor, opts.jobs, len(files))
     guard.add_stopper(executor.cancel)
     claimed: dict[int, str] = {}

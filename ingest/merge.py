@@ -18,32 +18,24 @@ from typing import TypeVar
 
 import duckdb
 
-from ingest.db import connect_write, ensure_schema
-from ingest.db import quote_identifier as q
+from ingest.db import connect_write, delete_run_rows, ensure_schema, insert_by_name, run_tables
 from ingest.errors import DatabaseBusyError, UsageError
 from ingest.queries import sql
 
 T = TypeVar("T")
 
-def _run_tables(con: duckdb.DuckDBPyConnection, database: str | None) -> list[str]:
-    """Tables with a `run` column in the attached `database` (None: the shared file)."""
-    return [r[0] for r in con.execute(sql("merge_run_tables.sql"), {"db": database}).fetchall()]
-
-
 def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Replace `run` in the main database by its rows in the attached `stg` database.
-
-    Table names cannot be query parameters: they come from the catalog
-    (merge_run_tables.sql) and are quoted with quote_identifier; the run is a parameter."""
-    main_tables = set(_run_tables(con, None))
-    for table in _run_tables(con, "stg"):
+    """Replace `run` in the main database by its rows in the attached `stg` database,
+    through DuckDB's relational API (no SQL text names a table)."""
+    main_tables = set(run_tables(con))
+    for table in run_tables(con, "stg"):
         if table not in main_tables:  # a derived table the shared file does not have yet
-            con.execute(f"CREATE TABLE {q(table)} AS FROM stg.{q(table)} LIMIT 0")
-    for table in _run_tables(con, None):
-        con.execute(f"DELETE FROM {q(table)} WHERE run = $run", {"run": run})
-    for table in _run_tables(con, "stg"):
-        con.execute(f"INSERT INTO {q(table)} BY NAME FROM stg.{q(table)} WHERE run = $run",
-                    {"run": run})
+            con.table(f"stg.{table}").limit(0).create(table)
+    delete_run_rows(con, run)
+    for table in run_tables(con, "stg"):
+        staged = con.table(f"stg.{table}")
+        insert_by_name(con, table, staged.filter(
+            duckdb.ColumnExpression("run") == duckdb.ConstantExpression(run)))
     for (create_view,) in con.execute(sql("merge_missing_views.sql")).fetchall():
         con.execute(create_view)  # unqualified names: they resolve in the shared file
 
@@ -76,8 +68,7 @@ def delete_run(db: str | Path, run: str) -> None:
             raise UsageError(f"{db}: no run named '{run}'")
         con.execute("BEGIN TRANSACTION")
         try:
-            for table in _run_tables(con, None):  # names from the catalog, quoted
-                con.execute(f"DELETE FROM {q(table)} WHERE run = $run", {"run": run})
+            delete_run_rows(con, run)
         except BaseException:
             con.execute("ROLLBACK")
             raise

@@ -54,43 +54,6 @@ TAIL_WINDOW = 64 << 20        # the end of traceEvents is searched in the last 6
 # added it stays inside a BIGINT.
 MAX_BASE_NS = 1 << 62
 
-# Keys of `args` that the loader uses. Scalars are read as text and cast with TRY_CAST
-# in SQL, because their JSON type differs between eras (e.g. ROCm's "stream": "0x0").
-_ARG_TEXT = (
-    "External id", "correlation", "device", "stream", "Sequence number", "Fwd thread id",
-    "Record function id", "Collective name", "In msg nelems", "Out msg nelems",
-    "In msg size", "Out msg size", "Group size", "dtype", "Process Group Name",
-    "Process Group Description", "Process Group Ranks", "Process Group ID", "Seq",
-    "Rank", "Src Rank", "Dst Rank", "bytes", "name",
-)
-_ARG_JSON = ("Input Dims", "Input type", "Concrete Inputs")
-
-
-def _struct(fields: list[tuple[str, str]]) -> str:
-    return "STRUCT(" + ", ".join(f'"{n}" {t}' for n, t in fields) + ")"
-
-
-def _event_columns(ts_type: str) -> str:
-    """The `columns` argument of read_json: the event fields stepscope uses."""
-    args = _struct([(k, "VARCHAR") for k in _ARG_TEXT] + [(k, "JSON") for k in _ARG_JSON])
-    cols = {"ph": "VARCHAR", "cat": "VARCHAR", "name": "VARCHAR", "pid": "VARCHAR",
-            "tid": "VARCHAR", "ts": ts_type, "dur": "DOUBLE", "args": args}
-    return "{" + ", ".join(f"'{k}': '{v}'" for k, v in cols.items()) + "}"
-
-
-_READ_EVENTS = (
-    "CREATE OR REPLACE TEMP TABLE raw_events AS SELECT * FROM read_json($path, "
-    "columns={columns}, format='array', maximum_object_size=268435456)"
-)
-READ_FAST = _READ_EVENTS.format(columns=_event_columns("DOUBLE"))
-READ_EXACT = _READ_EVENTS.format(columns=_event_columns("VARCHAR"))
-CREATE_META = (
-    "CREATE OR REPLACE TEMP TABLE meta AS "
-    "SELECT CAST($base_ns AS BIGINT) AS base_ns, "
-    "CAST($distributed_info AS JSON) AS distributed_info, "
-    "CAST($step_marker AS VARCHAR) AS step_marker"
-)
-
 OUTPUT_TABLES = (
     "cpu_ops", "gpu_ops", "gpu_annotations", "steps", "threads", "process_groups", "collectives",
 )
@@ -510,18 +473,17 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     base_ns, distributed, step_marker = meta
     con.execute(_sql("macros.sql"))
     try:
-        con.execute(READ_EXACT if exact else READ_FAST, {"path": str(events_file)})
+        con.execute(_sql("read_events.sql"), {"path": str(events_file),
+                                              "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
         raise TraceFileError(display, _explain_read_error(exc)) from None
     try:
         info = json.dumps(distributed, allow_nan=False) if distributed else None
     except ValueError:
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
-    con.execute(CREATE_META, {"base_ns": base_ns, "distributed_info": info,
-                              "step_marker": step_marker or None})
-    counts = _rank_tables(con, display)
-    (step_source,), = con.execute("SELECT step_source FROM out_step_source").fetchall()
-    summary = RankSummary(*con.execute("SELECT * FROM out_summary").fetchall()[0])
+    con.execute(_sql("rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
+                                        "step_marker": step_marker or None})
+    step_source, summary, counts = _rank_tables(con, display)
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
     if stage_dir is None:
         tables = {name: con.table(f"out_{name}").to_arrow_table() for name in OUTPUT_TABLES}
@@ -533,36 +495,30 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     return _Loaded({}, files, counts, step_source, summary)
 
 
-def _rank_tables(con: duckdb.DuckDBPyConnection, display: str) -> dict[str, int]:
+def _rank_tables(con: duckdb.DuckDBPyConnection,
+                 display: str) -> tuple[str | None, RankSummary, dict[str, int]]:
+    """Build the out_* tables from raw_events; returns the step source, the summary row
+    and the event counts per category (`cat:ph` for other phases than X)."""
     try:
         con.execute(_sql("rank_tables.sql"))
         con.execute(_sql("collectives.sql"))
-        con.execute("DROP TABLE raw_events")
+        (step_source, device, pid, start, end, timed, categories), = con.execute(
+            _sql("rank_result.sql")).fetchall()
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {
-        f"{cat}:{ph}" if ph != "X" else cat: int(n)
-        for cat, ph, n in con.execute("SELECT * FROM category_counts ORDER BY 1, 2").fetchall()
+        f"{c['category']}:{c['ph']}" if c["ph"] != "X" else c["category"]: int(c["n"])
+        for c in categories or ()
     }
     if not any(k in counts for k in KNOWN_EVENT_CATEGORIES):
         raise TraceFileError(
             display, "not a Kineto trace: no CPU op, kernel or annotation events in traceEvents"
         )
-    (timed,), = con.execute(_COUNT_TIMED).fetchall()
     if not timed:
         raise TraceFileError(
             display, f"no timed events: none of its {sum(counts.values())} events has a "
             "numeric `ts` (nothing to attribute)")
-    return counts
-
-
-_COUNT_TIMED = ("SELECT (SELECT count(*) FROM out_cpu_ops) + (SELECT count(*) FROM out_gpu_ops)"
-                " + (SELECT count(*) FROM out_gpu_annotations)")
-
-
-# Tables of duration events: a trace with none of them has nothing on its time line
-# (counted by _COUNT_TIMED).
-TIMED_TABLES = ("cpu_ops", "gpu_ops", "gpu_annotations")
+    return step_source, RankSummary(device, pid, start, end), counts
 
 
 class SkippedTrace(Exception):

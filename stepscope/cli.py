@@ -110,11 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The process entry (console script, `python -m stepscope`): exit with main's code.
-    After Ctrl-C the exit goes through os._exit(130): CPython turns a normal exit into
+    """The process entry (console script, `python -m stepscope`): exit with main's code,
+    whatever Ctrl-C arrives once main has returned. After Ctrl-C the exit goes through
+    os._exit(130): CPython turns a normal exit into
     death by SIGINT (-2) when a KeyboardInterrupt once escaped C-level code run during an
     import, even though main caught it and printed its one line."""
     code = main()
+    # The outcome is decided and its line printed: a Ctrl-C from here on is ignored, or
+    # it would kill the exiting process by SIGINT (-2, no line), since CPython resets a
+    # Python-level SIGINT handler to the default during interpreter shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if code == EXIT_INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from analyzers import run_summary
 from analyzers._sql import as_frame, sql
 from ingest import UsageError, connect_read_only
-from ingest.db import quote_identifier
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
@@ -49,13 +49,13 @@ class Store:
         """A whole public table, optionally restricted to one run."""
         if name not in PUBLIC_TABLES:
             raise UsageError(f"unknown table '{name}'; choose from {', '.join(PUBLIC_TABLES)}")
-        # A table name cannot be a query parameter: it is checked against PUBLIC_TABLES
-        # above and quoted; the run goes in as a parameter.
+        # through DuckDB's relational API: the name is checked above, no SQL text is built
+        rows = self.con.table(name)
         if run is None:
-            return as_frame(self.con.sql(f"SELECT * FROM {quote_identifier(name)}"))
+            return as_frame(rows)
         self.require_run(run)
-        return as_frame(self.con.sql(f"SELECT * FROM {quote_identifier(name)} WHERE run = $run",
-                                     params={"run": run}))
+        return as_frame(rows.filter(
+            duckdb.ColumnExpression("run") == duckdb.ConstantExpression(run)))
 
     def sql(self, query: str, params: Mapping[str, object] | None = None) -> pl.DataFrame:
         """Any read-only SQL over the schema in docs/schema.md."""

@@ -1,39 +1,28 @@
 """SQL in one place: every query lives in analyzers/sql/ or ingest/sql/ with a header
-comment; Python holds no query text except where a table name varies (then quoted with
-ingest.db.quote_identifier, since a name cannot be a query parameter).
-
-ingest/loader.py and ingest/reader.py are left to the ingest's own scale work (issue 14)."""
+comment. Python holds no query text but one statement: ingest.db.delete_run_rows, whose
+table names come from the catalog (a name cannot be a query parameter, and DuckDB has no
+relational delete), quoted with ingest.db.quote_identifier."""
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
 from conftest import REPO
 
 PACKAGES = ("analyzers", "dashboard", "stepscope", "ingest")
-NOT_YET = {"ingest/loader.py", "ingest/reader.py"}
 KEYWORDS = ("SELECT ", "WITH ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ")
 QUOTERS = {"quote_identifier", "q"}
 
 
 def _python_files() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")
-                  if p.relative_to(REPO).as_posix() not in NOT_YET)
-
-
-# The one rewrite left: a schema file's DDL keywords turned into their TEMP form, to create
-# missing tables empty in a read-only connection's temporary catalog (DuckDB has no switch
-# for it). The fragments hold no query, no name and no value.
-DDL_KEYWORDS = re.compile(r"^CREATE (OR REPLACE )?(TEMP )?(TABLE|VIEW)( IF NOT EXISTS)?$")
+    return sorted(p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py"))
 
 
 def _is_query(text: str) -> bool:
     text = text.strip()
-    return (text.upper().startswith(KEYWORDS) and text[:6].isupper()
-            and not DDL_KEYWORDS.match(text))
+    return text.upper().startswith(KEYWORDS) and text[:6].isupper()
 
 
 def _quotes_a_name(node: ast.JoinedStr) -> bool:
@@ -68,6 +57,14 @@ def _queries_in(path: Path, root: Path = REPO) -> list[str]:
 def test_no_query_text_in_python() -> None:
     found = [hit for path in _python_files() for hit in _queries_in(path)]
     assert found == [], "move these queries into analyzers/sql or ingest/sql: " + ", ".join(found)
+
+
+def test_one_statement_is_built_from_a_quoted_name() -> None:
+    """Quoted names are allowed in exactly one place, so a new one is a decision."""
+    quoted = [f"{path.relative_to(REPO)}:{node.lineno}" for path in _python_files()
+              for node in ast.walk(ast.parse(path.read_text()))
+              if isinstance(node, ast.JoinedStr) and _quotes_a_name(node)]
+    assert len(quoted) == 1 and quoted[0].startswith("ingest/db.py:"), quoted
 
 
 def test_the_check_finds_what_it_must(tmp_path: Path) -> None:

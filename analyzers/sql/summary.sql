@@ -1,4 +1,6 @@
--- One row per run: what was ingested. Parameter: $run (NULL = every run).
+-- One row per run: what was ingested. Reads runs, ranks, steps, gpu_ops, collectives,
+-- process_groups; writes nothing. Parameter: $run (NULL = every run). The attributed
+-- columns come from summary_attributed.sql (analyzers/summary.py joins them).
 WITH rk AS (
     -- a rank without a device name: 'GPU (unnamed)' when it ran GPU ops, else 'CPU only'
     SELECT run,
@@ -24,25 +26,6 @@ WITH rk AS (
     FROM collectives GROUP BY run
 ), pg AS (
     SELECT run, count(*) AS process_groups FROM process_groups GROUP BY run
-), attr_means AS (
-    -- attributed step time: mean over ranks and complete steps, per category
-    SELECT run, avg(step_ns) AS step_ns, avg(compute_ns) AS compute_ns,
-        avg(recompute_ns) AS recompute, avg(exposed_comm_ns) AS exposed_comm,
-        avg(straggler_wait_ns) AS straggler_wait, avg(bubble_ns) AS bubble,
-        avg(memory_ns) AS memory, avg(idle_ns) AS idle
-    FROM step_attribution JOIN complete_steps USING (run, rank, step) GROUP BY run
-), attr AS (
-    -- and the largest loss (non-compute category) with its share of the step
-    SELECT run, any_value(step_ns) / 1e6 AS step_ms,
-        any_value(compute_ns) / nullif(any_value(step_ns), 0) AS compute_share,
-        arg_max(cat, ns) AS top_loss, max(ns) / nullif(any_value(step_ns), 0) AS top_loss_share
-    FROM (
-        SELECT run, step_ns, compute_ns,
-            unnest(['recompute', 'exposed_comm', 'straggler_wait', 'bubble', 'memory',
-                    'idle']) AS cat,
-            unnest([recompute, exposed_comm, straggler_wait, bubble, memory, idle]) AS ns
-        FROM attr_means
-    ) GROUP BY run
 )
 SELECT
     r.run, r.status, r.world_size, r.n_ranks,
@@ -54,10 +37,9 @@ SELECT
     c.collective_types,
     coalesce(pg.process_groups, 0) AS process_groups,
     json_array_length(r.failed_files) AS failed_files,
-    a.step_ms AS attributed_step_ms, a.compute_share, a.top_loss, a.top_loss_share,
     r.ingested_at
 FROM runs r
 LEFT JOIN rk USING (run) LEFT JOIN st USING (run) LEFT JOIN g USING (run)
-LEFT JOIN c USING (run) LEFT JOIN pg USING (run) LEFT JOIN attr a USING (run)
+LEFT JOIN c USING (run) LEFT JOIN pg USING (run)
 WHERE $run IS NULL OR r.run = $run
 ORDER BY r.run;

@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ingest.db import quote_identifier
+from ingest.db import insert_by_name
 from ingest.errors import TraceFileError, as_file_error
 from ingest.nccl.debug_log import read_nccl_log
 from ingest.nccl.flight_recorder import read_flight_recorder
@@ -72,15 +72,8 @@ def insert_source(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
 
 def insert_rank_rows(con: duckdb.DuckDBPyConnection, table: str, run: str, rank: int | None,
                      rows: pa.Table) -> None:
-    con.register("staged", rows)
-    try:
-        # `table` is one of NCCL_TABLES: a table name cannot be a query parameter, so it
-        # is quoted; the run and rank are parameters
-        con.execute(f"INSERT INTO {quote_identifier(table)} BY NAME "
-                    "SELECT $run AS run, $rank AS rank, * FROM staged",
-                    {"run": run, "rank": rank})
-    finally:
-        con.unregister("staged")
+    """Append one rank's rows to `table` (one of NCCL_TABLES) under the run and rank."""
+    insert_by_name(con, table, con.from_arrow(rows), {"run": run, "rank": rank})
 
 
 def _insert_fr(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
@@ -124,13 +117,8 @@ def _insert_log(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,
 
 def insert_run_rows(con: duckdb.DuckDBPyConnection, table: str, run: str,
                     rows: pa.Table) -> None:
-    con.register("staged", rows)
-    try:
-        # `table` is one of NCCL_TABLES (quoted: a table name cannot be a parameter)
-        con.execute(f"INSERT INTO {quote_identifier(table)} BY NAME "
-                    "SELECT $run AS run, * FROM staged", {"run": run})
-    finally:
-        con.unregister("staged")
+    """Append rows to `table` (one of NCCL_TABLES) under the run."""
+    insert_by_name(con, table, con.from_arrow(rows), {"run": run})
 
 
 def _insert_inspector(con: duckdb.DuckDBPyConnection, run: str, nf: NcclFile,

@@ -241,3 +241,7 @@ SELECT
     work_tid,
     step
 FROM joined;
+
+-- raw_events is no longer read (the largest temp table): freed before the tables are
+-- handed over.
+DROP TABLE raw_events;

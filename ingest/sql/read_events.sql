@@ -1,0 +1,24 @@
+-- Reads one trace's `traceEvents` array into the temp table raw_events (one row per
+-- event, in file order), keeping only the event fields and `args` keys stepscope uses.
+-- Reads the JSON file $path (written by ingest/reader.py: the events array alone).
+-- Parameters: $path; $ts_type, the type `ts` is read as: 'DOUBLE' (fast path) or
+-- 'VARCHAR' (exact path: microsecond timestamps with more digits than a double holds,
+-- parsed to integer nanoseconds in rank_tables.sql).
+-- `args` scalars are read as text and cast with TRY_CAST where used: their JSON type
+-- differs between eras (e.g. ROCm's "stream": "0x0"). Shapes, dtypes and concrete inputs
+-- stay JSON.
+CREATE OR REPLACE TEMP TABLE raw_events AS
+SELECT * FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns = {
+    'ph': 'VARCHAR', 'cat': 'VARCHAR', 'name': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR',
+    'ts': $ts_type, 'dur': 'DOUBLE',
+    'args': 'STRUCT("External id" VARCHAR, "correlation" VARCHAR, "device" VARCHAR,
+                    "stream" VARCHAR, "Sequence number" VARCHAR, "Fwd thread id" VARCHAR,
+                    "Record function id" VARCHAR, "Collective name" VARCHAR,
+                    "In msg nelems" VARCHAR, "Out msg nelems" VARCHAR, "In msg size" VARCHAR,
+                    "Out msg size" VARCHAR, "Group size" VARCHAR, "dtype" VARCHAR,
+                    "Process Group Name" VARCHAR, "Process Group Description" VARCHAR,
+                    "Process Group Ranks" VARCHAR, "Process Group ID" VARCHAR, "Seq" VARCHAR,
+                    "Rank" VARCHAR, "Src Rank" VARCHAR, "Dst Rank" VARCHAR, "bytes" VARCHAR,
+                    "name" VARCHAR, "Input Dims" JSON, "Input type" JSON,
+                    "Concrete Inputs" JSON)'
+});
