@@ -46,8 +46,20 @@ class Executor(Protocol):
         ...
 
 
+JOBS_ENV = "STEPSCOPE_JOBS"
+MAX_JOBS = 1024
+
+
 def default_jobs() -> int:
-    return max(1, os.cpu_count() or 1)
+    """Files parsed in parallel when --jobs is not given: $STEPSCOPE_JOBS (1 to 1024),
+    else the number of CPUs. Set it where stepscope shares the machine with other
+    parallel work (a CI runner, a test suite already running one process per core)."""
+    env = os.environ.get(JOBS_ENV, "").strip()
+    if not env:
+        return max(1, os.cpu_count() or 1)
+    if not env.isdigit() or not 1 <= int(env) <= MAX_JOBS:
+        raise UsageError(f"${JOBS_ENV}={env!r}: expected a whole number from 1 to {MAX_JOBS}")
+    return int(env)
 
 
 class InlineExecutor:

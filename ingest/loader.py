@@ -36,7 +36,7 @@ from ingest.errors import (
     TraceFileError,
     UsageError,
 )
-from ingest.executors import make_executor, parse_executor
+from ingest.executors import default_jobs, make_executor, parse_executor
 from ingest.interrupts import InterruptGuard
 from ingest.limits import max_trace_bytes
 from ingest.nccl.load import READERS as NCCL_READERS
@@ -188,7 +188,8 @@ def ingest(
     Raises Interrupted on Ctrl-C, saying whether the run was committed.
     """
     run_name = run or default_run_name(paths)
-    parse_executor(executor)  # a bad --executor is a usage error before any work
+    parse_executor(executor)  # a bad --executor or $STEPSCOPE_JOBS is a usage error
+    default_jobs()            # before any work
     limit = max_trace_bytes(max_bytes)
     result = IngestResult(run=run_name, db=str(db),
                           rank_subset=str(ranks) if ranks is not None else None)

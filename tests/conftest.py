@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from filelock import FileLock
 
 import analyzers.report
 import stepscope.commands.plan_cmd
@@ -24,6 +27,13 @@ from analyzers.model import SCHEMA_FILES, Model, to_builtins
 # an ignored signal stays ignored).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Under pytest-xdist each worker has a core to itself: an ingest there (and in the CLIs
+# it starts) parses inline with one DuckDB thread rather than starting a worker process
+# per core on top of the suite's own (docs/scale.md). Tests of the process and Ray
+# executors ask for them explicitly.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("STEPSCOPE_JOBS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -228,12 +238,24 @@ def update_snapshots(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every bundled run ingested once for the whole session (tests only read it): each
-    simulated set under its own name, each real CPU sample as `cpu-<name>`."""
+    simulated set under its own name, each real CPU sample as `cpu-<name>`. Under
+    pytest-xdist the first worker to ask builds it and the others wait for it and share
+    it (read-only connections from several processes are fine)."""
     import stepscope
 
-    path = tmp_path_factory.mktemp("samples") / "samples.duckdb"
-    for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
-        stepscope.ingest(folder, db=path, run=f"cpu-{folder.name}")
-    for folder in sorted(p for p in SIM.iterdir() if p.is_dir()):
-        stepscope.ingest(folder, db=path, run=folder.name)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the base folder every worker of this session shares
+    path = root / "samples" / "samples.duckdb"
+    with FileLock(root / "samples.lock"):
+        if not (root / "samples" / "complete").exists():
+            shutil.rmtree(path.parent, ignore_errors=True)
+            path.parent.mkdir()
+            # every core: the other workers are often waiting for this database
+            jobs = os.cpu_count() or 1
+            for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
+                stepscope.ingest(folder, db=path, run=f"cpu-{folder.name}", jobs=jobs)
+            for folder in sorted(p for p in SIM.iterdir() if p.is_dir()):
+                stepscope.ingest(folder, db=path, run=folder.name, jobs=jobs)
+            (root / "samples" / "complete").touch()
     return path

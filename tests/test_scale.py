@@ -222,6 +222,23 @@ def test_bad_executor_is_a_usage_error(tmp_path: Path,
         "ray://ADDRESS (see --help)")
 
 
+def test_jobs_default_comes_from_stepscope_jobs(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("STEPSCOPE_JOBS", "3")
+    executor = make_executor("auto", None, 8)
+    assert isinstance(executor, ProcessExecutor) and executor.jobs == 3
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    assert isinstance(make_executor("auto", None, 8), InlineExecutor)
+    assert isinstance(make_executor("auto", 2, 8), ProcessExecutor)  # --jobs wins
+    monkeypatch.setenv("STEPSCOPE_JOBS", "many")
+    db = tmp_path / "s.duckdb"
+    assert main(["ingest", str(JOB), "--db", str(db)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: $STEPSCOPE_JOBS='many': expected a whole number from 1 to 1024")
+    assert not db.exists()
+
+
 def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
     """A worker killed mid-task (say by the OOM killer) fails that file; a new worker
     takes the next task."""
