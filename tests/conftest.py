@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -235,27 +237,52 @@ def update_snapshots(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-snapshots"))
 
 
-@pytest.fixture(scope="session")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every bundled run ingested once for the whole session (tests only read it): each
-    simulated set under its own name, each real CPU sample as `cpu-<name>`. Under
-    pytest-xdist the first worker to ask builds it and the others wait for it and share
-    it (read-only connections from several processes are fine)."""
-    import stepscope
+def _session_root(factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole session: under pytest-xdist, the one every
+    worker's own base folder sits in."""
+    root = factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
 
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the base folder every worker of this session shares
-    path = root / "samples" / "samples.duckdb"
+
+@pytest.fixture(autouse=True, scope="session")
+def sample_db_builder(tmp_path_factory: pytest.TempPathFactory,
+                      request: pytest.FixtureRequest) -> Iterator[None]:
+    """When the selected tests use `sample_db`, start building it (tests/sample_db.py) in
+    a background process as the session starts: the first worker to get here starts it,
+    and tests that do not need it run meanwhile instead of waiting."""
+    if not any("sample_db" in getattr(item, "fixturenames", ())
+               for item in request.session.items):
+        yield
+        return
+    root = _session_root(tmp_path_factory)
+    proc = None
     with FileLock(root / "samples.lock"):
-        if not (root / "samples" / "complete").exists():
-            shutil.rmtree(path.parent, ignore_errors=True)
-            path.parent.mkdir()
-            # every core: the other workers are often waiting for this database
-            jobs = os.cpu_count() or 1
-            for folder in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
-                stepscope.ingest(folder, db=path, run=f"cpu-{folder.name}", jobs=jobs)
-            for folder in sorted(p for p in SIM.iterdir() if p.is_dir()):
-                stepscope.ingest(folder, db=path, run=folder.name, jobs=jobs)
-            (root / "samples" / "complete").touch()
-    return path
+        if not (root / "samples.started").exists():
+            (root / "samples.started").touch()
+            with open(root / "samples.log", "wb") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).with_name("sample_db.py")),
+                     str(root / "samples")], stdout=log, stderr=subprocess.STDOUT)
+    yield
+    if proc is not None:
+        proc.wait(timeout=SAMPLE_DB_TIMEOUT_S)  # other workers may still be waiting for it
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory: pytest.TempPathFactory, sample_db_builder: None) -> Path:
+    """Every bundled run ingested once for the whole session (tests only read it): each
+    simulated set under its own name, each real CPU sample as `cpu-<name>`. Every
+    pytest-xdist worker shares the one database (read-only connections from several
+    processes are fine)."""
+    root = _session_root(tmp_path_factory)
+    folder = root / "samples"
+    deadline = time.monotonic() + SAMPLE_DB_TIMEOUT_S
+    while not (folder / "complete").exists():
+        if (folder / "failed").exists() or time.monotonic() > deadline:
+            log = (root / "samples.log").read_text(errors="replace")[-4000:]
+            pytest.fail(f"building the sample database failed (tests/sample_db.py):\n{log}")
+        time.sleep(0.2)
+    return folder / "samples.duckdb"
+
+
+SAMPLE_DB_TIMEOUT_S = 1200
