@@ -15,7 +15,7 @@ import polars as pl
 
 from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
-from ingest.db import delete_run_rows
+from ingest.db import delete_run_rows, ensure_schema
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,10 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
 
 
 def _empty_history(job: str) -> pl.DataFrame:
-    """read_history's frame for a database without nights: the same query over an empty
-    `history` in a throwaway in-memory database (the caller's may be read-only)."""
+    """read_history's frame for a database without nights: the same query over empty
+    tables in a throwaway in-memory database (the caller's may be read-only)."""
     with duckdb.connect() as scratch:
+        ensure_schema(scratch)
         scratch.execute(sql("history_schema.sql"))
         return as_frame(scratch.sql(sql("history.sql"), params={"job": job}))
 

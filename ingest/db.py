@@ -100,19 +100,23 @@ def delete_run_rows(con: duckdb.DuckDBPyConnection, run: str) -> None:
 
 def insert_by_name(con: duckdb.DuckDBPyConnection, table: str, rows: duckdb.DuckDBPyRelation,
                    constants: Mapping[str, object] | None = None) -> None:
-    """Append `rows` to `table`, matching columns by name like INSERT ... BY NAME: each
-    of the table's columns takes the value in `constants`, else the column of `rows` of
-    that name, else NULL. Built with DuckDB's relational API, so no SQL text names the
-    table; a column of `rows` the table lacks is a programming error (ValueError)."""
-    constants = constants or {}
+    """Append `rows` to `table`, matching columns by name (case-insensitively, as DuckDB
+    matches identifiers) like INSERT ... BY NAME: each of the table's columns takes the
+    value in `constants`, else the column of `rows` of that name, else NULL (a column
+    default is not applied). Built with DuckDB's relational API, so no SQL text names the
+    table. A column of `rows` the table lacks raises duckdb.BinderException, as the SQL
+    statement does."""
+    given = {name.lower(): value for name, value in (constants or {}).items()}
+    staged = {name.lower(): name for name in rows.columns}
     target = con.table(table)
-    extra = set(rows.columns) - set(target.columns) - set(constants)
+    extra = set(staged) - {name.lower() for name in target.columns} - set(given)
     if extra:
-        raise ValueError(f"{table} has no column(s) {sorted(extra)}")
-    staged = set(rows.columns)
+        raise duckdb.BinderException(f"table {table} has no column(s) {sorted(extra)}")
     rows.select(*(
-        duckdb.ConstantExpression(constants[name]).cast(kind).alias(name) if name in constants
-        else duckdb.ColumnExpression(name) if name in staged
+        duckdb.ConstantExpression(given[name.lower()]).cast(kind).alias(name)
+        if name.lower() in given
+        else duckdb.ColumnExpression(staged[name.lower()]).alias(name)
+        if name.lower() in staged
         else duckdb.ConstantExpression(None).cast(kind).alias(name)
         for name, kind in zip(target.columns, target.types, strict=True)
     )).insert_into(table)

@@ -51,9 +51,10 @@ MAX_JOBS = 1024
 
 
 def default_jobs() -> int:
-    """Files parsed in parallel when --jobs is not given: $STEPSCOPE_JOBS (1 to 1024),
-    else the number of CPUs. Set it where stepscope shares the machine with other
-    parallel work (a CI runner, a test suite already running one process per core)."""
+    """The ingest's CPU budget: $STEPSCOPE_JOBS (1 to 1024), else the number of CPUs.
+    It is the default --jobs and the DuckDB threads the executors share out; set it
+    where stepscope shares the machine with other parallel work (a CI runner, a test
+    suite already running one process per core)."""
     env = os.environ.get(JOBS_ENV, "").strip()
     if not env:
         return max(1, os.cpu_count() or 1)

@@ -15,7 +15,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from filelock import FileLock
+import sample_db as sample_db_module
+from filelock import FileLock, Timeout
 
 import analyzers.report
 import stepscope.commands.plan_cmd
@@ -258,14 +259,17 @@ def sample_db_builder(tmp_path_factory: pytest.TempPathFactory,
     proc = None
     with FileLock(root / "samples.lock"):
         if not (root / "samples.started").exists():
-            (root / "samples.started").touch()
             with open(root / "samples.log", "wb") as log:
                 proc = subprocess.Popen(
                     [sys.executable, str(Path(__file__).with_name("sample_db.py")),
                      str(root / "samples")], stdout=log, stderr=subprocess.STDOUT)
+            (root / "samples.started").touch()
     yield
-    if proc is not None:
-        proc.wait(timeout=SAMPLE_DB_TIMEOUT_S)  # other workers may still be waiting for it
+    if proc is None:
+        return
+    if request.session.shouldfail or request.session.shouldstop:
+        proc.terminate()  # -x, --maxfail: the session is over, nobody will need it
+    proc.wait(timeout=SAMPLE_DB_TIMEOUT_S)  # other workers may still be waiting for it
 
 
 @pytest.fixture(scope="session")
@@ -277,12 +281,32 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory, sample_db_builder: None)
     root = _session_root(tmp_path_factory)
     folder = root / "samples"
     deadline = time.monotonic() + SAMPLE_DB_TIMEOUT_S
-    while not (folder / "complete").exists():
-        if (folder / "failed").exists() or time.monotonic() > deadline:
-            log = (root / "samples.log").read_text(errors="replace")[-4000:]
-            pytest.fail(f"building the sample database failed (tests/sample_db.py):\n{log}")
+    while not (folder / sample_db_module.COMPLETE).exists():
+        if (folder / sample_db_module.FAILED).exists():
+            _builder_failed(root, "failed")
+        elif _builder_died(folder):
+            _builder_failed(root, "died before it finished (killed?)")
+        elif time.monotonic() > deadline:
+            _builder_failed(root, f"did not finish in {SAMPLE_DB_TIMEOUT_S} s")
         time.sleep(0.2)
-    return folder / "samples.duckdb"
+    return folder / sample_db_module.DB_NAME
+
+
+def _builder_failed(root: Path, how: str) -> None:
+    log = (root / "samples.log").read_text(errors="replace")[-4000:]
+    pytest.fail(f"building the sample database (tests/sample_db.py) {how}:\n{log}")
+
+
+def _builder_died(folder: Path) -> bool:
+    """The builder started (its marker is there) but no longer holds its lock, and the
+    database is not complete: it was killed (OOM, signal) before it could say so."""
+    if not (folder / sample_db_module.BUILDING).exists():
+        return False
+    try:
+        with FileLock(folder / sample_db_module.BUILD_LOCK, timeout=0):
+            return not (folder / sample_db_module.COMPLETE).exists()
+    except Timeout:
+        return False
 
 
 SAMPLE_DB_TIMEOUT_S = 1200

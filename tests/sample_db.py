@@ -6,7 +6,8 @@ do not need the database run while it is built:
 
     python tests/sample_db.py FOLDER     # writes FOLDER/samples.duckdb, then FOLDER/complete
 
-On failure it writes FOLDER/failed and exits 1; the traceback is on stderr.
+On failure it writes FOLDER/failed and exits 1; the traceback is on stderr. It holds
+FOLDER/build.lock while it works (FOLDER/building says it has started).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces" / "cpu"
 SIM = REPO / "sample_traces" / "simulated"
 DB_NAME = "samples.duckdb"
-COMPLETE, FAILED = "complete", "failed"
+COMPLETE, FAILED, BUILDING = "complete", "failed", "building"
+BUILD_LOCK = "build.lock"
 
 
 def build(folder: Path) -> Path:
@@ -35,12 +37,19 @@ def build(folder: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    """Build under BUILD_LOCK: the lock dies with this process, so the tests waiting for
+    the database see a builder that was killed (no FAILED marker) as a free lock."""
+    from filelock import FileLock
+
     folder = Path(argv[0])
-    try:
-        build(folder)
-    except BaseException:
-        (folder / FAILED).touch()
-        raise
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder / BUILD_LOCK):
+        (folder / BUILDING).touch()
+        try:
+            build(folder)
+        except BaseException:
+            (folder / FAILED).touch()
+            raise
     return 0
 
 

@@ -159,7 +159,11 @@ def _ingest_and_interrupt(db: Path, delay: float, cwd: Path) -> tuple[int, str]:
 # hook (run during shutdown) sends the process SIGINT and gives it time to arrive.
 _SIGINT_AT_EXIT = """
 import atexit, os, signal, sys, time
-atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.5)))
+def ctrl_c():
+    print("SIGINT ignored at exit:", signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.5)
+atexit.register(ctrl_c)
 sys.argv = ["stepscope", "summary", "--db", sys.argv[1]]
 from stepscope.cli import entry
 entry()
@@ -168,12 +172,14 @@ entry()
 
 def test_sigint_after_main_returned_keeps_its_exit_code(db_with_run: Path) -> None:
     """A Ctrl-C that lands while a finished command exits changes nothing: exit 0, the
-    output printed, no traceback (it used to die by SIGINT, -2, with no line)."""
+    output printed, no traceback. Before, SIGINT kept its handler after main returned:
+    a KeyboardInterrupt in the exit hooks, or, once CPython had reset the handler during
+    shutdown, death by SIGINT (-2) with no line."""
     proc = subprocess.run([sys.executable, "-c", _SIGINT_AT_EXIT, str(db_with_run)],
                           capture_output=True, text=True, timeout=120,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert "run" in proc.stdout
+    assert "SIGINT ignored at exit: True" in proc.stdout and "run" in proc.stdout
 
 
 def test_sigint_at_any_moment_of_a_real_ingest(tmp_path: Path) -> None:

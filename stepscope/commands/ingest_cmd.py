@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="fail the whole ingest, writing nothing, if any file fails")
     p.add_argument("--jobs", type=JOBS, default=None,
                    help="files parsed in parallel, 1 to 1024 (default: $STEPSCOPE_JOBS, "
-                        "else the number of CPUs; with Ray: tasks in flight, default twice "
-                        "the cluster's CPUs)")
+                        "the ingest's CPU budget, else the number of CPUs; with Ray: tasks "
+                        "in flight, default twice the cluster's CPUs)")
     p.add_argument("--executor", default="auto", type=executor_spec,
                    metavar="{auto,inline,process,ray,ray://ADDRESS}",
                    help="where the per-rank parsing runs: auto (worker processes for more "

@@ -1,0 +1,64 @@
+"""The paths that name tables without SQL text (ingest.db.insert_by_name, run_summary's
+attributed columns, an empty history), on small databases built in code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+from conftest import SAMPLES
+
+from analyzers.history import read_history
+from analyzers.summary import RunSummary, run_summary
+from ingest import connect_read_only, ingest
+from ingest.db import insert_by_name
+
+
+@pytest.fixture
+def con() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (run VARCHAR, rank INTEGER, x DOUBLE, y VARCHAR)")
+    return con
+
+
+def test_insert_by_name_matches_like_the_sql_statement(con: duckdb.DuckDBPyConnection) -> None:
+    """Names match case-insensitively, in any order; constants win over columns; a
+    column neither given nor staged is NULL; values are cast to the table's types."""
+    rows = pa.table({"Y": ["a", "b"], "x": [1, 2], "run": ["ignored", "ignored"]})
+    insert_by_name(con, "t", con.from_arrow(rows), {"run": "r", "RANK": 3})
+    insert_by_name(con, "t", con.from_arrow(pa.table({"x": [0.5]})))
+    assert con.execute("FROM t ORDER BY x").fetchall() == [
+        (None, None, 0.5, None), ("r", 3, 1.0, "a"), ("r", 3, 2.0, "b")]
+
+
+def test_insert_by_name_refuses_a_column_the_table_lacks(
+        con: duckdb.DuckDBPyConnection) -> None:
+    with pytest.raises(duckdb.BinderException, match=r"table t has no column\(s\) \['z'\]"):
+        insert_by_name(con, "t", con.from_arrow(pa.table({"x": [1.0], "z": [1]})))
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+
+
+def test_summary_and_history_of_a_database_the_analyzers_never_saw(tmp_path: Path) -> None:
+    """`ingest.ingest` alone writes no derived tables and no history: the summary has the
+    same columns with the attributed ones NULL, and the history is empty, on a read-only
+    connection (nothing is created in the file)."""
+    db = tmp_path / "raw.duckdb"
+    ingest([SAMPLES / "ddp"], db=db, run="raw")
+    con = connect_read_only(db)
+    try:
+        frame = run_summary(con)
+        history = read_history(con, "nightly-job")
+    finally:
+        con.close()
+    assert frame.columns == [f for f in RunSummary.__dataclass_fields__]
+    row = frame.row(0, named=True)
+    assert row["run"] == "raw" and row["n_ranks"] == 4
+    assert [row[c] for c in ("attributed_step_ms", "compute_share", "top_loss",
+                             "top_loss_share")] == [None] * 4
+    assert history.height == 0
+    assert {"mfu_change_points", "step_time_change_ms", "in_db"} <= set(history.columns)
+    with duckdb.connect(str(db), read_only=True) as raw:
+        tables = {r[0] for r in raw.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert not {"step_attribution", "history"} & tables
