@@ -65,8 +65,10 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
     """From 100% of peak down to the MFU: the points lost at each stage."""
     steps = [w for w in mfu.waterfall]
     fig = _figure(f"MFU {100 * (mfu.mfu or 0):.1f}% of peak: where the points went",
-                  yaxis_title="% of peak", showlegend=False)
-    fig.add_trace(go.Waterfall(
+                  yaxis_title="% of peak", showlegend=mfu.hfu is not None,
+                  legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
+                          "yanchor": "bottom"})
+    fig.add_trace(go.Waterfall(showlegend=False,
         x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
         measure=["absolute", *["relative"] * len(steps), "total"],
         y=[100.0, *[w.points for w in steps], 0.0],
@@ -76,9 +78,11 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
         totals={"marker": {"color": COLORS["compute"]}},
         increasing={"marker": {"color": COLORS["compute"]}}))
     if mfu.hfu is not None:
-        fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555",
-                      annotation_text=f"HFU {100 * mfu.hfu:.1f}%",
-                      annotation_position="top left")
+        # named in the legend, not on the line: a label on the line sits on the bars
+        fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555")
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
+                                 name=f"HFU {100 * mfu.hfu:.1f}% (dotted line)",
+                                 line={"dash": "dot", "color": "#555"}))
     return fig
 
 

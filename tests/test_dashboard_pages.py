@@ -20,7 +20,7 @@ from analyzers.model import Report
 from analyzers.report import build_report
 from dashboard.format import pct
 from dashboard.uploads import ingest_staged
-from dashboard.views import PAGES
+from dashboard.views import PAGES, compare
 
 RUNS = {"straggler": SIMULATED / "straggler", "diff_base": SIMULATED / "diff_base",
         "diff_scaled": SIMULATED / "diff_scaled", "cpu-straggler": CPU / "straggler"}
@@ -145,6 +145,24 @@ def test_compare_shows_the_diff_model(monkeypatch, pages_db):
     assert sum(points["MFU points"]) == pytest.approx(diff.mfu_delta_points, abs=0.01)
     assert diff.narrative.splitlines()[0][:40] in texts(at)
     assert at.query_params["vs"] in ("diff_base", ["diff_base"])
+
+
+def test_compare_explains_points_that_moved_with_the_same_time(sample_db):
+    """healthy -> straggler: exposed communication keeps its milliseconds but gains points
+    (a smaller share of a longer step); the page says so, naming the numbers."""
+    con = duckdb.connect(str(sample_db), read_only=True)
+    a, b = build_report(con, "healthy"), build_report(con, "straggler")
+    diff = build_diff(a, b, op_times(con, "healthy"), op_times(con, "straggler"))
+    con.close()
+    points = diff.mfu_points_by_category
+    assert points is not None and points.points("exposed_comm") > 1.0
+    assert diff.breakdown_delta_ms.ms("exposed_comm") == pytest.approx(0.0, abs=1e-3)
+    comm = a.breakdown_ms.ms("exposed_comm")
+    assert compare.share_effect_note(diff) == (
+        f"Same time, different points: exposed communication ({comm:.2f} → {comm:.2f} ms, "
+        f"{points.points('exposed_comm'):+.2f} points). Each cause's points are its share "
+        "of the step, and the same time is a smaller share of a longer step.")
+    assert compare.share_effect_note(build_diff(a, a, {}, {})) is None
 
 
 def test_plan_form(monkeypatch, pages_db):

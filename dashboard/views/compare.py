@@ -37,6 +37,32 @@ def points_table(diff: Diff) -> pl.DataFrame:
                          for s in STAGES])
 
 
+# A cause "moved only by share": its time changed by less than this fraction of A's step,
+# yet its MFU points moved by at least SHARE_POINTS.
+SAME_TIME = 0.005
+SHARE_POINTS = 0.5
+
+
+def share_effect_note(diff: Diff) -> str | None:
+    """Name the causes whose time hardly changed but whose MFU points moved, and why:
+    points are each cause's share of the step (docs/diff.md), so the same milliseconds
+    weigh less in a longer step and more in a shorter one."""
+    points = diff.mfu_points_by_category
+    if points is None:
+        return None
+    moved = [f"{STAGE_LABELS[s]} ({diff.a.breakdown_ms.ms(s):.2f} → "
+             f"{diff.b.breakdown_ms.ms(s):.2f} ms, {points.points(s):+.2f} points)"
+             for s in STAGES if s in CATEGORIES
+             and abs(diff.breakdown_delta_ms.ms(s)) < SAME_TIME * diff.a.step_time_ms
+             and abs(points.points(s)) >= SHARE_POINTS]
+    if not moved:
+        return None
+    longer = diff.step_time_delta_ms > 0
+    return (f"Same time, different points: {'; '.join(moved)}. Each cause's points are its "
+            f"share of the step, and the same time is a {'smaller' if longer else 'larger'} "
+            f"share of a {'longer' if longer else 'shorter'} step.")
+
+
 def side_by_side(diff: Diff) -> pl.DataFrame:
     return pl.DataFrame([{
         "category": CATEGORY_LABELS[c], f"{diff.a.run} (ms)": round(diff.a.breakdown_ms.ms(c), 3),
@@ -66,6 +92,9 @@ def render(ctx: PageContext) -> None:
     if diff.mfu_points_by_category is not None:
         chart_and_table(charts.diff_waterfall(diff), points_table(diff), "MFU points by cause",
                         "cmp_points")
+        note = share_effect_note(diff)
+        if note is not None:
+            st.caption(note)
     chart_and_table(charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd")
     st.subheader("Setup changes")
     if diff.setup_changes:
