@@ -15,7 +15,7 @@ import polars as pl
 
 from analyzers._sql import as_frame, sql
 from analyzers.attribution import CATEGORIES
-from ingest.db import delete_run_rows, ensure_schema
+from ingest.db import delete_run_rows, ensure_schema, table_names
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def has_history(con: duckdb.DuckDBPyConnection) -> bool:
-    return "history" in {t for (t,) in con.execute(sql("table_names.sql")).fetchall()}
+    return "history" in table_names(con)
 
 
 def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | None]:

@@ -26,6 +26,7 @@ from analyzers.model import (
     NcclSection,
     NcclSource,
 )
+from ingest.db import table_names
 
 __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRank",
            "NcclSection", "NcclSource", "build_nccl_section", "has_nccl_sources",
@@ -132,8 +133,8 @@ def _count(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> int:
 
 
 def has_nccl_sources(con: duckdb.DuckDBPyConnection, run: str) -> bool:
-    tables = {t for (t,) in con.execute(sql("table_names.sql")).fetchall()}
-    return "nccl_sources" in tables and _count(con, "nccl_source_count.sql", {"run": run}) > 0
+    return ("nccl_sources" in table_names(con)
+            and _count(con, "nccl_source_count.sql", {"run": run}) > 0)
 
 
 def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection | None:

@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 
 from analyzers._sql import as_frame, sql
+from ingest.db import table_names
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
@@ -18,8 +19,7 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
     not attributed; a database written by `ingest.ingest` alone has no derived tables at
     all, and its attributed columns are all NULL."""
     ingested = as_frame(con.sql(sql("summary.sql"), params={"run": run}))
-    present = {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
-    if "step_attribution" in present:
+    if "step_attribution" in table_names(con):
         attributed = as_frame(con.sql(sql("summary_attributed.sql"), params={"run": run}))
     else:
         attributed = pl.DataFrame(schema=ATTRIBUTED_SCHEMA)

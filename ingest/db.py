@@ -66,8 +66,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         raise _lock_hint(path, exc) from None
-    tables = {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
-    if "runs" not in tables:
+    if "runs" not in table_names(con):
         con.close()
         raise UsageError(f"{path}: not a stepscope database (it has no runs table)")
     return con
@@ -78,6 +77,12 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(SCHEMA_SQL.read_text())
     con.execute(NCCL_SCHEMA_SQL.read_text())
     con.execute(sql("schema_version_set.sql"), {"v": SCHEMA_VERSION})
+
+
+def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The database's own tables (ingest/sql/table_names.sql): what a database written
+    by an older stepscope, or by the ingest alone, has."""
+    return {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
 
 
 def run_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:

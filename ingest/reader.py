@@ -33,7 +33,6 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,8 +41,8 @@ import pyarrow as pa
 
 from ingest.errors import TraceFileError
 from ingest.limits import format_size, max_trace_bytes
+from ingest.queries import sql
 
-SQL_DIR = Path(__file__).parent / "sql"
 HEAD_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -96,11 +95,6 @@ class RankTables:
     @property
     def n_events(self) -> int:
         return sum(self.category_counts.values())
-
-
-@cache
-def _sql(name: str) -> str:
-    return (SQL_DIR / name).read_text()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -471,9 +465,9 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     """Read the events file into the rank tables; meta = (base ns, distributedInfo,
     step marker). The tables come back in memory, or as Parquet files in `stage_dir`."""
     base_ns, distributed, step_marker = meta
-    con.execute(_sql("macros.sql"))
+    con.execute(sql("macros.sql"))
     try:
-        con.execute(_sql("read_events.sql"), {"path": str(events_file),
+        con.execute(sql("read_events.sql"), {"path": str(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
         raise TraceFileError(display, _explain_read_error(exc)) from None
@@ -481,7 +475,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         info = json.dumps(distributed, allow_nan=False) if distributed else None
     except ValueError:
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
-    con.execute(_sql("rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
+    con.execute(sql("rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
                                         "step_marker": step_marker or None})
     step_source, summary, counts = _rank_tables(con, display)
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
@@ -500,10 +494,10 @@ def _rank_tables(con: duckdb.DuckDBPyConnection,
     """Build the out_* tables from raw_events; returns the step source, the summary row
     and the event counts per category (`cat:ph` for other phases than X)."""
     try:
-        con.execute(_sql("rank_tables.sql"))
-        con.execute(_sql("collectives.sql"))
+        con.execute(sql("rank_tables.sql"))
+        con.execute(sql("collectives.sql"))
         (step_source, device, pid, start, end, timed, categories), = con.execute(
-            _sql("rank_result.sql")).fetchall()
+            sql("rank_result.sql")).fetchall()
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {

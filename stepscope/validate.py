@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ingest.errors import UsageError
-from ingest.executors import parse_executor
+from ingest.executors import MAX_JOBS, parse_executor
 from ingest.limits import parse_size
 from ingest.ranksets import RankSet, parse_ranks
 
@@ -104,7 +104,7 @@ def write_output(text: str, out: Path | None) -> None:
 
 # Ranges of the user's numbers (documented in README "Limits").
 PEAK_TFLOPS = real(0, 1e6)            # per GPU; today's largest dense peak is ~5e3
-JOBS = integer(1, 1024)
+JOBS = integer(1, MAX_JOBS)
 
 
 def rank_set(text: str) -> RankSet:

@@ -38,10 +38,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("STEPSCOPE_JOBS", "1")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO, SAMPLES, SIM = sample_db_module.REPO, sample_db_module.SAMPLES, sample_db_module.SIM
 DOCS = REPO / "docs"
-SAMPLES = REPO / "sample_traces" / "cpu"
-SIM = REPO / "sample_traces" / "simulated"
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 
 

@@ -1,2 +1,3 @@
--- The names of the database's tables. Reads duckdb_tables(); writes nothing; no parameters.
-SELECT table_name FROM duckdb_tables()
+-- The names of the database's own (not temporary) tables. Reads duckdb_tables(); writes
+-- nothing; no parameters. Used to open databases written before a table existed.
+SELECT table_name FROM duckdb_tables() WHERE NOT temporary
