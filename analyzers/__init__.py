@@ -4,6 +4,6 @@ Each analyzer takes an open (read-only) DuckDB connection and returns polars fra
 none of them plots or prints.
 """
 
-from analyzers.summary import run_summary
+from stepscope.analyzers.summary import run_summary
 
 __all__ = ["run_summary"]

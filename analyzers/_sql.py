@@ -10,7 +10,7 @@ from typing import TypeVar, cast
 import duckdb
 import polars as pl
 
-from ingest.queries import execute_statements, split_statements
+from stepscope.ingest.queries import execute_statements, split_statements
 
 SQL_DIR = Path(__file__).parent / "sql"
 

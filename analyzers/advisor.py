@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import duckdb
 
-from analyzers._sql import install_macros, sql
-from analyzers.collectives import median_kernel_us, step_gap_ms
-from analyzers.context import RunContext
-from analyzers.mfu import ModelSpec
-from analyzers.model import (
+from stepscope.analyzers._sql import install_macros, sql
+from stepscope.analyzers.collectives import median_kernel_us, step_gap_ms
+from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.mfu import ModelSpec
+from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
     Layout,
@@ -26,8 +26,8 @@ from analyzers.model import (
     Recommendation,
     Straggler,
 )
-from analyzers.planner import bubble_theory, zero_state_bytes_per_param
-from analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES
+from stepscope.analyzers.planner import bubble_theory, zero_state_bytes_per_param
+from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share

@@ -9,8 +9,8 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from analyzers._sql import run_script, sql
-from analyzers.model import CATEGORIES
+from stepscope.analyzers._sql import run_script, sql
+from stepscope.analyzers.model import CATEGORIES
 
 __all__ = ["CATEGORIES", "ensure_schema", "materialize", "trace_breakdown"]
 

@@ -22,8 +22,8 @@ from typing import Literal, cast
 import msgspec
 from msgspec import inspect as mi
 
-from analyzers.model import CATEGORIES, Diff, Json, JsonObject, Report, to_builtins
-from ingest import UsageError
+from stepscope.analyzers.model import CATEGORIES, Diff, Json, JsonObject, Report, to_builtins
+from stepscope.ingest import UsageError
 
 OPS = ("<", "<=", ">", ">=")
 COUNTS = ("stragglers", "recommendations", "failed_files")

@@ -6,10 +6,10 @@ from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import fetch_rows, sql
-from analyzers.context import RunContext
-from analyzers.model import DEFAULT_NETWORK_GBS, CollectiveStat
-from analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
+from stepscope.analyzers._sql import fetch_rows, sql
+from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.model import DEFAULT_NETWORK_GBS, CollectiveStat
+from stepscope.analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.

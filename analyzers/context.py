@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from analyzers._sql import install_macros, sql
-from analyzers.layout import layout
-from analyzers.mfu import ModelSpec
-from analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
-from analyzers.peaks import DTYPES, RunDevice, run_device
-from analyzers.pipeline import PipelineTopology, topology
-from ingest.errors import UsageError
+from stepscope.analyzers._sql import install_macros, sql
+from stepscope.analyzers.layout import layout
+from stepscope.analyzers.mfu import ModelSpec
+from stepscope.analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
+from stepscope.analyzers.peaks import DTYPES, RunDevice, run_device
+from stepscope.analyzers.pipeline import PipelineTopology, topology
+from stepscope.ingest.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from analyzers._sql import sql
+from stepscope.analyzers._sql import sql
 
 CATEGORY_CODES = {1: "compute", 2: "recompute", 3: "exposed_comm", 4: "straggler_wait",
                   5: "bubble", 6: "memory", 7: "idle"}

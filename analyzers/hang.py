@@ -25,7 +25,7 @@ from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import fetch_rows, sql
+from stepscope.analyzers._sql import fetch_rows, sql
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from analyzers._sql import as_frame, sql
-from analyzers.attribution import CATEGORIES
-from ingest.db import delete_run_rows, ensure_schema, table_names
+from stepscope.analyzers._sql import as_frame, sql
+from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.ingest.db import delete_run_rows, ensure_schema, table_names
 
 
 @dataclass(frozen=True)

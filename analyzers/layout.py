@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import duckdb
 
-from analyzers._sql import sql
-from analyzers.model import Layout
+from stepscope.analyzers._sql import sql
+from stepscope.analyzers.model import Layout
 
 # (layout key, substring of Megatron-style process-group descriptions)
 GROUP_MARKERS = (

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import msgspec
 
-from analyzers._sql import install_macros, sql
-from analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
-from analyzers.peaks import DevicePeak, table_version
-from ingest.errors import UsageError
+from stepscope.analyzers._sql import install_macros, sql
+from stepscope.analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
+from stepscope.analyzers.peaks import DevicePeak, table_version
+from stepscope.ingest.errors import UsageError
 
 if TYPE_CHECKING:
-    from analyzers.context import RunContext
+    from stepscope.analyzers.context import RunContext
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
 ATTENTION = ("full", "causal")

@@ -16,8 +16,8 @@ from typing import TypedDict
 
 import duckdb
 
-from analyzers._sql import Params, fetch_rows, sql
-from analyzers.model import (
+from stepscope.analyzers._sql import Params, fetch_rows, sql
+from stepscope.analyzers.model import (
     BandwidthPoint,
     MeasuredOps,
     NcclFinding,
@@ -26,7 +26,7 @@ from analyzers.model import (
     NcclSection,
     NcclSource,
 )
-from ingest.db import table_names
+from stepscope.ingest.db import table_names
 
 __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRank",
            "NcclSection", "NcclSource", "build_nccl_section", "has_nccl_sources",

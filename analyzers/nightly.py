@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from analyzers.checks import CheckResult
-from analyzers.diff import CAUSE_WORDS, _top_causes
-from analyzers.history import HistoryRow, largest_loss
-from analyzers.model import (
+from stepscope.analyzers.checks import CheckResult
+from stepscope.analyzers.diff import CAUSE_WORDS, _top_causes
+from stepscope.analyzers.history import HistoryRow, largest_loss
+from stepscope.analyzers.model import (
     BaselineInfo,
     CheckOutcome,
     Diff,
@@ -22,7 +22,7 @@ from analyzers.model import (
     NightlyJson,
     Report,
 )
-from ingest.exit_codes import EXIT_CHECK_FAILED, EXIT_OK, EXIT_PARTIAL
+from stepscope.ingest.exit_codes import EXIT_CHECK_FAILED, EXIT_OK, EXIT_PARTIAL
 
 
 @dataclass(frozen=True)

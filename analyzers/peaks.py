@@ -17,8 +17,8 @@ from importlib import resources
 import duckdb
 import msgspec
 
-from analyzers._sql import sql
-from ingest.errors import UsageError
+from stepscope.analyzers._sql import sql
+from stepscope.ingest.errors import UsageError
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
@@ -71,7 +71,7 @@ class PeakTable(msgspec.Struct, frozen=True, kw_only=True):
 @cache
 def table() -> PeakTable:
     """The peak table, validated against PeakTable when it is read."""
-    text = resources.files("analyzers").joinpath("data/peaks.json").read_text()
+    text = resources.files("stepscope.analyzers").joinpath("data/peaks.json").read_text()
     return msgspec.json.decode(text, type=PeakTable)
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import duckdb
 
-from analyzers._sql import sql
-from analyzers.model import Pipeline, PipelineStage, RankTimes
-from analyzers.planner import bubble_theory
+from stepscope.analyzers._sql import sql
+from stepscope.analyzers.model import Pipeline, PipelineStage, RankTimes
+from stepscope.analyzers.planner import bubble_theory
 
 
 def _components(edges: set[tuple[int, int]]) -> list[set[int]]:

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
-from analyzers.peaks import DevicePeak
-from ingest.errors import UsageError
+from stepscope.analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
+from stepscope.analyzers.peaks import DevicePeak
+from stepscope.ingest.errors import UsageError
 
 __all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "Plan", "PlanResult",
            "bubble_theory", "evaluate", "make_job", "plan", "plan_result", "rank_of"]

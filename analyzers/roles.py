@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import msgspec
 
-from analyzers.model import CollectiveStat, Layout
+from stepscope.analyzers.model import CollectiveStat, Layout
 
 LABELS = (
     ("TENSOR", "tensor_parallel"),

@@ -8,8 +8,8 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from analyzers._sql import as_frame, sql
-from ingest.db import table_names
+from stepscope.analyzers._sql import as_frame, sql
+from stepscope.ingest.db import table_names
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:

@@ -34,11 +34,11 @@ DATA = Path(__file__).resolve().parent / "data"
 CONTENDERS = {
     "stepscope ingest": (
         "import sys, stepscope\n"
-        "stepscope.ingest([sys.argv[1]], db=sys.argv[2], run='bench')\n"
+        "stepscope.ingest_run([sys.argv[1]], db=sys.argv[2], run='bench')\n"
     ),
     "stepscope ingest (inline)": (
         "import sys, stepscope\n"
-        "stepscope.ingest([sys.argv[1]], db=sys.argv[2], run='bench', executor='inline')\n"
+        "stepscope.ingest_run([sys.argv[1]], db=sys.argv[2], run='bench', executor='inline')\n"
     ),
     "HTA TraceAnalysis load": (
         "import sys, logging\n"

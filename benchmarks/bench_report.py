@@ -24,10 +24,10 @@ sys.path.insert(0, str(REPO))
 
 import duckdb  # noqa: E402
 
-from analyzers.attribution import materialize  # noqa: E402
-from analyzers.report import build_report  # noqa: E402
-from dashboard.render_report import report_json, report_markdown  # noqa: E402
-from ingest import ingest  # noqa: E402
+from stepscope.analyzers.attribution import materialize  # noqa: E402
+from stepscope.analyzers.report import build_report  # noqa: E402
+from stepscope.dashboard.render_report import report_json, report_markdown  # noqa: E402
+from stepscope.ingest import ingest  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,7 @@ if executor == "ray":
     ray_start = time.perf_counter() - t0
 import stepscope
 t1 = time.perf_counter()
-result = stepscope.ingest([{data!r} + "/scale" + n], db=db, run="scale" + n, executor=executor)
+result = stepscope.ingest_run([{data!r} + "/scale" + n], db=db, run="scale" + n, executor=executor)
 t2 = time.perf_counter()
 report = stepscope.report("scale" + n, db=db)
 t3 = time.perf_counter()

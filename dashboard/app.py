@@ -14,12 +14,12 @@ import time
 
 import streamlit as st
 
-from analyzers.peaks import DTYPES
-from dashboard import data
-from dashboard.config import DashboardConfig
-from dashboard.context import NAV_PAGE, NAV_RUN, PageContext
-from dashboard.views import PAGES, RUN_PAGES
-from ingest import DatabaseBusyError, StepscopeError
+from stepscope.analyzers.peaks import DTYPES
+from stepscope.dashboard import data
+from stepscope.dashboard.config import DashboardConfig
+from stepscope.dashboard.context import NAV_PAGE, NAV_RUN, PageContext
+from stepscope.dashboard.views import PAGES, RUN_PAGES
+from stepscope.ingest import DatabaseBusyError, StepscopeError
 
 BUSY_WAIT_S = 1.0
 BUSY_RETRIES_ENV = "STEPSCOPE_BUSY_RETRIES"  # about one a second; tests shorten it

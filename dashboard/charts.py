@@ -10,10 +10,10 @@ from datetime import datetime
 
 import plotly.graph_objects as go
 
-from analyzers.detail import KernelRow, RankStepGrid, StepTimeline
-from analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
-from dashboard.format import points as fmt_points
-from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.analyzers.detail import KernelRow, RankStepGrid, StepTimeline
+from stepscope.analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
+from stepscope.dashboard.format import points as fmt_points
+from stepscope.dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
 
 COLORS = {
     "compute": "#2e8b57", "recompute": "#8fd19e", "exposed_comm": "#d62728",

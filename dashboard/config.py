@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest import DEFAULT_DB
+from stepscope.ingest import DEFAULT_DB
 
 ENV_DB = "STEPSCOPE_DB"
 ENV_TRACES_ROOT = "STEPSCOPE_TRACES_ROOT"

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.config import DashboardConfig
+from stepscope.dashboard.config import DashboardConfig
 
 NAV_PAGE, NAV_RUN = "nav_page", "nav_run"
 

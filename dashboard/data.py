@@ -20,10 +20,10 @@ import duckdb
 import polars as pl
 import streamlit as st
 
-from analyzers import run_summary
-from analyzers._sql import sql
-from analyzers.collectives import op_times
-from analyzers.detail import (
+from stepscope.analyzers import run_summary
+from stepscope.analyzers._sql import sql
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.detail import (
     KernelRow,
     RankStepGrid,
     StepTimeline,
@@ -31,12 +31,12 @@ from analyzers.detail import (
     step_timeline,
     top_kernels,
 )
-from analyzers.diff import build_diff
-from analyzers.history import jobs as history_jobs
-from analyzers.history import read_history
-from analyzers.model import Diff, Report
-from analyzers.report import build_report
-from ingest import DatabaseBusyError, connect_read_only
+from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.history import jobs as history_jobs
+from stepscope.analyzers.history import read_history
+from stepscope.analyzers.model import Diff, Report
+from stepscope.analyzers.report import build_report
+from stepscope.ingest import DatabaseBusyError, connect_read_only
 
 T = TypeVar("T")
 _LAST_TOKENS: dict[str, dict[str, str]] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzers.model import CATEGORIES, STAGES
+from stepscope.analyzers.model import CATEGORIES, STAGES
 
 CATEGORY_LABELS = {
     "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",

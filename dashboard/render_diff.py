@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from analyzers.model import Diff, to_json
-from dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
-from dashboard.render_report import recommendation_lines
+from stepscope.analyzers.model import Diff, to_json
+from stepscope.dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.dashboard.render_report import recommendation_lines
 
 
 def diff_json(diff: Diff) -> str:

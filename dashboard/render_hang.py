@@ -7,7 +7,7 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 
-from analyzers.hang import HangReport, StuckCollective
+from stepscope.analyzers.hang import HangReport, StuckCollective
 
 
 def hang_json(report: HangReport) -> str:

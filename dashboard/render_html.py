@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from analyzers.model import (
+from stepscope.analyzers.model import (
     Breakdown,
     CollectiveChange,
     Diff,
@@ -25,10 +25,10 @@ from analyzers.model import (
     Report,
     StragglerChanges,
 )
-from analyzers.nightly import NightlyReport
-from dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
-from dashboard.labels import CATEGORY_LABELS as LABELS
-from dashboard.svg_charts import COLORS, diverging_bars, stacked_bars, waterfall
+from stepscope.analyzers.nightly import NightlyReport
+from stepscope.dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.dashboard.labels import CATEGORY_LABELS as LABELS
+from stepscope.dashboard.svg_charts import COLORS, diverging_bars, stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
 RANK_CHART_MAX = 32         # more ranks: percentile ranks and the slowest in the chart

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzers.model import NcclSection
+from stepscope.analyzers.model import NcclSection
 
 
 def _ranks(ranks: Sequence[int]) -> str:

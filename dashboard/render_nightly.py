@@ -12,12 +12,12 @@ from datetime import datetime
 
 import polars as pl
 
-from analyzers.history import HistoryNight, history_nights
-from analyzers.model import to_json
-from analyzers.nightly import NightlyReport
-from dashboard.labels import CATEGORY_LABELS as LABELS
-from dashboard.render_diff import diff_markdown
-from dashboard.render_report import report_markdown
+from stepscope.analyzers.history import HistoryNight, history_nights
+from stepscope.analyzers.model import to_json
+from stepscope.analyzers.nightly import NightlyReport
+from stepscope.dashboard.labels import CATEGORY_LABELS as LABELS
+from stepscope.dashboard.render_diff import diff_markdown
+from stepscope.dashboard.render_report import report_markdown
 
 HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "change pts",
                    "largest loss")

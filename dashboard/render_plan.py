@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzers.model import PlanResult, to_json
+from stepscope.analyzers.model import PlanResult, to_json
 
 
 def plan_json(model: PlanResult) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analyzers.model import (
+from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
     Mfu,
@@ -20,8 +20,8 @@ from analyzers.model import (
     Straggler,
     to_json,
 )
-from dashboard.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
-from dashboard.render_nccl import nccl_lines
+from stepscope.dashboard.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
+from stepscope.dashboard.render_nccl import nccl_lines
 
 LABELS = CATEGORY_LABELS
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from analyzers.summary import RunSummary, summary_rows
-from dashboard import strict_json
+from stepscope.analyzers.summary import RunSummary, summary_rows
+from stepscope.dashboard import strict_json
 
 # (column, header) shown in the human formats, in order.
 TEXT_COLUMNS = (

@@ -20,12 +20,12 @@ from typing import BinaryIO
 
 import duckdb
 
-from analyzers._sql import run_script
-from analyzers.attribution import materialize
-from ingest import IngestResult, UsageError
-from ingest import ingest as ingest_traces
-from ingest.merge import merge_run, retry_busy
-from ingest.sources import is_archive_name, is_trace_name, strip_suffixes
+from stepscope.analyzers._sql import run_script
+from stepscope.analyzers.attribution import materialize
+from stepscope.ingest import IngestResult, UsageError
+from stepscope.ingest import ingest as ingest_traces
+from stepscope.ingest.merge import merge_run, retry_busy
+from stepscope.ingest.sources import is_archive_name, is_trace_name, strip_suffixes
 
 UPLOAD_TYPES = ("json", "gz", "zip", "tgz", "tar")
 UPLOAD_LABEL = "upload:"

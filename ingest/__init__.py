@@ -1,15 +1,19 @@
 """Readers for each trace format -> the stepscope DuckDB schema (docs/schema.md)."""
 
-from ingest.db import DEFAULT_DB, connect_read_only
-from ingest.errors import (
+import sys
+import types
+from typing import NoReturn
+
+from stepscope.ingest.db import DEFAULT_DB, connect_read_only
+from stepscope.ingest.errors import (
     DatabaseBusyError,
     NothingIngestedError,
     StepscopeError,
     TraceFileError,
     UsageError,
 )
-from ingest.loader import IngestResult, ingest
-from ingest.reader import RankTables, read_trace
+from stepscope.ingest.loader import IngestResult, ingest
+from stepscope.ingest.reader import RankTables, read_trace
 
 __all__ = [
     "DEFAULT_DB",
@@ -24,3 +28,15 @@ __all__ = [
     "ingest",
     "read_trace",
 ]
+
+
+class _IngestPackage(types.ModuleType):
+    """`stepscope.ingest` is this package since the one-namespace layout; the library's
+    ingest function is `stepscope.ingest_run`. A call of the old spelling says so."""
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("stepscope.ingest is the ingest package; call "
+                        "stepscope.ingest_run(paths, db=..., run=...) to ingest traces")
+
+
+sys.modules[__name__].__class__ = _IngestPackage

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.errors import DatabaseBusyError, UsageError
-from ingest.queries import sql
+from stepscope.ingest.errors import DatabaseBusyError, UsageError
+from stepscope.ingest.queries import sql
 
 SCHEMA_VERSION = "1"
 SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"

@@ -16,8 +16,10 @@ whichever runs them: the task is one pure function of its file.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -25,10 +27,10 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
-from ingest.errors import UsageError
-from ingest.reader import CancelToken
-from ingest.tasks import Outcome, RankFailed, RankTask, run_rank_task
-from ingest.worker import receive, send
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.reader import CancelToken
+from stepscope.ingest.tasks import Outcome, RankFailed, RankTask, run_rank_task
+from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
@@ -80,17 +82,42 @@ class InlineExecutor:
         self._token.cancel()
 
 
+def worker_command() -> list[str]:
+    """`python -P -m stepscope.ingest.worker`: -P keeps the current folder off the
+    worker's sys.path, so a user's `inspect.py` or `dashboard/` there cannot shadow a
+    module the worker imports."""
+    return [sys.executable, "-P", "-m", "stepscope.ingest.worker"]
+
+
+def worker_env() -> dict[str, str]:
+    """This process's environment, plus the folder that holds the `stepscope` package
+    this process imported when that folder is not an installed site (a checkout on
+    PYTHONPATH or the current folder), so the worker runs the same code."""
+    import site
+
+    import stepscope
+
+    env = dict(os.environ)
+    root = str(Path(stepscope.__file__).resolve().parent.parent)
+    sites = {str(Path(p).resolve()) for p in [*site.getsitepackages(),
+                                               site.getusersitepackages()]}
+    if root not in sites:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+STDERR_TAIL_BYTES = 4096
+
+
 class _Worker:
-    """One `python -m ingest.worker` subprocess, running one task at a time."""
+    """One `python -P -m stepscope.ingest.worker` subprocess, one task at a time. Its
+    stderr goes to a temporary file, so a worker that dies can say why."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)  # where `ingest` is importable
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ingest.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            start_new_session=True)
+            worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.stderr, env=worker_env(), start_new_session=True)
         self.task: RankTask | None = None
 
     def fileno(self) -> int:
@@ -113,9 +140,15 @@ class _Worker:
         if outcome is None:
             code = self.proc.wait()
             return RankFailed(task.index, task.display,
-                              f"the worker process died while reading it (exit code {code}; "
-                              "out of memory?)")
+                              "the worker process died while reading it "
+                              f"({death_reason(code, self._stderr_tail())})")
         return outcome  # type: ignore[no-any-return]
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0, os.SEEK_END)
+        size = self.stderr.tell()
+        self.stderr.seek(max(0, size - STDERR_TAIL_BYTES))
+        return self.stderr.read().decode("utf-8", "replace")
 
     @property
     def alive(self) -> bool:
@@ -130,6 +163,22 @@ class _Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None and not stream.closed:
                 stream.close()
+        self.stderr.close()
+
+
+def death_reason(code: int, stderr: str) -> str:
+    """Why a worker died, in a few words: the last line it wrote to stderr (a Python
+    exception names itself there), else its exit code or signal."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    how = f"exit code {code}"
+    if code < 0:
+        how = f"killed by {signal.Signals(-code).name}" if -code in set(signal.Signals) \
+            else f"killed by signal {-code}"
+    if lines:
+        return f"{how}: {lines[-1][:300]!r}"
+    if code == -signal.SIGKILL:
+        return f"{how}, with nothing on stderr: out of memory?"
+    return how
 
 
 class ProcessExecutor:

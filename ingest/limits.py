@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError
 
 # Real Kineto traces of one rank are 10 MB to ~2 GB of JSON; 8 GiB leaves 4x headroom.
 DEFAULT_MAX_TRACE_BYTES = 8 << 30

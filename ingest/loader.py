@@ -28,29 +28,29 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.db import connect_write, delete_run_rows, ensure_schema
-from ingest.errors import (
+from stepscope.ingest.db import connect_write, delete_run_rows, ensure_schema
+from stepscope.ingest.errors import (
     Interrupted,
     NothingIngestedError,
     StepscopeError,
     TraceFileError,
     UsageError,
 )
-from ingest.executors import default_jobs, make_executor, parse_executor
-from ingest.interrupts import InterruptGuard
-from ingest.limits import max_trace_bytes
-from ingest.nccl.load import READERS as NCCL_READERS
-from ingest.nccl.load import ingest_nccl_files
-from ingest.queries import run_script, sql
-from ingest.ranksets import RankSet
-from ingest.reader import (
+from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
+from stepscope.ingest.interrupts import InterruptGuard
+from stepscope.ingest.limits import max_trace_bytes
+from stepscope.ingest.nccl.load import READERS as NCCL_READERS
+from stepscope.ingest.nccl.load import ingest_nccl_files
+from stepscope.ingest.queries import run_script, sql
+from stepscope.ingest.ranksets import RankSet
+from stepscope.ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
     KNOWN_IGNORED_CATEGORIES,
     OUTPUT_TABLES,
     RankTables,
 )
-from ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name
-from ingest.tasks import (
+from stepscope.ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name
+from stepscope.ingest.tasks import (
     Outcome,
     RankFailed,
     RankParsed,

@@ -18,9 +18,15 @@ from typing import TypeVar
 
 import duckdb
 
-from ingest.db import connect_write, delete_run_rows, ensure_schema, insert_by_name, run_tables
-from ingest.errors import DatabaseBusyError, UsageError
-from ingest.queries import sql
+from stepscope.ingest.db import (
+    connect_write,
+    delete_run_rows,
+    ensure_schema,
+    insert_by_name,
+    run_tables,
+)
+from stepscope.ingest.errors import DatabaseBusyError, UsageError
+from stepscope.ingest.queries import sql
 
 T = TypeVar("T")
 

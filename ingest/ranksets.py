@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError
 
 _PART = re.compile(r"^(\d+)(?:-(\d+))?$")
 MAX_RANK = 2**31 - 1  # ranks are INTEGER columns

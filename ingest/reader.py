@@ -39,9 +39,9 @@ from typing import IO, Any
 import duckdb
 import pyarrow as pa
 
-from ingest.errors import TraceFileError
-from ingest.limits import format_size, max_trace_bytes
-from ingest.queries import sql
+from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.limits import format_size, max_trace_bytes
+from stepscope.ingest.queries import sql
 
 HEAD_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from ingest.errors import UsageError
-from ingest.limits import format_size, max_trace_bytes
-from ingest.nccl.sniff import sniff
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.limits import format_size, max_trace_bytes
+from stepscope.ingest.nccl.sniff import sniff
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")

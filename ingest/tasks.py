@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import TraceFileError, as_file_error
-from ingest.ranksets import MAX_RANK, RankSet
-from ingest.reader import CancelToken, RankTables, SkippedTrace, read_trace
-from ingest.sources import rank_from_name
+from stepscope.ingest.errors import TraceFileError, as_file_error
+from stepscope.ingest.ranksets import MAX_RANK, RankSet
+from stepscope.ingest.reader import CancelToken, RankTables, SkippedTrace, read_trace
+from stepscope.ingest.sources import rank_from_name
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A worker process of the `process` executor: `python -m ingest.worker`.
+"""A worker process of the `process` executor: `python -P -m stepscope.ingest.worker`.
 
 Reads tasks from stdin and writes outcomes to stdout, each message a 4-byte big-endian
 length and a pickle (ingest/tasks.py dataclasses), one task at a time until stdin
@@ -37,7 +37,7 @@ def receive(stream: IO[bytes]) -> Any:
 
 
 def main() -> int:
-    from ingest.tasks import run_rank_task
+    from stepscope.ingest.tasks import run_rank_task
 
     inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the message stream

@@ -3,7 +3,7 @@
 Public Python API (small on purpose):
 
     import stepscope
-    result = stepscope.ingest(["traces/"], db="stepscope.duckdb", run="nightly")
+    result = stepscope.ingest_run(["traces/"], db="stepscope.duckdb", run="nightly")
     store = stepscope.open("stepscope.duckdb")
     store.summary()            # polars DataFrame, one row per run
     store.table("collectives", run="nightly")
@@ -21,19 +21,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ingest import IngestResult, StepscopeError, UsageError
-    from ingest.loader import ProgressFn
-    from ingest.ranksets import RankSet
+    from stepscope.ingest import IngestResult, StepscopeError, UsageError
+    from stepscope.ingest.loader import ProgressFn
+    from stepscope.ingest.ranksets import RankSet
     from stepscope.store import Store
 
 __version__ = "0.1.0"
 _DEFAULT_DB = "stepscope.duckdb"  # ingest.DEFAULT_DB, without importing DuckDB here
-_LAZY = {"IngestResult": "ingest", "StepscopeError": "ingest", "UsageError": "ingest",
+_LAZY = {"IngestResult": "stepscope.ingest", "StepscopeError": "stepscope.ingest",
+         "UsageError": "stepscope.ingest",
          "Store": "stepscope.store", "report": "stepscope.targets", "diff": "stepscope.targets",
          "open_target": "stepscope.targets"}
 
 
-def ingest(
+def ingest_run(
     paths: str | Path | Sequence[str | Path],
     db: str | Path = _DEFAULT_DB,
     run: str | None = None,
@@ -52,9 +53,9 @@ def ingest(
     docs/attribution.md, "Steps"). `max_bytes` caps each trace's JSON text (default
     $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits"). `executor`, `ranks` ('0-63,512')
     and `stage_dir` choose where the per-rank tasks run and which ranks (docs/scale.md)."""
-    from analyzers.attribution import materialize
-    from ingest import ingest as _ingest
-    from ingest.ranksets import parse_ranks
+    from stepscope.analyzers.attribution import materialize
+    from stepscope.ingest import ingest as _ingest
+    from stepscope.ingest.ranksets import parse_ranks
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -77,4 +78,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
 
 
-__all__ = ["IngestResult", "Store", "StepscopeError", "UsageError", "ingest", "open"]
+__all__ = ["IngestResult", "Store", "StepscopeError", "UsageError", "ingest_run", "open"]

@@ -31,9 +31,9 @@ WRITES_DATABASE = {"ingest", "nightly"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest import UsageError
     from stepscope import __version__
     from stepscope.commands import COMMANDS
+    from stepscope.ingest import UsageError
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
@@ -51,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from ingest import NothingIngestedError, StepscopeError, UsageError
     from stepscope.commands import COMMANDS
+    from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
 
     parser = build_parser()
     try:

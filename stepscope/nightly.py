@@ -16,20 +16,20 @@ from typing import Literal
 
 import duckdb
 
-from analyzers import history
-from analyzers._sql import sql
-from analyzers.checks import Threshold, evaluate
-from analyzers.collectives import op_times
-from analyzers.diff import build_diff
-from analyzers.mfu import ModelSpec
-from analyzers.nightly import Baseline, NightlyReport
-from analyzers.report import build_report
-from dashboard.render_html import nightly_html
-from dashboard.render_nightly import nightly_json, nightly_markdown
-from ingest import DEFAULT_DB, TraceFileError, UsageError, connect_read_only, read_trace
-from ingest.db import connect_write
-from ingest.sources import collect_traces
-from stepscope import ingest
+from stepscope import ingest_run
+from stepscope.analyzers import history
+from stepscope.analyzers._sql import sql
+from stepscope.analyzers.checks import Threshold, evaluate
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.mfu import ModelSpec
+from stepscope.analyzers.nightly import Baseline, NightlyReport
+from stepscope.analyzers.report import build_report
+from stepscope.dashboard.render_html import nightly_html
+from stepscope.dashboard.render_nightly import nightly_json, nightly_markdown
+from stepscope.ingest import DEFAULT_DB, TraceFileError, UsageError, connect_read_only, read_trace
+from stepscope.ingest.db import connect_write
+from stepscope.ingest.sources import collect_traces
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_OUT_ROOT = Path("stepscope-nightly")
@@ -168,7 +168,7 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     run = opts.run or default_run_name(opts.job, opts.paths)
     out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
     _prepare_out_dir(out_dir)
-    result = ingest(opts.paths, db=opts.db, run=run, jobs=opts.jobs)
+    result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs)
     con = connect_write(opts.db)
     try:
         history.ensure_history(con)

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from analyzers import run_summary
-from analyzers._sql import as_frame, sql
-from ingest import UsageError, connect_read_only
+from stepscope.analyzers import run_summary
+from stepscope.analyzers._sql import as_frame, sql
+from stepscope.ingest import UsageError, connect_read_only
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",

@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.collectives import op_times
-from analyzers.context import ReportOptions, run_context
-from analyzers.diff import build_diff
-from analyzers.model import Diff, Report
-from analyzers.report import report_from_context
-from ingest import DEFAULT_DB, StepscopeError, UsageError
-from ingest.sources import default_run_name
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.context import ReportOptions, run_context
+from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.model import Diff, Report
+from stepscope.analyzers.report import report_from_context
+from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
+from stepscope.ingest.sources import default_run_name
 from stepscope.store import Store
 
 
@@ -79,11 +79,11 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
     name = default_run_name([target])
     if name == avoid_name:
         name += "-b"
-    from stepscope import ingest  # the package's own ingest (analysis included)
+    from stepscope import ingest_run  # the package's own ingest (analysis included)
 
     with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
         scratch = Path(tmp) / f"{name}.duckdb"
-        result = ingest([target], db=scratch, run=name, step_marker=step_marker)
+        result = ingest_run([target], db=scratch, run=name, step_marker=step_marker)
         with Store(scratch) as store:
             yield Target(store, name, tuple(result.failures), notes)
 

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ingest.errors import UsageError
-from ingest.executors import MAX_JOBS, parse_executor
-from ingest.limits import parse_size
-from ingest.ranksets import RankSet, parse_ranks
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.executors import MAX_JOBS, parse_executor
+from stepscope.ingest.limits import parse_size
+from stepscope.ingest.ranksets import RankSet, parse_ranks
 
 
 def _number(text: str) -> float:

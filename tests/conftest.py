@@ -18,11 +18,11 @@ import pytest
 import sample_db as sample_db_module
 from filelock import FileLock, Timeout
 
-import analyzers.report
+import stepscope.analyzers.report
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
-from analyzers.model import SCHEMA_FILES, Model, to_builtins
+from stepscope.analyzers.model import SCHEMA_FILES, Model, to_builtins
 
 # A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
 # every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,
@@ -210,7 +210,7 @@ def _checking(builder: Callable[..., Any]) -> Callable[..., Any]:
 
 # every place a report, diff or plan model is built, by (module, function name)
 BUILDERS = (
-    (analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
+    (stepscope.analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
     (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
     (stepscope.commands.plan_cmd, "plan_result"),
 )

@@ -29,9 +29,9 @@ def build(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / DB_NAME
     for sample in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
-        stepscope.ingest(sample, db=path, run=f"cpu-{sample.name}")
+        stepscope.ingest_run(sample, db=path, run=f"cpu-{sample.name}")
     for sim in sorted(p for p in SIM.iterdir() if p.is_dir()):
-        stepscope.ingest(sim, db=path, run=sim.name)
+        stepscope.ingest_run(sim, db=path, run=sim.name)
     (folder / COMPLETE).touch()
     return path
 

@@ -11,9 +11,9 @@ import pytest
 from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
-from analyzers.attribution import CATEGORIES
-from analyzers.model import to_builtins
-from analyzers.report import build_report
+from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.analyzers.model import to_builtins
+from stepscope.analyzers.report import build_report
 
 SIMULATED = REPO / "sample_traces" / "simulated"
 SIM_SETS = sorted(p.name for p in SIMULATED.iterdir() if (p / "ground_truth.json").exists())
@@ -89,7 +89,7 @@ def test_synthetic_trace_exact_breakdown(tmp_path: Path) -> None:
     for r in range(2):
         write_trace(tmp_path / "j" / f"rank{r}.json.gz", kineto_trace(rank=r, steps=3))
     db = tmp_path / "s.duckdb"
-    stepscope.ingest(tmp_path / "j", db=db, run="s")
+    stepscope.ingest_run(tmp_path / "j", db=db, run="s")
     a = attribution(db, "s").filter(pl.col("step") == 1).sort("rank")
     for row in a.iter_rows(named=True):
         assert row["step_ns"] == 1_000_000 and row["has_successor"]
@@ -178,7 +178,7 @@ def test_nccl_seq_is_the_preferred_match_key(tmp_path: Path) -> None:
                     seq += 1
         write_trace(tmp_path / "j" / f"rank{r}.json.gz", trace)
     db = tmp_path / "s.duckdb"
-    stepscope.ingest(tmp_path / "j", db=db, run="s")
+    stepscope.ingest_run(tmp_path / "j", db=db, run="s")
     with stepscope.open(db) as store:
         waits = store.table("collective_waits", run="s").sort("rank", "coll_id")
     assert set(waits["match_method"]) == {"nccl_seq"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.checks import evaluate_json, metric_catalog, metric_value, parse_threshold
-from ingest import UsageError
+from stepscope.analyzers.checks import evaluate_json, metric_catalog, metric_value, parse_threshold
+from stepscope.ingest import UsageError
 
 REPORT = {
     "step_time_ms": 10.0,

@@ -152,7 +152,7 @@ def test_upload_an_archive_then_every_page(server, archive, browser_page):
     settle(page)
     page.get_by_role("button", name="Load sample").click()
     wait_text(page, "Run 'healthy' ingested: 8 rank(s) from 8 file(s)")
-    from dashboard.views import PAGES
+    from stepscope.dashboard.views import PAGES
     for n, key in enumerate(PAGES, start=3):
         page.goto(f"{base}?page={key}&run=slowjob" + ("&vs=healthy" if key == "compare" else ""))
         wait_heading(page, PAGES[key].HEADER)

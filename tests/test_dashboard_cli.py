@@ -13,9 +13,9 @@ import urllib.request
 
 from dashboard_helpers import REPO
 
-from dashboard.config import DashboardConfig
 from stepscope.cli import main
 from stepscope.commands.dashboard_cmd import STREAMLIT_OPTIONS, streamlit_command
+from stepscope.dashboard.config import DashboardConfig
 
 
 def test_bad_options_exit_2(tmp_path, capsys):

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyzers.attribution import CATEGORIES
-from analyzers.detail import rank_step_grid, step_timeline, timeline_ranks, top_kernels
+from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.analyzers.detail import rank_step_grid, step_timeline, timeline_ranks, top_kernels
 
 
 @pytest.fixture(scope="module")

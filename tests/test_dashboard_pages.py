@@ -14,13 +14,13 @@ import duckdb
 import pytest
 from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
 
-from analyzers.collectives import op_times
-from analyzers.diff import build_diff
-from analyzers.model import Report
-from analyzers.report import build_report
-from dashboard.format import pct
-from dashboard.uploads import ingest_staged
-from dashboard.views import PAGES, compare
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.model import Report
+from stepscope.analyzers.report import build_report
+from stepscope.dashboard.format import pct
+from stepscope.dashboard.uploads import ingest_staged
+from stepscope.dashboard.views import PAGES, compare
 
 RUNS = {"straggler": SIMULATED / "straggler", "diff_base": SIMULATED / "diff_base",
         "diff_scaled": SIMULATED / "diff_scaled", "cpu-straggler": CPU / "straggler"}
@@ -243,7 +243,7 @@ def test_busy_database_shows_last_state_or_busy(monkeypatch, pages_db, tmp_path)
 
 def test_waterfall_labels_never_show_minus_zero() -> None:
     """A stage that lost a few hundredths of a point reads 0.0, not -0.0."""
-    from dashboard.format import points
+    from stepscope.dashboard.format import points
 
     assert [points(v) for v in (-0.04, -0.0, 0.04, -2.345, -10.06)] == \
         ["0.0", "0.0", "0.0", "-2.3", "-10.1"]

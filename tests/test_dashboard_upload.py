@@ -14,15 +14,15 @@ import pytest
 from conftest import kineto_trace
 from dashboard_helpers import app_test, button, no_exception, tar_gz, texts
 
-from dashboard.uploads import (
+from stepscope.dashboard.uploads import (
     default_run_name,
     ingest_staged,
     resolve_under,
     safe_file_name,
     trace_folders,
 )
-from ingest import DatabaseBusyError, UsageError
-from ingest.merge import delete_run, retry_busy
+from stepscope.ingest import DatabaseBusyError, UsageError
+from stepscope.ingest.merge import delete_run, retry_busy
 
 
 def rank_file(rank: int, world: int = 2) -> bytes:

@@ -11,12 +11,12 @@ import pytest
 from conftest import REPO
 
 import stepscope
-from analyzers.collectives import op_times
-from analyzers.diff import STAGES, build_diff
-from analyzers.mfu import load_spec
-from analyzers.model import Report, to_builtins
-from analyzers.planner import zero_state_bytes_per_param
-from analyzers.report import build_report
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.diff import STAGES, build_diff
+from stepscope.analyzers.mfu import load_spec
+from stepscope.analyzers.model import Report, to_builtins
+from stepscope.analyzers.planner import zero_state_bytes_per_param
+from stepscope.analyzers.report import build_report
 from stepscope.cli import main
 
 SIM = REPO / "sample_traces" / "simulated"

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 
 import stepscope
-from analyzers.history import ensure_history
+from stepscope.analyzers.history import ensure_history
 from stepscope.cli import build_parser
 from stepscope.commands import COMMANDS
 
@@ -81,7 +81,7 @@ def documented_columns() -> dict[str, set[str]]:
 def test_schema_doc_lists_exactly_the_tables_and_columns(
         make_run: Callable[..., Path], tmp_path: Path) -> None:
     db = tmp_path / "fresh.duckdb"
-    stepscope.ingest(make_run(world_size=2), db=db, run="fresh")
+    stepscope.ingest_run(make_run(world_size=2), db=db, run="fresh")
     con = duckdb.connect(str(db))
     try:
         ensure_history(con)  # written by the first `stepscope nightly`

@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES
 
-from analyzers.hang import build_hang_report
-from ingest import TraceFileError, ingest
-from ingest.nccl.flight_recorder import read_flight_recorder, split_profiling_name
-from ingest.nccl.safe_pickle import UnsafePickleError, load_plain
+from stepscope.analyzers.hang import build_hang_report
 from stepscope.cli import main
+from stepscope.ingest import TraceFileError, ingest
+from stepscope.ingest.nccl.flight_recorder import read_flight_recorder, split_profiling_name
+from stepscope.ingest.nccl.safe_pickle import UnsafePickleError, load_plain
 
 FR_ROOT = SHARED_TRACES / "nvidia-resiliency-ext" / "tests" / "attribution" / "unit"
 SCENARIOS = ("gpu_error_1st", "lock_gil_1st")

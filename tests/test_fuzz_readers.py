@@ -23,8 +23,8 @@ from conftest import SAMPLES, SHARED_TRACES, write_trace  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ingest import read_trace  # noqa: E402
-from ingest.errors import TraceFileError  # noqa: E402
+from stepscope.ingest import read_trace  # noqa: E402
+from stepscope.ingest.errors import TraceFileError  # noqa: E402
 
 PROFILES = {"ci": (300, 30), "long": (3000, 300), "smoke": (10, 3)}
 PROFILE = os.environ.get("STEPSCOPE_FUZZ_PROFILE", "ci")
@@ -160,7 +160,7 @@ def test_one_mutated_rank_never_sinks_the_run(tmp_path_factory: pytest.TempPathF
     one reason naming it, and the good rank is in the database."""
     import duckdb
 
-    from ingest import ingest
+    from stepscope.ingest import ingest
 
     folder = tmp_path_factory.mktemp("run")
     write_trace(folder / "job" / "rank0.json", {**_base(0), "distributedInfo": {"rank": 0}})

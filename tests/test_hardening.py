@@ -18,9 +18,9 @@ import duckdb
 import pytest
 from conftest import SAMPLES, kineto_trace, write_trace
 
-from ingest import read_trace
-from ingest.errors import TraceFileError
 from stepscope.cli import main
+from stepscope.ingest import read_trace
+from stepscope.ingest.errors import TraceFileError
 
 
 def q(db: Path, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -251,7 +251,7 @@ def test_any_reader_exception_fails_that_file_only(
     """PermissionError (unreadable as root, so injected), and an unexpected exception:
     the task turns whatever a reader raises into that file's failure (run inline, so
     the patched reader is the one that runs)."""
-    import ingest.tasks as tasks
+    import stepscope.ingest.tasks as tasks
 
     real = tasks.read_trace
 
@@ -470,8 +470,8 @@ def test_bad_numbers_and_paths_are_usage_errors_before_any_work(
     def no_work(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("work started before the arguments were checked")
 
-    # report and diff ingest trace paths through stepscope.targets -> stepscope.ingest
-    monkeypatch.setattr(stepscope, "ingest", no_work)
+    # report and diff ingest trace paths through stepscope.targets -> stepscope.ingest_run
+    monkeypatch.setattr(stepscope, "ingest_run", no_work)
     trace = write_trace(tmp_path / "rank0.json.gz", kineto_trace(rank=0))
     argv, message = USAGE_CASES[case]
     code = main([_fill(a, tmp_path, trace) for a in argv])
@@ -484,7 +484,7 @@ def test_bad_numbers_and_paths_are_usage_errors_before_any_work(
 
 def test_json_output_is_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No NaN/Infinity token in any JSON the CLI writes; non-finite values become null."""
-    from dashboard.strict_json import dumps
+    from stepscope.dashboard.strict_json import dumps
 
     assert dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": (float("-inf"),)}) == \
         '{"a": null, "b": [null, 1.5], "c": [null]}'

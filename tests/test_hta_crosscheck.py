@@ -16,7 +16,7 @@ import pytest
 from conftest import SHARED_TRACES
 
 import stepscope
-from analyzers.attribution import trace_breakdown
+from stepscope.analyzers.attribution import trace_breakdown
 
 pytest.importorskip("hta", reason="HTA is the optional `hta` extra")
 
@@ -44,7 +44,7 @@ def test_compute_and_idle_agree_with_hta(folder: str, tmp_path: Path) -> None:
     finally:
         logging.disable(logging.NOTSET)
     db = tmp_path / "x.duckdb"
-    stepscope.ingest(HTA_DATA / folder, db=db, run="x")
+    stepscope.ingest_run(HTA_DATA / folder, db=db, run="x")
     with stepscope.open(db) as store:
         ours = trace_breakdown(store.con, "x")
         n_kernels = store.sql("SELECT count(*) AS n FROM gpu_ops WHERE kind = 'compute'")["n"][0]

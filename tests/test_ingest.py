@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from conftest import SAMPLES, kineto_trace, write_trace
 
-from ingest import NothingIngestedError, UsageError, ingest
 from stepscope.cli import main
+from stepscope.ingest import NothingIngestedError, UsageError, ingest
 
 
 def q(db: Path, sql: str, params: dict | None = None) -> list[tuple]:
@@ -287,7 +287,7 @@ def test_python_api(tmp_path: Path) -> None:
     import stepscope
 
     db = tmp_path / "api.duckdb"
-    result = stepscope.ingest(SAMPLES / "straggler", db=db, run="s")
+    result = stepscope.ingest_run(SAMPLES / "straggler", db=db, run="s")
     assert result.status == "complete"
     with stepscope.open(db) as store:
         assert store.runs() == ["s"]
@@ -303,7 +303,7 @@ def test_reader_open_does_not_block_other_readers(tmp_path: Path) -> None:
     import stepscope
 
     db = tmp_path / "ro.duckdb"
-    stepscope.ingest(SAMPLES / "ddp", db=db)
+    stepscope.ingest_run(SAMPLES / "ddp", db=db)
     with stepscope.open(db) as a, stepscope.open(db) as b:
         assert a.runs() == b.runs() == ["ddp"]
 

@@ -21,8 +21,8 @@ import pytest
 from conftest import SAMPLES
 
 import stepscope
-from ingest.errors import Interrupted
 from stepscope.cli import main
+from stepscope.ingest.errors import Interrupted
 
 SIMULATED = SAMPLES.parent / "simulated"
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
@@ -45,8 +45,8 @@ def _sigint() -> None:
 def db_with_run(tmp_path: Path) -> Path:
     """A database holding run 'x' (ddp, 4 ranks) and run 'keep'."""
     db = tmp_path / "i.duckdb"
-    stepscope.ingest(SAMPLES / "ddp", db=db, run="x")
-    stepscope.ingest(SAMPLES / "straggler", db=db, run="keep")
+    stepscope.ingest_run(SAMPLES / "ddp", db=db, run="x")
+    stepscope.ingest_run(SAMPLES / "straggler", db=db, run="keep")
     return db
 
 
@@ -63,7 +63,7 @@ def test_sigint_while_reading_files_rolls_back(db_with_run: Path) -> None:
             _sigint()  # handled as a flag: the ingest stops at its next safe point
 
     with pytest.raises(Interrupted) as err:
-        stepscope.ingest(SIMULATED / "healthy", db=db_with_run, run="x", progress=interrupt,
+        stepscope.ingest_run(SIMULATED / "healthy", db=db_with_run, run="x", progress=interrupt,
                          jobs=1)
     assert not err.value.committed
     assert str(err.value) == (f"interrupted: run 'x' was not ingested; {db_with_run} is "
@@ -73,7 +73,7 @@ def test_sigint_while_reading_files_rolls_back(db_with_run: Path) -> None:
 
 def test_sigint_inside_the_transaction_rolls_back(db_with_run: Path) -> None:
     """While the analyzers run inside the transaction (a DuckDB query in flight)."""
-    from ingest import ingest
+    from stepscope.ingest import ingest
 
     before = _state(db_with_run)
 
@@ -188,7 +188,7 @@ def test_sigint_at_any_moment_of_a_real_ingest(tmp_path: Path) -> None:
     interrupted = 0
     for i, delay in enumerate((0.3, 1.0, 2.0, 3.5, 6.0)):
         db = tmp_path / f"s{i}.duckdb"
-        stepscope.ingest(SAMPLES / "ddp", db=db, run="keep")
+        stepscope.ingest_run(SAMPLES / "ddp", db=db, run="keep")
         keep = _state(db)
         code, err = _ingest_and_interrupt(db, delay, tmp_path)
         print(f"SIGINT at {delay} s: exit {code}, {err.strip() or '(no message)'}")

@@ -10,12 +10,12 @@ import pytest
 from conftest import REPO, shared_trace_files
 
 import stepscope
-from analyzers.mfu import flops_per_token, load_spec, spec_from_mapping, waterfall
-from analyzers.model import Breakdown, to_builtins
-from analyzers.peaks import lookup, table
-from analyzers.report import build_report
-from ingest import UsageError
+from stepscope.analyzers.mfu import flops_per_token, load_spec, spec_from_mapping, waterfall
+from stepscope.analyzers.model import Breakdown, to_builtins
+from stepscope.analyzers.peaks import lookup, table
+from stepscope.analyzers.report import build_report
 from stepscope.cli import main
+from stepscope.ingest import UsageError
 
 SIM = REPO / "sample_traces" / "simulated"
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 from conftest import DOCS, REPO, VALIDATORS, validate_json
 
-from analyzers.model import (
+from stepscope.analyzers.model import (
     SCHEMA_FILES,
     Breakdown,
     Diff,

@@ -14,15 +14,15 @@ import duckdb
 import pytest
 from conftest import REPO
 
-from analyzers.model import Report, from_json
-from analyzers.nccl import build_nccl_section
-from dashboard.render_html import report_html
-from ingest import TraceFileError, ingest
-from ingest.nccl.debug_log import read_nccl_log
-from ingest.nccl.inspector import read_inspector
-from ingest.nccl.profiler_plugin import read_profiler_dump
-from ingest.nccl.sniff import NCCL_LOG, sniff
+from stepscope.analyzers.model import Report, from_json
+from stepscope.analyzers.nccl import build_nccl_section
 from stepscope.cli import main
+from stepscope.dashboard.render_html import report_html
+from stepscope.ingest import TraceFileError, ingest
+from stepscope.ingest.nccl.debug_log import read_nccl_log
+from stepscope.ingest.nccl.inspector import read_inspector
+from stepscope.ingest.nccl.profiler_plugin import read_profiler_dump
+from stepscope.ingest.nccl.sniff import NCCL_LOG, sniff
 
 LOGS = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs"
 INSPECTOR = LOGS.parent / "nccl-inspector-unknown-jobid"

@@ -18,7 +18,7 @@ import duckdb
 import pytest
 from conftest import validate_json
 
-from analyzers.model import NightlyJson, from_json, to_json
+from stepscope.analyzers.model import NightlyJson, from_json, to_json
 from stepscope.cli import main
 from stepscope.nightly import default_run_name
 
@@ -257,8 +257,8 @@ def test_history_record_binds_every_history_row_field() -> None:
     columns and as parameters (the row is bound by field name)."""
     from dataclasses import fields
 
-    from analyzers._sql import sql
-    from analyzers.history import HistoryRow
+    from stepscope.analyzers._sql import sql
+    from stepscope.analyzers.history import HistoryRow
 
     body = "\n".join(line for line in sql("history_record.sql").splitlines()
                      if not line.lstrip().startswith("--"))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from analyzers.peaks import lookup
-from analyzers.planner import Job, bubble_theory, evaluate, plan, rank_of
+from stepscope.analyzers.peaks import lookup
+from stepscope.analyzers.planner import Job, bubble_theory, evaluate, plan, rank_of
 from stepscope.cli import main
 
 H100 = lookup("NVIDIA H100 80GB HBM3")

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from conftest import SAMPLES, kineto_trace, shared_trace_files, write_trace
 
-from ingest import read_trace
+from stepscope.ingest import read_trace
 
 HTA = "HolisticTraceAnalysis/tests/data"
 SAMPLE_FILES = sorted(SAMPLES.rglob("rank*.json.gz"))

@@ -13,12 +13,12 @@ import pytest
 from conftest import REPO, kineto_trace
 
 import stepscope
-from analyzers.mfu import peak_for_dtype
-from analyzers.model import CollectiveStat, Layout, to_builtins
-from analyzers.peaks import lookup
-from analyzers.planner import bubble_theory
-from analyzers.report import build_report
-from analyzers.roles import assign_roles
+from stepscope.analyzers.mfu import peak_for_dtype
+from stepscope.analyzers.model import CollectiveStat, Layout, to_builtins
+from stepscope.analyzers.peaks import lookup
+from stepscope.analyzers.planner import bubble_theory
+from stepscope.analyzers.report import build_report
+from stepscope.analyzers.roles import assign_roles
 from stepscope.cli import main
 
 SIM = REPO / "sample_traces" / "simulated"
@@ -40,7 +40,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("shapes")
     path = tmp / "s.duckdb"
     for name in ("tb_names", "pipeline_torch23", "no_profilerstep", "healthy"):
-        stepscope.ingest(SIM / name, db=path, run=name)
+        stepscope.ingest_run(SIM / name, db=path, run=name)
 
     def drop_names(doc: dict[str, Any]) -> None:
         doc.pop("host_name", None)
@@ -48,20 +48,20 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     inferred = _rewrite(SIM / "tb_names", tmp / "inferred", drop_names,
                         lambda d: f"rank{d['distributedInfo']['rank']}.json.gz")
-    stepscope.ingest(inferred, db=path, run="inferred")
+    stepscope.ingest_run(inferred, db=path, run="inferred")
 
     def drop_pg_config(doc: dict[str, Any]) -> None:
         doc["distributedInfo"].pop("pg_config")
 
     args_only = _rewrite(SIM / "pipeline_torch23", tmp / "args_only", drop_pg_config)
-    stepscope.ingest(args_only, db=path, run="p2p_args_only")
-    stepscope.ingest(SIM / "no_profilerstep", db=path, run="marker", step_marker="train_step")
+    stepscope.ingest_run(args_only, db=path, run="p2p_args_only")
+    stepscope.ingest_run(SIM / "no_profilerstep", db=path, run="marker", step_marker="train_step")
 
     def no_steps(doc: dict[str, Any]) -> None:
         doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "train_step"]
 
     whole = _rewrite(SIM / "no_profilerstep", tmp / "whole", no_steps)
-    stepscope.ingest(whole, db=path, run="whole")
+    stepscope.ingest_run(whole, db=path, run="whole")
     return path
 
 
@@ -104,7 +104,7 @@ def test_group_larger_than_a_node_crosses_nodes(tmp_path: Path) -> None:
         doc["host_name"] = "bignode"
 
     d = _rewrite(SIM / "tb_names", tmp_path / "one", one_host)
-    stepscope.ingest(d, db=tmp_path / "o.duckdb", run="one")
+    stepscope.ingest_run(d, db=tmp_path / "o.duckdb", run="one")
     r = report(tmp_path / "o.duckdb", "one")
     assert r["run"]["hosts"] == ["bignode"]
     tp = next(c for c in r["collectives"] if c["group_label"] == "TENSOR_MODEL_PARALLEL_GROUP")
@@ -172,7 +172,7 @@ def test_whole_window_is_the_last_resort(db: Path) -> None:
 
 def test_partial_rank_set_is_attributed_with_a_note(tmp_path: Path) -> None:
     src = next(SIM.joinpath("healthy").glob("rank3.json.gz"))
-    stepscope.ingest(src, db=tmp_path / "p.duckdb", run="r3")
+    stepscope.ingest_run(src, db=tmp_path / "p.duckdb", run="r3")
     r = report(tmp_path / "p.duckdb", "r3")
     assert [p["rank"] for p in r["per_rank"]] == [3]
     assert r["breakdown_ms"]["compute"] > 0
@@ -189,7 +189,7 @@ def test_complete_steps_is_the_one_definition(db: Path, tmp_path: Path) -> None:
     assert got == expect == 8 * 2 and whole == 4
     path = tmp_path / "one.json"
     path.write_text(json.dumps(kineto_trace(rank=0, world_size=1, steps=1)))
-    stepscope.ingest(path, db=tmp_path / "one.duckdb", run="one")
+    stepscope.ingest_run(path, db=tmp_path / "one.duckdb", run="one")
     r = report(tmp_path / "one.duckdb", "one")
     assert r["per_rank"][0]["n_steps"] == 1 and r["step_time_ms"] > 0
 
@@ -212,7 +212,7 @@ def test_run_name_that_is_also_a_path_says_which(db: Path, tmp_path: Path,
 @pytest.fixture(scope="module")
 def fp32_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("fp32") / "f.duckdb"
-    stepscope.ingest(SIM / "fp32_v100", db=path, run="fp32_v100")
+    stepscope.ingest_run(SIM / "fp32_v100", db=path, run="fp32_v100")
     return path
 
 
@@ -252,7 +252,7 @@ def test_fp32_on_ampere_is_tf32_only_when_tf32_kernels_ran() -> None:
 # ------------------------------------------------------------------ hidden stragglers
 def test_hidden_straggler_is_named_with_evidence(tmp_path: Path) -> None:
     cfg = truth("hidden_straggler")["config"]
-    stepscope.ingest(SIM / "hidden_straggler", db=tmp_path / "h.duckdb", run="h")
+    stepscope.ingest_run(SIM / "hidden_straggler", db=tmp_path / "h.duckdb", run="h")
     r = report(tmp_path / "h.duckdb", "h")
     assert [s["rank"] for s in r["stragglers"]] == [cfg["slow_rank"]] == [13]
     s = r["stragglers"][0]
@@ -307,7 +307,8 @@ def test_roles_from_labels_and_guesses() -> None:
 
 
 def test_fsdp_sample_gets_fsdp_advice(tmp_path: Path) -> None:
-    stepscope.ingest(REPO / "sample_traces" / "cpu" / "fsdp2", db=tmp_path / "f.duckdb", run="f")
+    stepscope.ingest_run(REPO / "sample_traces" / "cpu" / "fsdp2", db=tmp_path / "f.duckdb",
+                         run="f")
     r = report(tmp_path / "f.duckdb", "f")
     assert {c["role"] for c in r["collectives"]} == {"fsdp_shards"}
     (rec,) = [x for x in r["recommendations"] if x["id"] == "exposed-dp-comm"]
@@ -319,7 +320,7 @@ def test_dlrm_all_to_all_is_not_called_gradient_traffic(shared_traces: Path,
     """A real DLRM rank (HTA trace_filter, 2 of 128 ranks): the exposed all_to_all is the
     embedding exchange; no advice to overlap data-parallel gradients because of it."""
     src = shared_traces / "HolisticTraceAnalysis/tests/data/trace_filter/sampled_rank-0.json.gz"
-    stepscope.ingest(src, db=tmp_path / "d.duckdb", run="d")
+    stepscope.ingest_run(src, db=tmp_path / "d.duckdb", run="d")
     r = report(tmp_path / "d.duckdb", "d")
     roles = {c["collective"]: (c["role"], c["role_source"]) for c in r["collectives"]}
     assert roles["all_to_all"] == ("embedding_or_expert_exchange", "guess")

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 from conftest import SAMPLES
 
-from analyzers.history import read_history
-from analyzers.summary import RunSummary, run_summary
-from ingest import connect_read_only, ingest
-from ingest.db import insert_by_name
+from stepscope.analyzers.history import read_history
+from stepscope.analyzers.summary import RunSummary, run_summary
+from stepscope.ingest import connect_read_only, ingest
+from stepscope.ingest.db import insert_by_name
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLES, shared_trace_files
 
-from analyzers.model import Report, from_json
-from dashboard.render_report import report_markdown
+from stepscope.analyzers.model import Report, from_json
 from stepscope.cli import main
+from stepscope.dashboard.render_report import report_markdown
 
 SIM = REPO / "sample_traces" / "simulated"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from ingest import ingest
+from stepscope.ingest import ingest
 
 pytest.importorskip("torch", reason="torch is the optional `torch` extra")
 

@@ -17,12 +17,17 @@ import duckdb
 import pytest
 from conftest import SIM, kineto_trace, write_trace
 
-import ingest.loader
 import stepscope
-from ingest.errors import UsageError
-from ingest.executors import InlineExecutor, ProcessExecutor, make_executor, parse_executor
-from ingest.ranksets import parse_ranks
+import stepscope.ingest.loader
 from stepscope.cli import main
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.executors import (
+    InlineExecutor,
+    ProcessExecutor,
+    make_executor,
+    parse_executor,
+)
+from stepscope.ingest.ranksets import parse_ranks
 
 JOB = SIM / "straggler"  # 8 ranks, TP2 x PP2 x DP2, rank 3 slow
 
@@ -54,14 +59,14 @@ def run_tables(db: Path) -> dict[str, list[tuple[object, ...]]]:
 @pytest.fixture(scope="module")
 def inline_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("inline") / "s.duckdb"
-    stepscope.ingest([JOB], db=db, run="job", executor="inline")
+    stepscope.ingest_run([JOB], db=db, run="job", executor="inline")
     return db
 
 
 def test_process_executor_stores_exactly_what_inline_stores(inline_db: Path,
                                                            tmp_path: Path) -> None:
     db = tmp_path / "p.duckdb"
-    result = stepscope.ingest([JOB], db=db, run="job", executor="process", jobs=2)
+    result = stepscope.ingest_run([JOB], db=db, run="job", executor="process", jobs=2)
     assert result.status == "complete" and sorted(result.ranks) == list(range(8))
     inline, process = run_tables(inline_db), run_tables(db)
     assert process.keys() == inline.keys()
@@ -75,9 +80,9 @@ def test_small_batches_store_what_one_batch_stores(inline_db: Path, tmp_path: Pa
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Appending 3 ranks at a time (process groups deduplicated across batches) changes
     nothing."""
-    monkeypatch.setattr(ingest.loader, "BATCH_RANKS", 3)
+    monkeypatch.setattr(stepscope.ingest.loader, "BATCH_RANKS", 3)
     db = tmp_path / "b.duckdb"
-    stepscope.ingest([JOB], db=db, run="job", executor="inline")
+    stepscope.ingest_run([JOB], db=db, run="job", executor="inline")
     assert run_tables(db) == run_tables(inline_db)
 
 
@@ -85,7 +90,7 @@ def test_stage_dir_is_used_and_left_empty(tmp_path: Path) -> None:
     """Glob characters in the folder's name are just characters."""
     stage = tmp_path / "st[a]ge*"
     stage.mkdir()
-    stepscope.ingest([JOB], db=tmp_path / "s.duckdb", run="job", stage_dir=stage)
+    stepscope.ingest_run([JOB], db=tmp_path / "s.duckdb", run="job", stage_dir=stage)
     assert list(stage.iterdir()) == []
 
 
@@ -115,7 +120,7 @@ def test_ray_executor_stores_exactly_what_local_stores(inline_db: Path, tmp_path
     """A local Ray instance runs the same tasks: identical rows, attribution to the
     nanosecond."""
     db = tmp_path / "r.duckdb"
-    result = stepscope.ingest([JOB], db=db, run="job", executor="ray")
+    result = stepscope.ingest_run([JOB], db=db, run="job", executor="ray")
     assert result.status == "complete" and sorted(result.ranks) == list(range(8))
     assert run_tables(db) == run_tables(inline_db)
 
@@ -124,8 +129,8 @@ def test_ray_reports_a_bad_file_like_local(tmp_path: Path, local_ray: Any) -> No
     run_dir = tmp_path / "job"
     write_trace(run_dir / "rank0.json.gz", kineto_trace(rank=0))
     (run_dir / "rank1.json").write_text('{"traceEvents": [')
-    result = stepscope.ingest([run_dir], db=tmp_path / "r.duckdb", executor="ray")
-    local = stepscope.ingest([run_dir], db=tmp_path / "l.duckdb", executor="inline")
+    result = stepscope.ingest_run([run_dir], db=tmp_path / "r.duckdb", executor="ray")
+    local = stepscope.ingest_run([run_dir], db=tmp_path / "l.duckdb", executor="inline")
     assert result.failures == local.failures
     assert [f for f, _ in result.failures] == [str(run_dir / "rank1.json")]
     assert result.ranks == local.ranks == [0]
@@ -160,7 +165,7 @@ def test_ranks_subset_of_a_full_run_has_the_same_rows_for_those_ranks(
         inline_db: Path, tmp_path: Path) -> None:
     """Per-rank tables of a subset equal the full run's rows of those ranks."""
     db = tmp_path / "s.duckdb"
-    stepscope.ingest([JOB], db=db, run="job", ranks="2-3")
+    stepscope.ingest_run([JOB], db=db, run="job", ranks="2-3")
     sub, full = run_tables(db), run_tables(inline_db)
     for table in ("cpu_ops", "gpu_ops", "steps", "collectives", "threads"):
         rank_col = 1  # (run, rank, ...)
@@ -242,8 +247,8 @@ def test_jobs_default_comes_from_stepscope_jobs(tmp_path: Path,
 def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
     """A worker killed mid-task (say by the OOM killer) fails that file; a new worker
     takes the next task."""
-    from ingest.executors import _Worker
-    from ingest.tasks import RankFailed, RankParsed, RankTask
+    from stepscope.ingest.executors import _Worker
+    from stepscope.ingest.tasks import RankFailed, RankParsed, RankTask
 
     files = sorted(JOB.glob("rank*.json.gz"))[:2]
     tasks = [RankTask(i, str(f), f.name, str(tmp_path / str(i)), 8)
@@ -253,7 +258,7 @@ def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
     worker.proc.kill()
     outcome = worker.finish()
     assert outcome == RankFailed(0, files[0].name, "the worker process died while reading it "
-                                 "(exit code -9; out of memory?)")
+                                 "(killed by SIGKILL, with nothing on stderr: out of memory?)")
     worker.stop(kill=True)
     executor = ProcessExecutor(2)
     outcomes = list(executor.run(tasks))

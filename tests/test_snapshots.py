@@ -16,16 +16,16 @@ import pytest
 from conftest import REPO, SIM
 
 import stepscope
-from analyzers.collectives import op_times
-from analyzers.diff import build_diff
-from analyzers.mfu import load_spec
-from analyzers.model import Diff, Model, PlanResult, Report, to_json
-from analyzers.peaks import resolve_device
-from analyzers.planner import make_job, plan_result
-from analyzers.report import build_report
-from dashboard.render_diff import diff_markdown
-from dashboard.render_plan import plan_markdown
-from dashboard.render_report import report_markdown
+from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.mfu import load_spec
+from stepscope.analyzers.model import Diff, Model, PlanResult, Report, to_json
+from stepscope.analyzers.peaks import resolve_device
+from stepscope.analyzers.planner import make_job, plan_result
+from stepscope.analyzers.report import build_report
+from stepscope.dashboard.render_diff import diff_markdown
+from stepscope.dashboard.render_plan import plan_markdown
+from stepscope.dashboard.render_report import report_markdown
 
 SNAPSHOTS = REPO / "tests" / "snapshots"
 

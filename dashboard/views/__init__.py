@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from dashboard.views import (
+from stepscope.dashboard.views import (
     communication,
     compare,
     kernels,

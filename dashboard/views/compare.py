@@ -6,12 +6,12 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.model import CATEGORIES, STAGES, Diff
-from dashboard import charts, data
-from dashboard.context import PageContext
-from dashboard.format import pct
-from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
-from dashboard.widgets import chart_and_table, table
+from stepscope.analyzers.model import CATEGORIES, STAGES, Diff
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.format import pct
+from stepscope.dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Compare"
 HEADER = "Compare two runs"

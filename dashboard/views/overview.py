@@ -7,12 +7,12 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.model import CATEGORIES, Report
-from dashboard import charts, data
-from dashboard.context import PageContext, deep_link
-from dashboard.format import pct
-from dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
-from dashboard.widgets import chart_and_table
+from stepscope.analyzers.model import CATEGORIES, Report
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext, deep_link
+from stepscope.dashboard.format import pct
+from stepscope.dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Overview"
 HEADER = "Overview"

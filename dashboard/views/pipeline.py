@@ -6,10 +6,10 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from dashboard import charts, data
-from dashboard.context import PageContext
-from dashboard.format import pct
-from dashboard.widgets import chart_and_table
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.format import pct
+from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Pipeline"
 HEADER = "Pipeline"

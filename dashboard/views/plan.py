@@ -6,17 +6,17 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.peaks import by_id, lookup, table
-from analyzers.planner import (
+from stepscope.analyzers.peaks import by_id, lookup, table
+from stepscope.analyzers.planner import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
     Job,
     default_shape,
     plan_result,
 )
-from dashboard import charts, data
-from dashboard.context import PageContext
-from dashboard.widgets import chart_and_table
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Plan"
 HEADER = "Plan a layout"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.model import CATEGORIES, Report
-from dashboard import charts, data
-from dashboard.context import PageContext
-from dashboard.labels import CATEGORY_LABELS
-from dashboard.widgets import chart_and_table, table
+from stepscope.analyzers.model import CATEGORIES, Report
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Ranks"
 HEADER = "Ranks"

@@ -8,11 +8,11 @@ import json
 import polars as pl
 import streamlit as st
 
-from dashboard import data
-from dashboard.context import PageContext, deep_link, go_to
-from dashboard.format import pct
-from dashboard.labels import CATEGORY_LABELS
-from ingest.merge import delete_run, retry_busy
+from stepscope.dashboard import data
+from stepscope.dashboard.context import PageContext, deep_link, go_to
+from stepscope.dashboard.format import pct
+from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
 HEADER = "Runs"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.detail import MAX_TIMELINE_RANKS, timeline_ranks
-from dashboard import charts, data
-from dashboard.context import PageContext
-from dashboard.labels import CATEGORY_LABELS
-from dashboard.widgets import chart_and_table
+from stepscope.analyzers.detail import MAX_TIMELINE_RANKS, timeline_ranks
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Timeline"
 HEADER = "Timeline"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from analyzers.model import CATEGORIES, Breakdown
-from dashboard import charts, data
-from dashboard.charts import TrendPoint
-from dashboard.context import PageContext
-from dashboard.widgets import chart_and_table
+from stepscope.analyzers.model import CATEGORIES, Breakdown
+from stepscope.dashboard import charts, data
+from stepscope.dashboard.charts import TrendPoint
+from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Trends"
 HEADER = "Trends"

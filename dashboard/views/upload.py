@@ -10,9 +10,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import data
-from dashboard.context import PageContext, deep_link, go_to
-from dashboard.uploads import (
+from stepscope.dashboard import data
+from stepscope.dashboard.context import PageContext, deep_link, go_to
+from stepscope.dashboard.uploads import (
     UPLOAD_TYPES,
     Upload,
     check_upload_size,
@@ -24,7 +24,7 @@ from dashboard.uploads import (
     sample_sets,
     trace_folders,
 )
-from ingest import IngestResult, NothingIngestedError, StepscopeError
+from stepscope.ingest import IngestResult, NothingIngestedError, StepscopeError
 
 TITLE = "Upload"
 HEADER = "Upload traces"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest.errors import TraceFileError
+from stepscope.ingest.errors import TraceFileError
 
 PREFIX = (r"^(?:\[(?P<time>[^\]]*)\] )?(?P<host>[^\s:\[]+):(?P<pid>\d+):(?P<tid>\d+) "
           r"\[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")

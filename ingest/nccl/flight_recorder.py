@@ -23,8 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.errors import TraceFileError
-from ingest.nccl.safe_pickle import UnsafePickleError, load_plain
+from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.nccl.safe_pickle import UnsafePickleError, load_plain
 
 BACKEND_PREFIXES = ("nccl", "ncclx", "xccl", "gloo", "rccl", "rcclx", "mccl", "hccl")
 _P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")

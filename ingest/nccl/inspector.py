@@ -24,8 +24,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ingest.errors import TraceFileError
-from ingest.queries import sql
+from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.queries import sql
 
 
 def read_inspector(path: Path, display: str) -> pa.Table:

@@ -14,15 +14,15 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ingest.db import insert_by_name
-from ingest.errors import TraceFileError, as_file_error
-from ingest.nccl.debug_log import read_nccl_log
-from ingest.nccl.flight_recorder import read_flight_recorder
-from ingest.nccl.inspector import read_inspector
-from ingest.nccl.profiler_plugin import DTYPE_BYTES, read_profiler_dump
-from ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
-from ingest.queries import run_script, sql
-from ingest.sources import NcclFile
+from stepscope.ingest.db import insert_by_name
+from stepscope.ingest.errors import TraceFileError, as_file_error
+from stepscope.ingest.nccl.debug_log import read_nccl_log
+from stepscope.ingest.nccl.flight_recorder import read_flight_recorder
+from stepscope.ingest.nccl.inspector import read_inspector
+from stepscope.ingest.nccl.profiler_plugin import DTYPE_BYTES, read_profiler_dump
+from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
+from stepscope.ingest.queries import run_script, sql
+from stepscope.ingest.sources import NcclFile
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
                "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops")

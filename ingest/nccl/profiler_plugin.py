@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ingest.errors import TraceFileError
-from ingest.queries import sql
+from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.queries import sql
 
 DTYPE_BYTES = {
     "ncclInt8": 1, "ncclChar": 1, "ncclUint8": 1, "ncclInt32": 4, "ncclInt": 4,

@@ -13,7 +13,7 @@ import re
 import zlib
 from pathlib import Path
 
-from ingest.nccl.flight_recorder import is_fr_json
+from stepscope.ingest.nccl.flight_recorder import is_fr_json
 
 SNIFF_BYTES = 1 << 16
 FLIGHT_RECORDER = "flight_recorder"

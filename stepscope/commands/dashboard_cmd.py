@@ -11,12 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
-from ingest import DEFAULT_DB, UsageError
-from ingest.exit_codes import EXIT_NOTHING, EXIT_OK
+from stepscope.dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
+from stepscope.ingest import DEFAULT_DB, UsageError
+from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
 HELP = "browse runs and upload traces in a local web app"
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).parents[1] / "dashboard" / "app.py"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_S = 10
 

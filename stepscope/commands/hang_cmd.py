@@ -7,12 +7,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
-from dashboard.render_hang import hang_json, hang_markdown
-from ingest import DEFAULT_DB, UsageError
-from ingest.exit_codes import EXIT_OK
-from ingest.sources import default_run_name
-from stepscope import ingest
+from stepscope import ingest_run
+from stepscope.analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
+from stepscope.dashboard.render_hang import hang_json, hang_markdown
+from stepscope.ingest import DEFAULT_DB, UsageError
+from stepscope.ingest.exit_codes import EXIT_OK
+from stepscope.ingest.sources import default_run_name
 from stepscope.store import Store
 from stepscope.validate import output_file, write_output
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if target.exists():
         with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:
-            result = ingest([target], db=Path(tmp) / "hang.duckdb")
+            result = ingest_run([target], db=Path(tmp) / "hang.duckdb")
             for file, problem in result.failures:
                 print(f"error: {file}: {problem}", file=sys.stderr)
             with Store(Path(tmp) / "hang.duckdb") as store:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analyzers.history import jobs, read_history
-from dashboard.render_nightly import history_json, history_markdown, history_text
-from ingest import DEFAULT_DB, UsageError
-from ingest.exit_codes import EXIT_OK
+from stepscope.analyzers.history import jobs, read_history
+from stepscope.dashboard.render_nightly import history_json, history_markdown, history_text
+from stepscope.ingest import DEFAULT_DB, UsageError
+from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 from stepscope.validate import integer
 

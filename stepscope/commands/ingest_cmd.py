@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from dashboard.render_summary import summary_text
-from ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
-from ingest.errors import Interrupted
-from ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
-from ingest.sources import is_archive_name, is_trace_name
-from stepscope import ingest
+from stepscope import ingest_run
+from stepscope.dashboard.render_summary import summary_text
+from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
+from stepscope.ingest.errors import Interrupted
+from stepscope.ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
+from stepscope.ingest.sources import is_archive_name, is_trace_name
 from stepscope.store import Store
 from stepscope.validate import JOBS, executor_spec, rank_set, size
 
@@ -147,7 +147,7 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
     nothing = 0
     for paths, name in jobs:
         try:
-            result = ingest(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
+            result = ingest_run(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
                             progress=progress, step_marker=args.step_marker,
                             max_bytes=args.max_trace_size, executor=args.executor,
                             ranks=args.ranks, stage_dir=args.stage_dir)

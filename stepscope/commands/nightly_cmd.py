@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from analyzers.checks import metric_catalog, parse_threshold
-from analyzers.mfu import load_spec
-from analyzers.peaks import DTYPES
-from ingest import DEFAULT_DB
+from stepscope.analyzers.checks import metric_catalog, parse_threshold
+from stepscope.analyzers.mfu import load_spec
+from stepscope.analyzers.peaks import DTYPES
+from stepscope.ingest import DEFAULT_DB
 from stepscope.nightly import NightlyOptions, run_nightly
 from stepscope.validate import JOBS, PEAK_TFLOPS, integer
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from analyzers.peaks import resolve_device
-from analyzers.planner import (
+from stepscope.analyzers.peaks import resolve_device
+from stepscope.analyzers.planner import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
     MAX_PLAN_GPUS,
     make_job,
     plan_result,
 )
-from dashboard.render_plan import plan_json, plan_markdown
-from ingest.exit_codes import EXIT_NOTHING, EXIT_OK
+from stepscope.dashboard.render_plan import plan_json, plan_markdown
+from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 from stepscope.validate import integer, output_file, real, write_output
 
 # Ranges of plan's inputs (README "Limits"): beyond them the planner's answer means

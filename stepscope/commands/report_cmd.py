@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analyzers.context import ReportOptions
-from analyzers.mfu import load_spec
-from analyzers.peaks import DTYPES
-from dashboard.render_html import report_html
-from dashboard.render_report import report_json, report_markdown
-from ingest import DEFAULT_DB
-from ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.analyzers.context import ReportOptions
+from stepscope.analyzers.mfu import load_spec
+from stepscope.analyzers.peaks import DTYPES
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_step_marker
+from stepscope.dashboard.render_html import report_html
+from stepscope.dashboard.render_report import report_json, report_markdown
+from stepscope.ingest import DEFAULT_DB
+from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.targets import report
 from stepscope.validate import PEAK_TFLOPS, output_file, write_output
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from dashboard.render_summary import summary_json, summary_markdown, summary_text
-from ingest import DEFAULT_DB
-from ingest.exit_codes import EXIT_OK
+from stepscope.dashboard.render_summary import summary_json, summary_markdown, summary_text
+from stepscope.ingest import DEFAULT_DB
+from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 
 HELP = "list the runs in the database with what each holds"
