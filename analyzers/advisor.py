@@ -81,7 +81,7 @@ def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggl
 
 def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
     install_macros(con)
-    query = sql("advisor_recompute_attention.sql")
+    query = sql("advisor/recompute_attention.sql")
     attn, total = con.execute(query, {"run": run}).fetchall()[0]
     return float(attn or 0) / float(total) if total else None
 

@@ -16,13 +16,13 @@ __all__ = ["CATEGORIES", "ensure_schema", "materialize", "trace_breakdown"]
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql("attribution_schema.sql"))
+    con.execute(sql("attribution/schema.sql"))
 
 
 def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
     """Compute and store the attribution tables of `run` (replacing earlier rows)."""
     ensure_schema(con)
-    run_script(con, "attribution.sql", {"run": run})
+    run_script(con, "attribution/attribution.sql", {"run": run})
 
 
 def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,
@@ -30,5 +30,5 @@ def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,
     """Whole-trace GPU breakdown per rank with HTA's temporal-breakdown definitions
     (span, busy, compute, non-compute, idle in ns); `hta_window` keeps only GPU ops
     launched before the last step, as HTA's loader does."""
-    return con.sql(sql("trace_breakdown.sql"),
+    return con.sql(sql("attribution/trace_breakdown.sql"),
                    params={"run": run, "hta_window": hta_window}).pl()

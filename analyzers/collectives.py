@@ -17,7 +17,7 @@ from stepscope.analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_li
 
 
 class _StatRow(TypedDict):
-    """A row of analyzers/sql/collective_stats.sql."""
+    """A row of analyzers/sql/collectives/stats.sql."""
     collective: str
     group_label: str
     crosses_nodes: bool
@@ -57,18 +57,18 @@ def collective_stats(ctx: RunContext,
     transport of the NCCL_DEBUG logs when the run has them)."""
     measured = measured_links(ctx.con, ctx.run)
     inspector = measured_bandwidth(ctx.con, ctx.run)
-    rows = fetch_rows(ctx.con, "collective_stats.sql", {"run": ctx.run}, _StatRow)
+    rows = fetch_rows(ctx.con, "collectives/stats.sql", {"run": ctx.run}, _StatRow)
     return tuple(_stat(row, ctx.device.nvlink_gbs, network_gbs, measured, inspector)
                  for row in rows)
 
 
 def step_gap_ms(con: duckdb.DuckDBPyConnection, run: str) -> float:
-    (value,), = con.execute(sql("collective_step_gaps.sql"), {"run": run}).fetchall()
+    (value,), = con.execute(sql("collectives/step_gaps.sql"), {"run": run}).fetchall()
     return float(value or 0.0)
 
 
 def median_kernel_us(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
-    (value,), = con.execute(sql("collective_kernel_median.sql"), {"run": run}).fetchall()
+    (value,), = con.execute(sql("collectives/kernel_median.sql"), {"run": run}).fetchall()
     return float(value) if value is not None else None
 
 
@@ -76,5 +76,5 @@ def median_kernel_us(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
 
 def op_times(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float]:
     """ms per rank and step of each kernel (or leaf CPU op) name."""
-    rows = con.execute(sql("collective_top_ops.sql"), {"run": run}).fetchall()
+    rows = con.execute(sql("collectives/top_ops.sql"), {"run": run}).fetchall()
     return {op: float(ms) for op, ms in rows}

@@ -77,11 +77,11 @@ def _mean(values: list[float]) -> float:
 
 def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
     """Per-rank and per-step means of the attribution, and their mean over ranks."""
-    rank_rows = con.sql(sql("rank_means.sql"), params={"run": run}).pl().to_dicts()
+    rank_rows = con.sql(sql("report/rank_means.sql"), params={"run": run}).pl().to_dicts()
     per_rank = tuple(RankTimes(rank=int(r["rank"]), host=r["host"], n_steps=int(r["n_steps"]),
                                step_time_ms=float(r["step_time_ms"]), breakdown_ms=_breakdown(r))
                      for r in rank_rows)
-    step_rows = con.sql(sql("step_means.sql"), params={"run": run}).pl().to_dicts()
+    step_rows = con.sql(sql("report/step_means.sql"), params={"run": run}).pl().to_dicts()
     per_step = tuple(StepTimes(step=int(r["step"]), complete=bool(r["complete"]),
                                n_ranks=int(r["n_ranks"]), step_time_ms=float(r["step_time_ms"]),
                                breakdown_ms=_breakdown(r))
@@ -94,7 +94,7 @@ def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
 
 def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[str, ...]]:
     """The run's identity and its step sources; KeyError when there is no such run."""
-    row = next(iter(con.execute(sql("run_info.sql"), {"run": run}).fetchall()), None)
+    row = next(iter(con.execute(sql("report/run_info.sql"), {"run": run}).fetchall()), None)
     if row is None:
         raise KeyError(run)
     (name, status, world_size, n_ranks, failed, device, hosts, timeline, host_source,

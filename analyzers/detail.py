@@ -74,7 +74,7 @@ class KernelRow:
 
 
 def rank_step_grid(con: duckdb.DuckDBPyConnection, run: str) -> RankStepGrid:
-    rows = con.execute(sql("rank_steps.sql"), {"run": run}).fetchall()
+    rows = con.execute(sql("detail/rank_steps.sql"), {"run": run}).fetchall()
     cols = list(zip(*rows, strict=True)) if rows else [()] * 7
     return RankStepGrid(rank=tuple(cols[0]), host=tuple(cols[1]), step=tuple(cols[2]),
                         complete=tuple(cols[3]), step_ms=tuple(cols[4]),
@@ -87,8 +87,8 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
     when they fit in `max_rectangles`, else binned to fit."""
     chosen = sorted(set(ranks))[:MAX_TIMELINE_RANKS]
     params = {"run": run, "step": step, "ranks": chosen}
-    windows = con.execute(sql("step_windows.sql"), params).fetchall()
-    query = sql("timeline.sql")
+    windows = con.execute(sql("detail/step_windows.sql"), params).fetchall()
+    query = sql("detail/timeline.sql")
     rows = con.execute(query, {**params, "bins": None}).fetchmany(max_rectangles + 1)
     bins = None
     if len(rows) > max_rectangles:
@@ -107,7 +107,7 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
 def top_kernels(con: duckdb.DuckDBPyConnection, run: str, limit: int = 30,
                 ) -> tuple[KernelRow, ...]:
     """The GPU ops with the most time per step (mean over ranks), with their spread."""
-    rows = con.execute(sql("kernels.sql"), {"run": run, "limit": limit}).fetchall()
+    rows = con.execute(sql("detail/kernels.sql"), {"run": run, "limit": limit}).fetchall()
     return tuple(KernelRow(*row) for row in rows)
 
 

@@ -14,7 +14,7 @@ Per process group (keyed by pg_name, which is the same on every rank; pg_id is l
 The verdict names suspect ranks, best first: ranks missing from a stuck collective with
 nothing in flight anywhere (stuck outside NCCL: host code, a lock, data loading, a
 crash), ranks that lag in completions, then the other missing ranks. SQL does the
-per-rank work (analyzers/sql/hang_*.sql); this module only assembles the verdict.
+per-rank work (analyzers/sql/hang/*.sql); this module only assembles the verdict.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class NoFlightRecorderError(LookupError):
     """The run has no Flight Recorder dump."""
 
 
-# Row shapes of analyzers/sql/hang_*.sql, private to this module.
+# Row shapes of analyzers/sql/hang/*.sql, private to this module.
 class _Sources(TypedDict):
     ranks: list[int] | None
     versions: list[object] | None
@@ -195,12 +195,12 @@ class _P2PRow(TypedDict):
 def build_hang_report(con: duckdb.DuckDBPyConnection, run: str) -> HangReport:
     """Analyse the Flight Recorder entries of `run`; raises NoFlightRecorderError."""
     params = {"run": run}
-    sources = fetch_rows(con, "hang_sources.sql", params, _Sources)[0]
+    sources = fetch_rows(con, "hang/sources.sql", params, _Sources)[0]
     dump_ranks = list(sources["ranks"] or [])
     if not dump_ranks:
         raise NoFlightRecorderError(run)
     versions, nccl = list(sources["versions"] or []), list(sources["nccl_versions"] or [])
-    members = fetch_rows(con, "hang_members.sql", params, _Member)
+    members = fetch_rows(con, "hang/members.sql", params, _Member)
     by_group: dict[str, list[_Member]] = defaultdict(list)
     for m in members:
         by_group[m["pg_name"]].append(m)
@@ -211,8 +211,8 @@ def build_hang_report(con: duckdb.DuckDBPyConnection, run: str) -> HangReport:
                               s.pg_name))
     lags = [lag for rows in by_group.values() if (lag := _lag(rows)) is not None]
     mismatches = [_mismatch(r)
-                  for r in fetch_rows(con, "hang_mismatches.sql", params, _MismatchRow)]
-    waits = [_p2p(r) for r in fetch_rows(con, "hang_p2p.sql", params, _P2PRow)]
+                  for r in fetch_rows(con, "hang/mismatches.sql", params, _MismatchRow)]
+    waits = [_p2p(r) for r in fetch_rows(con, "hang/p2p.sql", params, _P2PRow)]
     idle = _idle_ranks(con, run, dump_ranks)
     suspects = _suspects(stuck, lags, mismatches, idle)
     notes = _notes(groups, versions, dump_ranks, members)
@@ -275,7 +275,7 @@ def _stuck(con: duckdb.DuckDBPyConnection, run: str,
 def _entry(con: duckdb.DuckDBPyConnection, run: str, pg: str, seq: int) -> _Entry:
     """The entry of collective `seq` of group `pg` (an aggregate: one row, all None when
     no dump holds it)."""
-    return fetch_rows(con, "hang_entry.sql", {"run": run, "pg": pg, "seq": seq}, _Entry)[0]
+    return fetch_rows(con, "hang/entry.sql", {"run": run, "pg": pg, "seq": seq}, _Entry)[0]
 
 
 def _lag(rows: list[_Member]) -> CompletionLag | None:
@@ -314,7 +314,7 @@ def _p2p(row: _P2PRow) -> P2PWait:
 
 def _idle_ranks(con: duckdb.DuckDBPyConnection, run: str, dump_ranks: list[int]) -> set[int]:
     """Dumped ranks with no collective or P2P op in flight."""
-    busy = {r for (r,) in con.execute(sql("hang_busy_ranks.sql"), {"run": run}).fetchall()}
+    busy = {r for (r,) in con.execute(sql("hang/busy_ranks.sql"), {"run": run}).fetchall()}
     return set(dump_ranks) - busy
 
 

@@ -65,7 +65,7 @@ def history_nights(frame: pl.DataFrame) -> list[HistoryNight]:
 
 
 def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql("history_schema.sql"))
+    con.execute(sql("history/schema.sql"))
 
 
 def has_history(con: duckdb.DuckDBPyConnection) -> bool:
@@ -83,7 +83,7 @@ def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | No
 
 def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
     """When the run's traces start (UTC, naive), from the earliest event of any rank."""
-    (ns,), = con.execute(sql("history_trace_start.sql"), {"run": run}).fetchall()
+    (ns,), = con.execute(sql("history/trace_start.sql"), {"run": run}).fetchall()
     if ns is None:
         return None
     return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
@@ -92,7 +92,7 @@ def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
 def record(con: duckdb.DuckDBPyConnection, row: HistoryRow) -> None:
     """Insert the night, replacing the row of a re-run of the same (job, run)."""
     ensure_history(con)
-    con.execute(sql("history_record.sql"), asdict(row))
+    con.execute(sql("history/record.sql"), asdict(row))
 
 
 def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
@@ -100,7 +100,7 @@ def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
     """The job's latest earlier night whose traces are still in the database."""
     if not has_history(con) or start is None:
         return None
-    rows = con.execute(sql("history_previous.sql"),
+    rows = con.execute(sql("history/previous.sql"),
                        {"job": job, "run": run, "start": start}).fetchall()
     return rows[0][0] if rows else None
 
@@ -110,7 +110,7 @@ def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
     stay); returns the pruned runs, oldest last."""
     if not has_history(con):
         return []
-    runs = [r[0] for r in con.execute(sql("history_kept.sql"), {"job": job}).fetchall()][keep:]
+    runs = [r[0] for r in con.execute(sql("history/kept.sql"), {"job": job}).fetchall()][keep:]
     for run in runs:
         delete_run_rows(con, run)  # every table with a run column; history excluded
     if runs:
@@ -123,7 +123,7 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
     """The job's nights, oldest first, with `mfu_change_points` and
     `step_time_change_ms` night over night; the last `last` rows when given."""
     if has_history(con):
-        frame = as_frame(con.sql(sql("history.sql"), params={"job": job}))
+        frame = as_frame(con.sql(sql("history/nights.sql"), params={"job": job}))
     else:
         frame = _empty_history(job)
     return frame.tail(last) if last is not None else frame
@@ -134,14 +134,14 @@ def _empty_history(job: str) -> pl.DataFrame:
     tables in a throwaway in-memory database (the caller's may be read-only)."""
     with duckdb.connect() as scratch:
         ensure_schema(scratch)
-        scratch.execute(sql("history_schema.sql"))
-        return as_frame(scratch.sql(sql("history.sql"), params={"job": job}))
+        scratch.execute(sql("history/schema.sql"))
+        return as_frame(scratch.sql(sql("history/nights.sql"), params={"job": job}))
 
 
 def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:
     if not has_history(con):
         return []
-    return [r[0] for r in con.execute(sql("history_jobs.sql")).fetchall()]
+    return [r[0] for r in con.execute(sql("history/jobs.sql")).fetchall()]
 
 
 BREAKDOWN_COLUMNS = tuple(f"{c}_ms" for c in CATEGORIES)

@@ -22,7 +22,7 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
            pipeline_stages: int | None) -> Layout:
     """Degrees from group descriptions when the framework labels them; otherwise PP from
     the point-to-point pattern and DP as what is left of the world."""
-    groups = con.sql(sql("layout_groups.sql"), params={"run": run}).fetchall()
+    groups = con.sql(sql("layout/groups.sql"), params={"run": run}).fetchall()
     degrees: dict[str, int | None] = {"tp": None, "pp": None, "dp": None, "cp": None, "ep": None}
     for desc, size in groups:
         for key, marker in GROUP_MARKERS:
@@ -39,7 +39,7 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
         model = (degrees["tp"] or 1) * (degrees["pp"] or 1) * (degrees["cp"] or 1)
         degrees["dp"] = max(1, world_size // model)
     nodes, per_node, host_source = next(
-        iter(con.execute(sql("layout_hosts.sql"), {"run": run}).fetchall()), (None, None, None))
+        iter(con.execute(sql("layout/hosts.sql"), {"run": run}).fetchall()), (None, None, None))
     return Layout(tp=degrees["tp"] or 1, pp=degrees["pp"] or 1, dp=degrees["dp"] or 1,
                   cp=degrees["cp"] or 1, ep=degrees["ep"] or 1,
                   gpus_per_node=None if per_node is None else int(per_node),

@@ -1,7 +1,7 @@
 """MFU and HFU against hardware peaks, with a waterfall of where the lost points went.
 
 Model FLOPs come from a model spec (`--model FILE`, formulas below) and/or from the
-traces (matmul / attention / convolution shapes, analyzers/sql/flops.sql). Sources:
+traces (matmul / attention / convolution shapes, analyzers/sql/mfu/flops.sql). Sources:
 
 * palm (default): per token 6N + 12*L*h*s (PaLM, Chowdhery et al. 2022, App. B: 6N
   for the weight matmuls forward+backward, 12*L*h*s for the two attention matmuls over
@@ -169,7 +169,7 @@ def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | 
     """Model, recompute and extra hardware FLOPs per step summed over ranks (mean over
     complete steps), or None when no op had shapes to count."""
     install_macros(con)
-    row = con.execute(sql("mfu_trace_flops.sql"), {"run": run}).fetchall()[0]
+    row = con.execute(sql("mfu/trace_flops.sql"), {"run": run}).fetchall()[0]
     model, recompute, extra, n_ops = row
     if not n_ops:
         return None
@@ -188,9 +188,9 @@ class DtypeChoice:
 
 
 def _weights(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, dict[str, float]]:
-    """{source: {dtype: weight}} from analyzers/sql/matmul_dtype.sql."""
+    """{source: {dtype: weight}} from analyzers/sql/mfu/matmul_dtype.sql."""
     install_macros(con)
-    query = sql("matmul_dtype.sql")
+    query = sql("mfu/matmul_dtype.sql")
     out: dict[str, dict[str, float]] = {"ops": {}, "kernels": {}}
     for source, dtype, weight in con.execute(query, {"run": run}).fetchall():
         out[source][dtype] = float(weight or 0.0)

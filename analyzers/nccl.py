@@ -35,7 +35,7 @@ __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRan
 NETWORK_TIERS = ("ib", "net", "socket", "collnet")
 
 
-# Row shapes of the queries below (analyzers/sql/nccl_*.sql), private to this module.
+# Row shapes of the queries below (analyzers/sql/nccl/*.sql), private to this module.
 class _SourceRow(TypedDict):
     kind: str
     files: int
@@ -134,7 +134,7 @@ def _count(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> int:
 
 def has_nccl_sources(con: duckdb.DuckDBPyConnection, run: str) -> bool:
     return ("nccl_sources" in table_names(con)
-            and _count(con, "nccl_source_count.sql", {"run": run}) > 0)
+            and _count(con, "nccl/source_count.sql", {"run": run}) > 0)
 
 
 def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection | None:
@@ -142,9 +142,9 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
     if not has_nccl_sources(con, run):
         return None
     params = {"run": run}
-    sources = [NcclSource(**r) for r in fetch_rows(con, "nccl_sources.sql", params, _SourceRow)]
-    ranks = [NcclRank(**r) for r in fetch_rows(con, "nccl_ranks.sql", params, _RankRow)]
-    groups = [_group(r) for r in fetch_rows(con, "nccl_groups.sql", params, _GroupRow)]
+    sources = [NcclSource(**r) for r in fetch_rows(con, "nccl/sources.sql", params, _SourceRow)]
+    ranks = [NcclRank(**r) for r in fetch_rows(con, "nccl/ranks.sql", params, _RankRow)]
+    groups = [_group(r) for r in fetch_rows(con, "nccl/groups.sql", params, _GroupRow)]
     hosts: dict[str, list[int]] = {}
     for r in ranks:
         hosts.setdefault(r.host, []).append(r.rank)
@@ -162,7 +162,7 @@ def measured_ops(con: duckdb.DuckDBPyConnection, run: str) -> list[MeasuredOps]:
     if not has_nccl_sources(con, run):
         return []
     out = []
-    for r in fetch_rows(con, "nccl_op_groups.sql", {"run": run}, _OpGroupRow):
+    for r in fetch_rows(con, "nccl/op_groups.sql", {"run": run}, _OpGroupRow):
         descs = list(r["pg_descs"])
         out.append(MeasuredOps(
             comm_id=r["comm_id"], collective=r["collective"], pg_names=list(r["pg_names"]),
@@ -210,12 +210,12 @@ def measured_bandwidth(con: duckdb.DuckDBPyConnection, run: str
     ops (NCCL Inspector); {} without Inspector data."""
     if not has_nccl_sources(con, run):
         return {}
-    rows = fetch_rows(con, "nccl_measured_bandwidth.sql", {"run": run}, _MeasuredBandwidthRow)
+    rows = fetch_rows(con, "nccl/measured_bandwidth.sql", {"run": run}, _MeasuredBandwidthRow)
     return {(r["collective"], r["label"]): float(r["bw"]) for r in rows}
 
 
 def _versions(con: duckdb.DuckDBPyConnection, run: str) -> list[str]:
-    return [v for (v,) in con.execute(sql("nccl_versions.sql"), {"run": run}).fetchall()]
+    return [v for (v,) in con.execute(sql("nccl/versions.sql"), {"run": run}).fetchall()]
 
 
 LINK_ORDER = ("socket", "net", "collnet", "ib", "shm", "nvls", "p2p")
@@ -256,7 +256,7 @@ def _socket_findings(ranks: list[NcclRank], groups: list[NcclGroup]) -> list[Ncc
 
 
 def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = fetch_rows(con, "nccl_gdr_off.sql", {"run": run}, _GdrRow)
+    rows = fetch_rows(con, "nccl/gdr_off.sql", {"run": run}, _GdrRow)
     return [NcclFinding(
         kind="gdr_disabled", severity="medium", ranks=[x for x in r["ranks"] if x is not None],
         hosts=[r["host"]],
@@ -267,7 +267,7 @@ def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]
 
 
 def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = fetch_rows(con, "nccl_warning_lines.sql", {"run": run}, _WarningRow)
+    rows = fetch_rows(con, "nccl/warning_lines.sql", {"run": run}, _WarningRow)
     return [NcclFinding(
         kind="nccl_timeout" if r["timeout"] else "nccl_warnings",
         severity="high", ranks=[] if r["global_rank"] is None else [r["global_rank"]],
@@ -279,7 +279,7 @@ def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFind
 
 def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
                    groups: list[NcclGroup]) -> list[NcclFinding]:
-    rows = fetch_rows(con, "nccl_rings.sql", {"run": run}, _RingRow)
+    rows = fetch_rows(con, "nccl/rings.sql", {"run": run}, _RingRow)
     by_id = {g.comm_id: g for g in groups}
     out = []
     for r in rows:
@@ -294,8 +294,8 @@ def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
 
 
 def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    query = ("nccl_identity_conflicts.sql" if _has_column(con, "ranks", "host_source")
-             else "nccl_identity_conflicts_v0.sql")
+    query = ("nccl/identity_conflicts.sql" if _has_column(con, "ranks", "host_source")
+             else "nccl/identity_conflicts_v0.sql")
     rows = fetch_rows(con, query, {"run": run}, _IdentityRow)
     return [NcclFinding(
         kind="rank_identity_conflict", severity="high",
@@ -308,11 +308,11 @@ def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFin
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
-    return _count(con, "column_exists.sql", {"table": table, "column": column}) > 0
+    return _count(con, "nccl/column_exists.sql", {"table": table, "column": column}) > 0
 
 
 def _version_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = fetch_rows(con, "nccl_version_mismatch.sql", {"run": run}, _VersionsRow)
+    rows = fetch_rows(con, "nccl/version_mismatch.sql", {"run": run}, _VersionsRow)
     return [NcclFinding(kind="nccl_version_mismatch", severity="high", ranks=[],
                         hosts=sorted(r["hosts"]),
                         message=f"processes run different NCCL versions: "
@@ -333,7 +333,7 @@ def measured_links(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, str]:
     if not has_nccl_sources(con, run):
         return {}
     worst: dict[str, tuple[int, str]] = {}
-    for row in fetch_rows(con, "nccl_groups.sql", {"run": run}, _GroupRow):
+    for row in fetch_rows(con, "nccl/groups.sql", {"run": run}, _GroupRow):
         group = _group(row)
         if group.link == "none":
             continue

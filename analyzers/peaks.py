@@ -141,7 +141,7 @@ class RunDevice:
 
 
 def run_device(con: duckdb.DuckDBPyConnection, run: str) -> RunDevice:
-    rows = con.execute(sql("run_device.sql"), {"run": run}).fetchall()
+    rows = con.execute(sql("mfu/run_device.sql"), {"run": run}).fetchall()
     if not rows:
         return RunDevice(None, {}, None, 0, False)
     name, props_raw, _, has_gpu = rows[0]

@@ -62,14 +62,14 @@ class PipelineTopology:
 def topology(con: duckdb.DuckDBPyConnection, run: str) -> PipelineTopology | None:
     """Stages, pipelines, microbatches and each rank's stage, or None when the run has
     no point-to-point traffic."""
-    rows = con.sql(sql("p2p.sql"), params={"run": run}).fetchall()
+    rows = con.sql(sql("pipeline/p2p.sql"), params={"run": run}).fetchall()
     if not rows:
         return None
     edges = {(int(r), int(p)) for r, p, *_ in rows if r != p}
     ops_per_step: dict[int, float] = defaultdict(float)
     for rank, _peer, _coll, n_ops, n_steps, _sends in rows:
         ops_per_step[int(rank)] += n_ops / max(n_steps, 1)
-    firsts = con.sql(sql("first_p2p.sql"), params={"run": run}).fetchall()
+    firsts = con.sql(sql("pipeline/first_p2p.sql"), params={"run": run}).fetchall()
     first_sender = {int(r) for r, _step, op in firsts if op == "send"}
     comps = _components(edges)
     stage_of: dict[int, int] = {}

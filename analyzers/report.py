@@ -39,7 +39,7 @@ def report_from_context(ctx: RunContext) -> Report:
     late = stragglers(ctx, stage_of(pipe))
     mfu = mfu_section(ctx)
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
-    rows = ctx.con.execute(sql("run_match_methods.sql"), {"run": ctx.run}).fetchall()
+    rows = ctx.con.execute(sql("report/match_methods.sql"), {"run": ctx.run}).fetchall()
     methods = {str(k): int(v) for k, v in rows}
     return Report(
         schema_version=REPORT_SCHEMA_VERSION, run=ctx.info, layout=ctx.layout,

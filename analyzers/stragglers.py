@@ -58,7 +58,7 @@ def waited_on(con: duckdb.DuckDBPyConnection, run: str,
     waiting for it per step (the waiter's attributed straggler_wait, split over culprits in
     proportion to the collective waits each caused; overlapping collectives count once)."""
     wait_ms = {r.rank: r.breakdown_ms.straggler_wait for r in per_rank}
-    rows = con.sql(sql("stragglers.sql"), params={"run": run}).fetchall()
+    rows = con.sql(sql("stragglers/stragglers.sql"), params={"run": run}).fetchall()
     arrivals: dict[int, tuple[str | None, int, int, int]] = {}
     shares: dict[int, list[float]] = defaultdict(list)
     for rank, host, times_last, n_instances, group_ranks, waiter, caused, total in rows:
@@ -134,11 +134,11 @@ def _peers(rank: int, ranks: list[int], stage_of: dict[int, int]) -> list[int]:
 def _arrivals(con: duckdb.DuckDBPyConnection, run: str
               ) -> tuple[dict[int, tuple[int, int, int]], dict[int, dict[int, float]]]:
     """(times_last, n_instances, group_ranks) per rank, and the ms per step each waiter
-    waited for it (analyzers/sql/arrivals.sql)."""
+    waited for it (analyzers/sql/stragglers/arrivals.sql)."""
     arrivals: dict[int, tuple[int, int, int]] = {}
     waits: dict[int, dict[int, float]] = defaultdict(dict)
     for rank, times_last, n, group_ranks, waiter, ns in con.sql(
-            sql("arrivals.sql"), params={"run": run}).fetchall():
+            sql("stragglers/arrivals.sql"), params={"run": run}).fetchall():
         arrivals[int(rank)] = (int(times_last), int(n), int(group_ranks))
         if waiter is not None and ns > 0:
             waits[int(rank)][int(waiter)] = float(ns) / 1e6
@@ -193,6 +193,6 @@ def hidden_stragglers(con: duckdb.DuckDBPyConnection, run: str, step_time_ms: fl
 
 
 def _host(con: duckdb.DuckDBPyConnection, run: str, rank: int) -> str | None:
-    row = con.execute(sql("rank_host.sql"), {"run": run, "rank": rank}).fetchone()
+    row = con.execute(sql("stragglers/rank_host.sql"), {"run": run, "rank": rank}).fetchone()
     return row[0] if row else None
 

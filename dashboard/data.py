@@ -21,7 +21,6 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers import run_summary
-from stepscope.analyzers._sql import sql
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.detail import (
     KernelRow,
@@ -37,6 +36,7 @@ from stepscope.analyzers.history import read_history
 from stepscope.analyzers.model import Diff, Report
 from stepscope.analyzers.report import build_report
 from stepscope.ingest import DatabaseBusyError, connect_read_only
+from stepscope.ingest import run_tokens as read_tokens
 
 T = TypeVar("T")
 _LAST_TOKENS: dict[str, dict[str, str]] = {}
@@ -65,8 +65,7 @@ def run_tokens(db: Path) -> dict[str, str]:
         _LAST_TOKENS.pop(key, None)
         return {}
     try:
-        tokens = dict(with_connection(
-            db, lambda con: con.execute(sql("run_tokens.sql")).fetchall()))
+        tokens = with_connection(db, read_tokens)
     except DatabaseBusyError:
         if key in _LAST_TOKENS:
             return _LAST_TOKENS[key]

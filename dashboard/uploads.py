@@ -18,11 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import duckdb
-
-from stepscope.analyzers._sql import run_script
 from stepscope.analyzers.attribution import materialize
-from stepscope.ingest import IngestResult, UsageError
+from stepscope.ingest import IngestResult, UsageError, relabel_files
 from stepscope.ingest import ingest as ingest_traces
 from stepscope.ingest.merge import merge_run, retry_busy
 from stepscope.ingest.sources import is_archive_name, is_trace_name, strip_suffixes
@@ -93,16 +90,6 @@ def saved_uploads(uploads: Iterable[Upload]) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _relabel(staging: Path, run: str, prefix: str, label: str) -> None:
-    """Replace the temporary upload folder in stored file names by `label`, so the run
-    lists 'upload:rank3.json.gz' and not a path that no longer exists."""
-    con = duckdb.connect(str(staging))
-    try:
-        run_script(con, "upload_relabel.sql", {"prefix": prefix, "label": label, "run": run})
-    finally:
-        con.close()
-
-
 def relabel_failures(result: IngestResult, prefix: str, label: str) -> list[tuple[str, str]]:
     """The failed files of an ingest with the temporary folder replaced by `label`."""
     return [(f.replace(prefix, label), why) for f, why in result.failures]
@@ -120,7 +107,7 @@ def ingest_staged(paths: list[Path], db: Path, run: str, progress: ProgressFn | 
         result = ingest_traces(paths, db=staging, run=run, progress=progress,
                                after_load=materialize)
         if relabel_prefix is not None:
-            _relabel(staging, run, relabel_prefix, UPLOAD_LABEL)
+            relabel_files(staging, run, relabel_prefix, UPLOAD_LABEL)
             result.failures = relabel_failures(result, relabel_prefix, UPLOAD_LABEL)
         retry_busy(lambda: merge_run(staging, db, run), on_busy=on_busy)
     result.db = str(db)

@@ -14,6 +14,7 @@ from stepscope.ingest.errors import (
 )
 from stepscope.ingest.loader import IngestResult, ingest
 from stepscope.ingest.reader import RankTables, read_trace
+from stepscope.ingest.runs import relabel_files, run_exists, run_names, run_tokens
 
 __all__ = [
     "DEFAULT_DB",
@@ -27,6 +28,10 @@ __all__ = [
     "connect_read_only",
     "ingest",
     "read_trace",
+    "relabel_files",
+    "run_exists",
+    "run_names",
+    "run_tokens",
 ]
 
 

@@ -18,8 +18,8 @@ from stepscope.ingest.errors import DatabaseBusyError, UsageError
 from stepscope.ingest.queries import sql
 
 SCHEMA_VERSION = "1"
-SCHEMA_SQL = Path(__file__).parent / "sql" / "schema.sql"
-NCCL_SCHEMA_SQL = Path(__file__).parent / "sql" / "nccl_schema.sql"
+SCHEMA_SQL = Path(__file__).parent / "sql" / "schema/core.sql"
+NCCL_SCHEMA_SQL = Path(__file__).parent / "sql" / "schema/nccl.sql"
 DEFAULT_DB = "stepscope.duckdb"
 
 
@@ -76,20 +76,20 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables; record the schema version."""
     con.execute(SCHEMA_SQL.read_text())
     con.execute(NCCL_SCHEMA_SQL.read_text())
-    con.execute(sql("schema_version_set.sql"), {"v": SCHEMA_VERSION})
+    con.execute(sql("schema/version_set.sql"), {"v": SCHEMA_VERSION})
 
 
 def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """The database's own tables (ingest/sql/table_names.sql): what a database written
+    """The database's own tables (ingest/sql/schema/table_names.sql): what a database written
     by an older stepscope, or by the ingest alone, has."""
-    return {r[0] for r in con.execute(sql("table_names.sql")).fetchall()}
+    return {r[0] for r in con.execute(sql("schema/table_names.sql")).fetchall()}
 
 
 def run_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:
     """Tables with a `run` column in the attached `database` (None: the main one), read
-    from the catalog (ingest/sql/merge_run_tables.sql): the ingest's own tables and the
+    from the catalog (ingest/sql/schema/run_tables.sql): the ingest's own tables and the
     ones the analyzers derive, which the ingest does not know by name."""
-    return [r[0] for r in con.execute(sql("merge_run_tables.sql"), {"db": database}).fetchall()]
+    return [r[0] for r in con.execute(sql("schema/run_tables.sql"), {"db": database}).fetchall()]
 
 
 def delete_run_rows(con: duckdb.DuckDBPyConnection, run: str) -> None:

@@ -59,7 +59,7 @@ from stepscope.ingest.tasks import (
     checked_rank,
 )
 
-# Ranks appended per batch (ingest/sql/append_ranks.sql): fewer statements per rank, and
+# Ranks appended per batch (ingest/sql/load/append_ranks.sql): fewer statements per rank, and
 # the stage folder stays small; a batch also ends at BATCH_BYTES of Parquet.
 BATCH_RANKS = 64
 BATCH_BYTES = 1 << 30
@@ -264,7 +264,7 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 def _committed(con: duckdb.DuckDBPyConnection, run: str, stamp: datetime) -> bool | None:
     """Does the database hold this ingest's run (None: could not tell)?"""
     try:
-        rows = con.execute(sql("run_committed.sql"), {"run": run, "t": stamp}).fetchall()
+        rows = con.execute(sql("load/committed.sql"), {"run": run, "t": stamp}).fetchall()
     except duckdb.Error:
         return None
     return bool(rows[0][0])
@@ -342,7 +342,7 @@ def _stage_folder(root: str | Path | None) -> Iterator[Path]:
 
 class _Batch:
     """Accepted ranks whose Parquet files wait to be appended together: one INSERT per
-    table for many ranks (ingest/sql/append_ranks.sql), then the files are deleted, so
+    table for many ranks (ingest/sql/load/append_ranks.sql), then the files are deleted, so
     the stage folder holds at most BATCH_RANKS ranks plus those in flight."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, run: str, folder: Path) -> None:
@@ -377,7 +377,7 @@ class _Batch:
             for table in OUTPUT_TABLES:
                 params[f"{table}_files"] = [f for f, _ in self.files
                                             if Path(f).name == f"{table}.parquet"]
-            run_script(self.con, "append_ranks.sql", params)
+            run_script(self.con, "load/append_ranks.sql", params)
         except duckdb.InterruptException:
             raise
         except (duckdb.Error, pa.ArrowException) as exc:
@@ -407,11 +407,11 @@ def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         raise NothingIngestedError(
             f"nothing ingested into run '{run}': none of the {result.n_files} trace file(s) "
             "could be read (see the errors above)", result.failures)
-    con.execute(sql("run_arg_groups.sql"), {"run": run})
-    con.execute(sql("hosts.sql"), {"run": run})
-    (world,), = con.execute(sql("run_world_size.sql"), {"run": run}).fetchall()
+    con.execute(sql("load/arg_groups.sql"), {"run": run})
+    con.execute(sql("load/hosts.sql"), {"run": run})
+    (world,), = con.execute(sql("load/world_size.sql"), {"run": run}).fetchall()
     world_size = world or len(result.ranks)
-    con.execute(sql("run_insert.sql"), {
+    con.execute(sql("load/run_insert.sql"), {
         "run": run,
         "ingested_at": stamp,
         "status": result.status,

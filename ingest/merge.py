@@ -42,7 +42,7 @@ def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
         staged = con.table(f"stg.{table}")
         insert_by_name(con, table, staged.filter(
             duckdb.ColumnExpression("run") == duckdb.ConstantExpression(run)))
-    for (create_view,) in con.execute(sql("merge_missing_views.sql")).fetchall():
+    for (create_view,) in con.execute(sql("schema/missing_views.sql")).fetchall():
         con.execute(create_view)  # unqualified names: they resolve in the shared file
 
 
@@ -69,7 +69,7 @@ def delete_run(db: str | Path, run: str) -> None:
     nightly `history` keeps its row: it is the job's long-term record)."""
     con = connect_write(db)
     try:
-        (known,), = con.execute(sql("run_exists.sql"), {"run": run}).fetchall()
+        (known,), = con.execute(sql("runs/exists.sql"), {"run": run}).fetchall()
         if not known:
             raise UsageError(f"{db}: no run named '{run}'")
         con.execute("BEGIN TRANSACTION")

@@ -1,30 +1,43 @@
-"""The ingest's SQL files (ingest/sql/*.sql) by name, for ingest/ and the analyzers that
-share its queries (e.g. which tables hold runs)."""
+"""The one loader of stepscope's SQL files, for the ingest (ingest/sql/) and the analyzers
+(analyzers/sql/, through `SqlFiles`).
+
+Queries live in files grouped by domain, and are named by their path under the layer's
+`sql/` folder: `sql("load/hosts.sql")`, `SQL.text("nccl/rings.sql")`. Each file opens with
+a comment saying what it reads, what it writes and its `$parameters`; values always go in
+as parameters (tests/test_sql_files.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import TypeVar, cast
 
 import duckdb
+import polars as pl
 
 SQL_DIR = Path(__file__).parent / "sql"
 
+Params = Mapping[str, object]
+"""Named query parameters: `$name` in the SQL text -> its value."""
+
+Row = TypeVar("Row")
+
 
 @cache
-def sql(name: str) -> str:
-    """Text of ingest/sql/<name>."""
-    return (SQL_DIR / name).read_text()
+def _read(path: Path) -> str:
+    return path.read_text()
 
 
+@cache
 def split_statements(text: str) -> tuple[str, ...]:
     """The statements of a SQL script, in order (DuckDB's own parser splits them)."""
     return tuple(s.query for s in duckdb.extract_statements(text))
 
 
 def execute_statements(con: duckdb.DuckDBPyConnection, stmts: tuple[str, ...],
-                       params: Mapping[str, object]) -> None:
+                       params: Params) -> None:
     """Execute statements in order, binding to each only the `$name` parameters it uses
     (DuckDB rejects unused ones)."""
     for stmt in stmts:
@@ -32,12 +45,61 @@ def execute_statements(con: duckdb.DuckDBPyConnection, stmts: tuple[str, ...],
         con.execute(stmt, used) if used else con.execute(stmt)
 
 
-@cache
+class SqlFiles:
+    """The SQL files under one layer's `sql/` folder, by domain-qualified name
+    ('nccl/rings.sql'), each read once per process."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def text(self, name: str) -> str:
+        """Text of <root>/<name>."""
+        return _read(self.path(name))
+
+    def statements(self, name: str) -> tuple[str, ...]:
+        """The statements of <root>/<name>, in order."""
+        return split_statements(self.text(name))
+
+    def run_script(self, con: duckdb.DuckDBPyConnection, name: str, params: Params) -> None:
+        """Execute every statement of <root>/<name>, binding the named parameters it uses."""
+        execute_statements(con, self.statements(name), params)
+
+    def fetch_rows(self, con: duckdb.DuckDBPyConnection, name: str, params: Params,
+                   row: type[Row]) -> list[Row]:
+        """The result of <root>/<name>, one dict per row. `row` is a TypedDict naming the
+        query's columns and their types: it documents the query's shape for mypy and
+        stays private to the module that fetches it (what crosses a module boundary is a
+        model)."""
+        del row  # only there for the type checker
+        cur = con.execute(self.text(name), dict(params))
+        cols = [d[0] for d in cur.description or []]
+        return [cast(Row, dict(zip(cols, values, strict=True))) for values in cur.fetchall()]
+
+
+INGEST_SQL = SqlFiles(SQL_DIR)
+"""The ingest's own SQL files (ingest/sql/)."""
+
+
+def sql(name: str) -> str:
+    """Text of ingest/sql/<name>."""
+    return INGEST_SQL.text(name)
+
+
 def statements(name: str) -> tuple[str, ...]:
     """The statements of ingest/sql/<name>, in order."""
-    return split_statements(sql(name))
+    return INGEST_SQL.statements(name)
 
 
-def run_script(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object]) -> None:
+def run_script(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> None:
     """Execute every statement of ingest/sql/<name>, binding the named parameters it uses."""
-    execute_statements(con, statements(name), params)
+    INGEST_SQL.run_script(con, name, params)
+
+
+def as_frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
+    """A query result as a polars DataFrame (duckdb's stubs type `.pl()` loosely)."""
+    frame = relation.pl()
+    assert isinstance(frame, pl.DataFrame)
+    return frame

@@ -65,7 +65,7 @@ _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 @dataclass(frozen=True)
 class RankSummary:
-    """What the `ranks` row needs from the op tables (ingest/sql/rank_tables.sql)."""
+    """What the `ranks` row needs from the op tables (ingest/sql/read/rank_tables.sql)."""
 
     device: int | None
     pid: int | None
@@ -465,9 +465,9 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     """Read the events file into the rank tables; meta = (base ns, distributedInfo,
     step marker). The tables come back in memory, or as Parquet files in `stage_dir`."""
     base_ns, distributed, step_marker = meta
-    con.execute(sql("macros.sql"))
+    con.execute(sql("read/macros.sql"))
     try:
-        con.execute(sql("read_events.sql"), {"path": str(events_file),
+        con.execute(sql("read/read_events.sql"), {"path": str(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
         raise TraceFileError(display, _explain_read_error(exc)) from None
@@ -475,7 +475,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         info = json.dumps(distributed, allow_nan=False) if distributed else None
     except ValueError:
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
-    con.execute(sql("rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
+    con.execute(sql("read/rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
                                         "step_marker": step_marker or None})
     step_source, summary, counts = _rank_tables(con, display)
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
@@ -494,10 +494,10 @@ def _rank_tables(con: duckdb.DuckDBPyConnection,
     """Build the out_* tables from raw_events; returns the step source, the summary row
     and the event counts per category (`cat:ph` for other phases than X)."""
     try:
-        con.execute(sql("rank_tables.sql"))
-        con.execute(sql("collectives.sql"))
+        con.execute(sql("read/rank_tables.sql"))
+        con.execute(sql("read/collectives.sql"))
         (step_source, device, pid, start, end, timed, categories), = con.execute(
-            sql("rank_result.sql")).fetchall()
+            sql("read/rank_result.sql")).fetchall()
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {

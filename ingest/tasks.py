@@ -2,7 +2,7 @@
 
 `run_rank_task` reads one trace file, works out its rank, and writes its tables as
 Parquet files into the task's own folder (the columnar hand-off: the writer only
-appends them, ingest/sql/append_ranks.sql). Tasks and outcomes are plain picklable
+appends them, ingest/sql/load/append_ranks.sql). Tasks and outcomes are plain picklable
 dataclasses, and nothing here touches the target database, so the same function runs
 in this process, in a worker process or in a Ray task on another machine
 (ingest/executors.py). A task never raises for a bad file: it returns `RankFailed`.

@@ -18,7 +18,6 @@ import duckdb
 
 from stepscope import ingest_run
 from stepscope.analyzers import history
-from stepscope.analyzers._sql import sql
 from stepscope.analyzers.checks import Threshold, evaluate
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
@@ -27,7 +26,14 @@ from stepscope.analyzers.nightly import Baseline, NightlyReport
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render_html import nightly_html
 from stepscope.dashboard.render_nightly import nightly_json, nightly_markdown
-from stepscope.ingest import DEFAULT_DB, TraceFileError, UsageError, connect_read_only, read_trace
+from stepscope.ingest import (
+    DEFAULT_DB,
+    TraceFileError,
+    UsageError,
+    connect_read_only,
+    read_trace,
+    run_names,
+)
 from stepscope.ingest.db import connect_write
 from stepscope.ingest.sources import collect_traces
 
@@ -81,7 +87,7 @@ def _check_baseline_run(opts: NightlyOptions) -> None:
         raise UsageError(f"--baseline '{opts.baseline}': {opts.db} does not exist yet")
     con = connect_read_only(opts.db)
     try:
-        known = {r[0] for r in con.execute(sql("run_names.sql")).fetchall()}
+        known = set(run_names(con))
     finally:
         con.close()
     if opts.baseline not in known:

@@ -9,8 +9,8 @@ import duckdb
 import polars as pl
 
 from stepscope.analyzers import run_summary
-from stepscope.analyzers._sql import as_frame, sql
-from stepscope.ingest import UsageError, connect_read_only
+from stepscope.ingest import UsageError, connect_read_only, run_names
+from stepscope.ingest.queries import as_frame
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
@@ -37,7 +37,7 @@ class Store:
         self.close()
 
     def runs(self) -> list[str]:
-        return [r[0] for r in self.con.execute(sql("run_names.sql")).fetchall()]
+        return run_names(self.con)
 
     def summary(self, run: str | None = None) -> pl.DataFrame:
         """One row per run: ranks, hosts, devices, steps, GPU ops, collectives."""

@@ -48,7 +48,7 @@ def test_the_wheel_installs_one_top_level_name_beside_other_packages(installed: 
     for layer in LAYERS:  # the wheel holds real files, not the checkout's links
         package = installed / "stepscope" / layer
         assert not package.is_symlink() and (package / "__init__.py").is_file()
-    assert (installed / "stepscope" / "ingest" / "sql" / "schema.sql").is_file()
+    assert (installed / "stepscope" / "ingest" / "sql" / "schema" / "core.sql").is_file()
     assert (installed / "stepscope" / "analyzers" / "data" / "peaks.json").is_file()
 
 

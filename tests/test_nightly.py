@@ -253,14 +253,14 @@ def test_partial_night_exits_3_and_says_so(tmp_path: Path) -> None:
 
 
 def test_history_record_binds_every_history_row_field() -> None:
-    """analyzers/sql/history_record.sql lists exactly the fields of HistoryRow, in order, as
+    """analyzers/sql/history/record.sql lists exactly the fields of HistoryRow, in order, as
     columns and as parameters (the row is bound by field name)."""
     from dataclasses import fields
 
     from stepscope.analyzers._sql import sql
     from stepscope.analyzers.history import HistoryRow
 
-    body = "\n".join(line for line in sql("history_record.sql").splitlines()
+    body = "\n".join(line for line in sql("history/record.sql").splitlines()
                      if not line.lstrip().startswith("--"))
     names = [f.name for f in fields(HistoryRow)]
     columns = body.split("(", 1)[1].split(")", 1)[0]

@@ -6,6 +6,7 @@ relational delete), quoted with ingest.db.quote_identifier."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from conftest import REPO
 PACKAGES = ("analyzers", "dashboard", "stepscope", "ingest")
 KEYWORDS = ("SELECT ", "WITH ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ")
 QUOTERS = {"quote_identifier", "q"}
+SQL_FOLDERS = ["analyzers/sql", "ingest/sql"]
+SQL_NAME = re.compile(r"[a-z_]+/[a-z0-9_]+\.sql")
 
 
 def _python_files() -> list[Path]:
@@ -78,9 +81,43 @@ def test_the_check_finds_what_it_must(tmp_path: Path) -> None:
     assert _queries_in(module, tmp_path) == ["probe.py:2", "probe.py:5"]
 
 
-@pytest.mark.parametrize("folder", ["analyzers/sql", "ingest/sql"])
+@pytest.mark.parametrize("folder", SQL_FOLDERS)
 def test_every_sql_file_has_a_header(folder: str) -> None:
-    files = sorted((REPO / folder).glob("*.sql"))
+    files = sorted((REPO / folder).rglob("*.sql"))
     assert files
     missing = [f.name for f in files if not f.read_text().lstrip().startswith("--")]
     assert missing == [], f"{folder}: files without a header comment: {missing}"
+
+
+@pytest.mark.parametrize("folder", SQL_FOLDERS)
+def test_sql_files_are_grouped_by_domain(folder: str) -> None:
+    """Every query sits in a domain folder (nccl/, hang/, history/, ...), one level deep,
+    and is named by that path (`sql("nccl/rings.sql")`)."""
+    files = [f.relative_to(REPO / folder) for f in (REPO / folder).rglob("*.sql")]
+    assert [f for f in files if len(f.parts) != 2] == []
+
+
+def _sql_names_in(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every string literal in a module that names a SQL file."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and SQL_NAME.fullmatch(node.value)]
+
+
+def test_every_named_sql_file_exists() -> None:
+    """A domain-qualified name in a layer's Python ('nccl/rings.sql') is a file of that
+    layer's sql/ folder (analyzers/sql for the analyzers, ingest/sql for the ingest)."""
+    missing = [f"{path.relative_to(REPO)}:{line}: {name}"
+               for layer in ("analyzers", "ingest") for path in (REPO / layer).rglob("*.py")
+               for line, name in _sql_names_in(path)
+               if not (REPO / layer / "sql" / name).is_file()]
+    assert missing == []
+
+
+def test_every_sql_file_is_used() -> None:
+    """No orphan queries: each file is named by some module of its layer."""
+    for layer in ("analyzers", "ingest"):
+        named = {name for path in (REPO / layer).rglob("*.py") for _, name in _sql_names_in(path)}
+        files = {f.relative_to(REPO / layer / "sql").as_posix()
+                 for f in (REPO / layer / "sql").rglob("*.sql")}
+        assert files - named == set(), layer

@@ -37,7 +37,7 @@ def read_inspector(path: Path, display: str) -> pa.Table:
         raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
     con = duckdb.connect()
     try:
-        table = con.sql(sql("nccl_inspector_read.sql"), params={
+        table = con.sql(sql("nccl/inspector_read.sql"), params={
             "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",
         }).to_arrow_table()
     except duckdb.Error as exc:

@@ -43,13 +43,13 @@ def ingest_nccl_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[
             failure = as_file_error(nf.display, exc)
             failures.append((failure.file, failure.problem))
     if any(nf.kind == FLIGHT_RECORDER for nf in files):
-        con.execute(sql("nccl_fr_groups.sql"), {"run": run})
+        con.execute(sql("nccl/fr_groups.sql"), {"run": run})
     if any(nf.kind == NCCL_LOG for nf in files):
-        run_script(con, "nccl_link_log_rows.sql", {"run": run})
+        run_script(con, "nccl/link_log_rows.sql", {"run": run})
     if any(nf.kind == NCCL_PROFILER for nf in files):
-        con.execute(sql("nccl_profiler_bandwidth.sql"), {"run": run})
+        con.execute(sql("nccl/profiler_bandwidth.sql"), {"run": run})
     if any(nf.kind in (NCCL_INSPECTOR, NCCL_PROFILER) for nf in files):
-        run_script(con, "nccl_resolve_op_ranks.sql", {"run": run})
+        run_script(con, "nccl/resolve_op_ranks.sql", {"run": run})
     return done
 
 
@@ -65,7 +65,7 @@ def claim(claimed: dict[tuple[str, int], str], kind: str, rank: int, display: st
 def insert_source(con: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> None:
     con.register("staged_source", pa.Table.from_pylist([row]))
     try:
-        con.execute(sql("nccl_source_insert.sql"))
+        con.execute(sql("nccl/source_insert.sql"))
     finally:
         con.unregister("staged_source")
 

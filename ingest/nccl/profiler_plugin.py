@@ -30,7 +30,7 @@ DTYPE_BYTES = {
 def read_profiler_dump(path: Path, display: str) -> pa.Table:
     con = duckdb.connect()
     try:
-        table = con.sql(sql("nccl_profiler_read.sql"), params={"path": str(path)}
+        table = con.sql(sql("nccl/profiler_read.sql"), params={"path": str(path)}
                         ).to_arrow_table()
     except duckdb.Error as exc:
         detail = str(exc).strip().splitlines()[0]

@@ -1,6 +1,6 @@
 -- Model, recompute and extra hardware FLOPs per step of run $run, summed over ranks
 -- (mean over each rank's complete steps), and the number of counted ops. Reads the
--- model_flops macro (flops.sql) and complete_steps. Parameter: $run.
+-- model_flops macro (mfu/flops.sql) and complete_steps. Parameter: $run.
 WITH f AS (SELECT * FROM model_flops($run)),
 complete AS (SELECT rank, step FROM complete_steps WHERE run = $run),
 per_rank AS (

@@ -5,7 +5,7 @@
 -- Parameters: $run, $step, $ranks (INTEGER[]), $bins (NULL: exact segments, merged when
 -- adjacent and of one category; N: the window cut into N equal bins per rank, each given
 -- the category that holds most of its time).
--- The intervals and their priority are those of attribution.sql (a_intervals, the
+-- The intervals and their priority are those of attribution/attribution.sql (a_intervals, the
 -- priority sweep); tests check that each rank's segments add up to step_attribution.
 -- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble,
 -- 6 memory, 7 idle. Times are ns from the rank's own window start (hosts' clocks differ).

@@ -1,7 +1,7 @@
 -- One NCCL profiler example-plugin dump ($path, a JSON array of Chrome async events): each
 -- COLL / P2P begin event joined with its end (same id, cat and pid) into one op with its
 -- duration in µs; message bytes and bandwidth follow in ingest/nccl/load.py and
--- nccl_profiler_bandwidth.sql. Reads the file; writes nothing.
+-- nccl/profiler_bandwidth.sql. Reads the file; writes nothing.
 WITH ev AS (
     SELECT name, cat, ph, id, pid, tid, ts,
            args.SeqNum AS seq, CAST(args.CommHash AS VARCHAR) AS comm_hash, args.Rank AS rank,

@@ -1,7 +1,7 @@
 -- The attributed columns of the run summary, one row per attributed run: the mean step
 -- over ranks and complete steps, its compute share, and the largest loss (non-compute
 -- category) with its share of the step. Reads step_attribution, complete_steps (views in
--- attribution_schema.sql); writes nothing. Parameter: $run (NULL = every run).
+-- ingest/sql/schema/derived.sql); writes nothing. Parameter: $run (NULL = every run).
 WITH attr_means AS (
     -- attributed step time: mean over ranks and complete steps, per category
     SELECT run, avg(step_ns) AS step_ns, avg(compute_ns) AS compute_ns,

@@ -1,6 +1,6 @@
 -- One row per run: what was ingested. Reads runs, ranks, steps, gpu_ops, collectives,
 -- process_groups; writes nothing. Parameter: $run (NULL = every run). The attributed
--- columns come from summary_attributed.sql (analyzers/summary.py joins them).
+-- columns come from summary/attributed.sql (analyzers/summary.py joins them).
 WITH rk AS (
     -- a rank without a device name: 'GPU (unnamed)' when it ran GPU ops, else 'CPU only'
     SELECT run,

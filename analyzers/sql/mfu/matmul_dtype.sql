@@ -1,6 +1,6 @@
 -- The element type of run $run's matmul / attention / convolution work (docs/mfu.md,
 -- "Which peak"), two ways; one row per (source, dtype) with its weight:
---   ops      the counted ops of flops.sql, by the first tensor type of their
+--   ops      the counted ops of mfu/flops.sql, by the first tensor type of their
 --            `Input type` (record_shapes), weighted by their model FLOPs;
 --   kernels  GEMM / attention / convolution kernels by the type in their name (bf16,
 --            h884/h1688 = fp16, s1688/tf32 = TF32, sgemm = fp32, e4m3 = fp8), weighted by

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS ranks (
     rank_source VARCHAR,         -- distributedInfo | file_name | single_file
     world_size INTEGER,
     host VARCHAR,
-    host_source VARCHAR,         -- host_name | file_name | trace_name | inferred (ingest/sql/hosts.sql)
+    host_source VARCHAR,         -- host_name | file_name | trace_name | inferred (ingest/sql/load/hosts.sql)
     node_gpus INTEGER,           -- len(deviceProperties): the GPUs visible on the rank's node
     trace_name VARCHAR,          -- top-level traceName (tensorboard_trace_handler's output path)
     step_source VARCHAR,         -- how steps were found (docs/attribution.md, "Steps")

@@ -1,7 +1,7 @@
 -- One NCCL Inspector JSONL file ($path; $compression: 'gzip' or 'none'): one row per
 -- completed collective (coll_perf) or P2P op (p2p_perf) as the plugin measured it, with the
 -- communicator-local rank (the global one is resolved after loading,
--- nccl_resolve_op_ranks.sql). Reads the file; writes nothing.
+-- nccl/resolve_op_ranks.sql). Reads the file; writes nothing.
 SELECT header.id AS comm_id, header.comm_name AS comm_name, header.rank AS comm_rank,
        header.n_ranks AS n_ranks, header.nnodes AS n_nodes,
        metadata.hostname AS host, metadata.pid AS pid,

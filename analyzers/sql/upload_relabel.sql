@@ -1,8 +1,0 @@
--- After an upload: the temporary upload folder $prefix in the stored file names of run $run
--- becomes $label (e.g. 'upload:'), so the run lists 'upload:rank3.json.gz' and not a path
--- that no longer exists. Writes runs.sources, runs.failed_files, ranks.source_file.
-UPDATE runs
-SET sources = replace(CAST(sources AS VARCHAR), $prefix, $label),
-    failed_files = replace(CAST(failed_files AS VARCHAR), $prefix, $label)
-WHERE run = $run;
-UPDATE ranks SET source_file = replace(source_file, $prefix, $label) WHERE run = $run;
