@@ -17,9 +17,11 @@ fetch_rows = SQL.fetch_rows
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the analyzers' temporary macros (model_flops, analyzers/sql/mfu/flops.sql) in
-    this connection; allowed on read-only connections, cheap to repeat."""
+    """Create the analyzers' temporary macros in this connection: model_flops
+    (analyzers/sql/mfu/flops.sql) and cpu_self_time (analyzers/sql/attribution/macros.sql);
+    allowed on read-only connections, cheap to repeat."""
     con.execute(sql("mfu/flops.sql"))
+    run_script(con, "attribution/macros.sql", {})
 
 
 __all__ = ["SQL", "Params", "as_frame", "fetch_rows", "install_macros", "run_script", "sql"]

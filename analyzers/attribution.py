@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from stepscope.analyzers._sql import run_script, sql
+from stepscope.analyzers._sql import install_macros, run_script, sql
 from stepscope.analyzers.model import CATEGORIES
 
 __all__ = ["CATEGORIES", "ensure_schema", "materialize", "trace_breakdown"]
@@ -22,6 +22,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
 def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
     """Compute and store the attribution tables of `run` (replacing earlier rows)."""
     ensure_schema(con)
+    install_macros(con)
     run_script(con, "attribution/attribution.sql", {"run": run})
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from stepscope.analyzers._sql import sql
+from stepscope.analyzers._sql import install_macros, sql
 
 CATEGORY_CODES = {1: "compute", 2: "recompute", 3: "exposed_comm", 4: "straggler_wait",
                   5: "bubble", 6: "memory", 7: "idle"}
@@ -88,6 +88,7 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
     chosen = sorted(set(ranks))[:MAX_TIMELINE_RANKS]
     params = {"run": run, "step": step, "ranks": chosen}
     windows = con.execute(sql("detail/step_windows.sql"), params).fetchall()
+    install_macros(con)
     query = sql("detail/timeline.sql")
     rows = con.execute(query, {**params, "bins": None}).fetchmany(max_rectangles + 1)
     bins = None

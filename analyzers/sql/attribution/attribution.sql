@@ -1,5 +1,6 @@
 -- Step-time attribution of one run ($run), as defined in docs/attribution.md.
--- Reads the raw tables, writes recompute_ops, collective_waits and step_attribution.
+-- Reads the raw tables, writes recompute_ops, collective_waits, step_attribution and
+-- collective_exposure. Needs the macros of attribution/macros.sql (analyzers._sql.install_macros).
 -- Work is partitioned by rank everywhere except the cross-rank collective matching.
 
 -- ------------------------------------------------------------------ recompute
@@ -111,46 +112,12 @@ UNION ALL
 SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
 FROM collectives c WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL;
 
--- CPU ranks: the self time of each op (its interval minus its children's), so that the
--- op actually running decides the category. Annotations and Python frames are
--- transparent; communication calls and waits are not compute.
-CREATE OR REPLACE TEMP TABLE a_cpu_ops AS
-SELECT o.rank, o.op_id, o.parent_id, o.start_ns, o.end_ns, o.category, o.name
-FROM cpu_ops o JOIN a_timeline tl ON tl.rank = o.rank AND tl.timeline = 'cpu'
-WHERE o.run = $run;
-
-CREATE OR REPLACE TEMP TABLE a_cpu_self AS
-WITH kids AS (
-    SELECT c.rank, c.parent_id AS op_id, c.start_ns, c.end_ns,
-        lag(c.end_ns) OVER (PARTITION BY c.rank, c.parent_id ORDER BY c.start_ns, c.op_id)
-            AS prev_end
-    FROM a_cpu_ops c WHERE c.parent_id IS NOT NULL
-), gaps AS (
-    -- before each child: from the previous child's end (or the parent's start)
-    SELECT k.rank, k.op_id, coalesce(greatest(k.prev_end, p.start_ns), p.start_ns) AS s,
-           k.start_ns AS e
-    FROM kids k JOIN a_cpu_ops p ON p.rank = k.rank AND p.op_id = k.op_id
-    UNION ALL
-    -- after the last child
-    SELECT p.rank, p.op_id, max(k.end_ns), p.end_ns
-    FROM kids k JOIN a_cpu_ops p ON p.rank = k.rank AND p.op_id = k.op_id
-    GROUP BY p.rank, p.op_id, p.end_ns
-    UNION ALL
-    -- ops without children
-    SELECT p.rank, p.op_id, p.start_ns, p.end_ns FROM a_cpu_ops p
-    WHERE NOT EXISTS (SELECT 1 FROM a_cpu_ops k WHERE k.rank = p.rank AND k.parent_id = p.op_id)
-)
-SELECT g.rank, g.s, g.e, CASE WHEN rc.is_rc THEN 2 ELSE 1 END AS cat
-FROM gaps g
-JOIN a_cpu_ops o ON o.rank = g.rank AND o.op_id = g.op_id
-LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.op_id
-WHERE g.e > g.s
-  AND o.category IN ('cpu_op', 'Operator')
-  AND o.name NOT LIKE 'c10d::%' AND o.name NOT LIKE '_c10d_functional::%'
-  AND o.name NOT LIKE 'record_param_comms' AND o.name NOT LIKE '%wait%'
-  AND o.name NOT LIKE 'ProfilerStep#%';
-
-INSERT INTO a_intervals SELECT * FROM a_cpu_self;
+-- CPU ranks: the self time of each compute op (the cpu_self_time macro,
+-- attribution/macros.sql), every op of the rank.
+INSERT INTO a_intervals
+SELECT rank, s, e, cat FROM cpu_self_time($run, (
+    SELECT list({'rank': rank, 'ws': NULL::BIGINT, 'we': NULL::BIGINT})
+    FROM a_timeline WHERE timeline = 'cpu'));
 
 -- ------------------------------------------------------------------ step windows
 -- GPU: from the first GPU start of the ops launched in step k to that of step k+1; the

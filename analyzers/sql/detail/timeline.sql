@@ -1,7 +1,8 @@
 -- The attribution of one step of selected ranks as time segments: what each instant of
 -- the step window went to (docs/attribution.md), for the dashboard's Timeline.
 -- Reads: step_attribution (windows), gpu_ops, collectives, collective_waits,
--- recompute_ops, cpu_ops (CPU-only ranks). Writes nothing (read-only connections).
+-- recompute_ops, cpu_ops (CPU-only ranks, through the cpu_self_time macro of
+-- attribution/macros.sql). Writes nothing (read-only connections).
 -- Parameters: $run, $step, $ranks (INTEGER[]), $bins (NULL: exact segments, merged when
 -- adjacent and of one category; N: the window cut into N equal bins per rank, each given
 -- the category that holds most of its time).
@@ -42,39 +43,10 @@ WITH win AS (
     WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL
       AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
     UNION ALL
-    -- CPU-only ranks: the self time of each compute op on the CPU
-    SELECT rank, s, e, cat FROM (
-        WITH ops AS (
-            SELECT o.rank, o.op_id, o.parent_id, o.start_ns, o.end_ns, o.category, o.name
-            FROM cpu_ops o JOIN win ON win.rank = o.rank AND win.timeline = 'cpu'
-            WHERE o.run = $run AND o.end_ns > win.ws AND o.start_ns < win.we
-        ), kids AS (
-            SELECT c.rank, c.parent_id AS op_id, c.start_ns, c.end_ns,
-                lag(c.end_ns) OVER (PARTITION BY c.rank, c.parent_id
-                                    ORDER BY c.start_ns, c.op_id) AS prev_end
-            FROM ops c WHERE c.parent_id IS NOT NULL
-        ), gaps AS (
-            SELECT k.rank, k.op_id, coalesce(greatest(k.prev_end, p.start_ns), p.start_ns) AS s,
-                   k.start_ns AS e
-            FROM kids k JOIN ops p ON p.rank = k.rank AND p.op_id = k.op_id
-            UNION ALL
-            SELECT p.rank, p.op_id, max(k.end_ns), p.end_ns
-            FROM kids k JOIN ops p ON p.rank = k.rank AND p.op_id = k.op_id
-            GROUP BY p.rank, p.op_id, p.end_ns
-            UNION ALL
-            SELECT p.rank, p.op_id, p.start_ns, p.end_ns FROM ops p
-            WHERE NOT EXISTS (SELECT 1 FROM ops k WHERE k.rank = p.rank AND k.parent_id = p.op_id)
-        )
-        SELECT g.rank, g.s, g.e, CASE WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
-        FROM gaps g
-        JOIN ops o ON o.rank = g.rank AND o.op_id = g.op_id
-        LEFT JOIN rc ON rc.rank = g.rank AND rc.op_id = g.op_id
-        WHERE g.e > g.s
-          AND o.category IN ('cpu_op', 'Operator')
-          AND o.name NOT LIKE 'c10d::%' AND o.name NOT LIKE '_c10d_functional::%'
-          AND o.name NOT LIKE 'record_param_comms' AND o.name NOT LIKE '%wait%'
-          AND o.name NOT LIKE 'ProfilerStep#%'
-    )
+    -- CPU-only ranks: the self time of each compute op (attribution/macros.sql), of the
+    -- ops overlapping the window
+    SELECT rank, s, e, cat FROM cpu_self_time($run, (
+        SELECT list({'rank': rank, 'ws': ws, 'we': we}) FROM win WHERE timeline = 'cpu'))
 ), clipped AS (
     SELECT iv.rank, greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.cat
     FROM iv JOIN win USING (rank) WHERE iv.e > iv.s
