@@ -12,16 +12,12 @@ import polars as pl
 from stepscope.analyzers._sql import install_macros, run_script, sql
 from stepscope.analyzers.model import CATEGORIES
 
-__all__ = ["CATEGORIES", "ensure_schema", "materialize", "trace_breakdown"]
-
-
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql("attribution/schema.sql"))
+__all__ = ["CATEGORIES", "materialize", "trace_breakdown"]
 
 
 def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Compute and store the attribution tables of `run` (replacing earlier rows)."""
-    ensure_schema(con)
+    """Compute and store the attribution tables of `run` (replacing earlier rows); the
+    tables are part of the schema (ingest/sql/schema/derived.sql)."""
     install_macros(con)
     run_script(con, "attribution/attribution.sql", {"run": run})
 

@@ -15,7 +15,7 @@ import polars as pl
 
 from stepscope.analyzers._sql import as_frame, sql
 from stepscope.analyzers.attribution import CATEGORIES
-from stepscope.ingest.db import delete_run_rows, ensure_schema, table_names
+from stepscope.ingest.db import delete_run_rows
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,6 @@ def history_nights(frame: pl.DataFrame) -> list[HistoryNight]:
     return [HistoryNight(**row) for row in frame.iter_rows(named=True)]
 
 
-def ensure_history(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql("history/schema.sql"))
-
-
-def has_history(con: duckdb.DuckDBPyConnection) -> bool:
-    return "history" in table_names(con)
-
-
 def largest_loss(breakdown_ms: dict[str, float]) -> tuple[str | None, float | None]:
     """The non-compute category costing most time per step (None when all are zero)."""
     losses = [(ms, cat) for cat, ms in breakdown_ms.items() if cat != "compute" and ms > 0]
@@ -91,14 +83,13 @@ def trace_start(con: duckdb.DuckDBPyConnection, run: str) -> datetime | None:
 
 def record(con: duckdb.DuckDBPyConnection, row: HistoryRow) -> None:
     """Insert the night, replacing the row of a re-run of the same (job, run)."""
-    ensure_history(con)
     con.execute(sql("history/record.sql"), asdict(row))
 
 
 def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
                  start: datetime | None) -> str | None:
     """The job's latest earlier night whose traces are still in the database."""
-    if not has_history(con) or start is None:
+    if start is None:
         return None
     rows = con.execute(sql("history/previous.sql"),
                        {"job": job, "run": run, "start": start}).fetchall()
@@ -108,11 +99,9 @@ def previous_run(con: duckdb.DuckDBPyConnection, job: str, run: str,
 def prune(con: duckdb.DuckDBPyConnection, job: str, keep: int) -> list[str]:
     """Delete every table row of the job's runs but the newest `keep` (history rows
     stay); returns the pruned runs, oldest last."""
-    if not has_history(con):
-        return []
     runs = [r[0] for r in con.execute(sql("history/kept.sql"), {"job": job}).fetchall()][keep:]
     for run in runs:
-        delete_run_rows(con, run)  # every table with a run column; history excluded
+        delete_run_rows(con, run)  # the owned per-run tables; history is not one
     if runs:
         con.execute("CHECKPOINT")
     return runs
@@ -122,25 +111,11 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
                  last: int | None = None) -> pl.DataFrame:
     """The job's nights, oldest first, with `mfu_change_points` and
     `step_time_change_ms` night over night; the last `last` rows when given."""
-    if has_history(con):
-        frame = as_frame(con.sql(sql("history/nights.sql"), params={"job": job}))
-    else:
-        frame = _empty_history(job)
+    frame = as_frame(con.sql(sql("history/nights.sql"), params={"job": job}))
     return frame.tail(last) if last is not None else frame
 
 
-def _empty_history(job: str) -> pl.DataFrame:
-    """read_history's frame for a database without nights: the same query over empty
-    tables in a throwaway in-memory database (the caller's may be read-only)."""
-    with duckdb.connect() as scratch:
-        ensure_schema(scratch)
-        scratch.execute(sql("history/schema.sql"))
-        return as_frame(scratch.sql(sql("history/nights.sql"), params={"job": job}))
-
-
 def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:
-    if not has_history(con):
-        return []
     return [r[0] for r in con.execute(sql("history/jobs.sql")).fetchall()]
 
 

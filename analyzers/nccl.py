@@ -26,7 +26,6 @@ from stepscope.analyzers.model import (
     NcclSection,
     NcclSource,
 )
-from stepscope.ingest.db import table_names
 
 __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRank",
            "NcclSection", "NcclSource", "build_nccl_section", "has_nccl_sources",
@@ -133,8 +132,7 @@ def _count(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> int:
 
 
 def has_nccl_sources(con: duckdb.DuckDBPyConnection, run: str) -> bool:
-    return ("nccl_sources" in table_names(con)
-            and _count(con, "nccl/source_count.sql", {"run": run}) > 0)
+    return _count(con, "nccl/source_count.sql", {"run": run}) > 0
 
 
 def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection | None:
@@ -294,9 +292,7 @@ def _ring_findings(con: duckdb.DuckDBPyConnection, run: str,
 
 
 def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    query = ("nccl/identity_conflicts.sql" if _has_column(con, "ranks", "host_source")
-             else "nccl/identity_conflicts_v0.sql")
-    rows = fetch_rows(con, query, {"run": run}, _IdentityRow)
+    rows = fetch_rows(con, "nccl/identity_conflicts.sql", {"run": run}, _IdentityRow)
     return [NcclFinding(
         kind="rank_identity_conflict", severity="high",
         ranks=sorted({x for x in (r["kineto_rank"], r["nccl_rank"]) if x is not None}),
@@ -305,10 +301,6 @@ def _identity_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFin
                  f"{r['nccl_rank']} disagree ({r['host']}, pid {r['pid']}); they may come "
                  "from different runs: nothing was merged"))
         for r in rows]
-
-
-def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
-    return _count(con, "nccl/column_exists.sql", {"table": table, "column": column}) > 0
 
 
 def _version_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:

@@ -9,28 +9,18 @@ import duckdb
 import polars as pl
 
 from stepscope.analyzers._sql import as_frame, sql
-from stepscope.ingest.db import table_names
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
     """One row per run (or only `run`), columns as the fields of RunSummary.
 
     The attributed columns (summary/attributed.sql) are NULL for a run the analyzers have
-    not attributed; a database written by `ingest.ingest` alone has no derived tables at
-    all, and its attributed columns are all NULL."""
+    not attributed (a database written by `ingest.ingest` alone has empty derived
+    tables)."""
     ingested = as_frame(con.sql(sql("summary/runs.sql"), params={"run": run}))
-    if "step_attribution" in table_names(con):
-        attributed = as_frame(con.sql(sql("summary/attributed.sql"), params={"run": run}))
-    else:
-        attributed = pl.DataFrame(schema=ATTRIBUTED_SCHEMA)
+    attributed = as_frame(con.sql(sql("summary/attributed.sql"), params={"run": run}))
     return ingested.join(attributed, on="run", how="left", maintain_order="left").select(
         f.name for f in fields(RunSummary))
-
-
-# The columns summary/attributed.sql adds, typed for a database without attribution.
-ATTRIBUTED_SCHEMA = {"run": pl.Utf8, "attributed_step_ms": pl.Float64,
-                     "compute_share": pl.Float64, "top_loss": pl.Utf8,
-                     "top_loss_share": pl.Float64}
 
 
 @dataclass(frozen=True)

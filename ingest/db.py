@@ -1,105 +1,189 @@
-"""Opening the stepscope DuckDB file: one writer, or any number of read-only readers.
+"""Opening DuckDB: the one `connect` of stepscope, and the stepscope database file with
+one writer or any number of read-only readers.
+
+Every connection stepscope opens (the database file, the readers' in-memory databases)
+comes from `connect`, which turns DuckDB's extension auto-install and auto-load off: a
+path that is not a DuckDB file (a SQLite database, say) is refused at once with one line,
+never by downloading an extension.
 
 DuckDB locks the file per process: one process may write it, or any number may read it,
 never both at once. So a reader also locks out a writer while it is open, and a writer
 locks out readers; both sides get DatabaseBusyError (exit 2), never a wait or partial
 data. Readers therefore close as soon as they are done (docs/schema.md, "Concurrency").
+Opening checks what the file is before anything is written (ingest/schema.py): a file
+that is not a stepscope database, or is one of a newer schema version, is refused; an
+older one is migrated by a writer and read through compatible views by a reader.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import duckdb
 
+from stepscope.ingest import schema
 from stepscope.ingest.errors import DatabaseBusyError, UsageError
 from stepscope.ingest.queries import sql
 
-SCHEMA_VERSION = "1"
-SCHEMA_SQL = Path(__file__).parent / "sql" / "schema/core.sql"
-NCCL_SCHEMA_SQL = Path(__file__).parent / "sql" / "schema/nccl.sql"
 DEFAULT_DB = "stepscope.duckdb"
+MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
+NO_EXTENSION_DOWNLOADS: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+DUCKDB_MAGIC = b"DUCK"      # bytes 8-11 of every DuckDB database file
+DUCKDB_HEADERS = 3 * 4096   # the file header and two database headers, before block 0
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+Config = Mapping[str, str | bool | int | float | list[str]]
 
 
-def _lock_hint(db: Path, exc: duckdb.Error) -> UsageError:
-    text = str(exc)
+def connect(path: str | Path = ":memory:", read_only: bool = False,
+            config: Config | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with extension auto-install and auto-load off (no network,
+    no extension loaded behind the caller's back); `config` adds settings."""
+    return duckdb.connect(str(path), read_only=read_only,
+                          config={**NO_EXTENSION_DOWNLOADS, **(config or {})})
+
+
+def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the database for writing, at the current schema: a new
+    file gets it, an older one is migrated; anything else is refused before a write."""
+    path = Path(db)
+    if path.parent and not path.parent.exists():
+        raise UsageError(f"{path}: the folder {path.parent} does not exist")
+    con = _open(path, read_only=False)
+    with _closing_on_error(con, path):
+        schema.migrate(con, schema.classify(con, path))
+    return con
+
+
+def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
+    """Open an existing stepscope database read-only. Any number of readers share the
+    file, but while this connection is open no process can write it (close it promptly).
+    An older schema is read through temporary views of the current layout."""
+    path = Path(db)
+    if not path.is_file():
+        raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
+    con = _open(path, read_only=True)
+    with _closing_on_error(con, path):
+        version = schema.classify(con, path)
+        if version is None:
+            raise UsageError(f"{path}: not a stepscope database (an empty DuckDB file); "
+                             "run `stepscope ingest` into it first")
+        if version < schema.SCHEMA_VERSION:
+            schema.read_as_current(con, _current_layout())
+    return con
+
+
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    _check_duckdb_file(path)
+    try:
+        con = connect(path, read_only=read_only,
+                      config=None if read_only else _memory_config())
+    except duckdb.Error as exc:
+        raise _open_error(path, exc) from None
+    with _closing_on_error(con, path):
+        _check_complete(con, path)
+    return con
+
+
+@contextmanager
+def _closing_on_error(con: duckdb.DuckDBPyConnection, path: Path) -> Iterator[None]:
+    """Close `con` when the block raises; a DuckDB error reading the file becomes one
+    line (a damaged file's catalog fails here, not in the middle of a report)."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        con.close()
+        raise _open_error(path, exc) from None
+    except BaseException:
+        con.close()
+        raise
+
+
+def _check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a file shorter than its header says (a copy cut short, a full disk): its
+    missing blocks would otherwise fail deep inside a query. Skipped while a write-ahead
+    log is pending, whose blocks the file does not hold yet."""
+    if Path(f"{path}.wal").exists():
+        return
+    rows = con.execute(sql("catalog/size.sql")).fetchall()
+    if not rows:
+        return
+    (blocks, block_size), = rows
+    size, needed = path.stat().st_size, DUCKDB_HEADERS + blocks * block_size
+    if size < needed:
+        raise UsageError(f"{path}: not a readable DuckDB file (truncated: {size} bytes, its "
+                         f"header needs {needed}); restore it from a copy or use another --db")
+
+
+def _check_duckdb_file(path: Path) -> None:
+    """Refuse an existing path that is not a DuckDB database, from its first bytes."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise UsageError(f"{path}: not a DuckDB file (not a regular file); "
+                         "point --db at a stepscope database or a new file name")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the database ({exc.strerror})") from None
+    if head[8:12] == DUCKDB_MAGIC:
+        return
+    what = ("a SQLite database" if head.startswith(SQLITE_MAGIC)
+            else "an empty file" if not head else "unknown contents")
+    raise UsageError(f"{path}: not a DuckDB file ({what}); point --db at a stepscope "
+                     "database or a new file name")
+
+
+def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
     # another process holds the write lock, or this process has the file open with the
     # other mode (read-only vs read-write): both clear once that connection closes
     if "lock" in text.lower() or "different configuration" in text.lower():
         return DatabaseBusyError(
             f"{db}: the database is locked by another stepscope process "
             "(an ingest in progress?); wait for it to finish or use another --db")
-    return UsageError(f"{db}: cannot open the database ({text.splitlines()[0]})")
+    if isinstance(exc, duckdb.IOException | duckdb.SerializationException):
+        return UsageError(f"{db}: not a readable DuckDB file (truncated or damaged: "
+                          f"{first[:160]}); restore it from a copy or use another --db")
+    return UsageError(f"{db}: cannot open the database ({first})")
 
 
-def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the database for writing."""
-    path = Path(db)
-    if path.parent and not path.parent.exists():
-        raise UsageError(f"{path}: the folder {path.parent} does not exist")
-    try:
-        return duckdb.connect(str(path), config=_memory_config())
-    except duckdb.Error as exc:
-        raise _lock_hint(path, exc) from None
-
-
-MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
-DEFAULT_MEMORY_LIMIT = "1GB"
-
-
-def _memory_config() -> dict[str, str | bool | int | float | list[str]]:
+def _memory_config() -> Config:
     """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 1GB): past
     it, DuckDB evicts cached blocks and spills to a temp folder beside the database, so
     the ingest's memory does not grow with the number of ranks (docs/scale.md)."""
     return {"memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT}
 
 
-def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """Open an existing database read-only. Any number of readers share the file, but
-    while this connection is open no process can write it (close it promptly)."""
-    path = Path(db)
-    if not path.is_file():
-        raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
+@cache
+def _current_layout() -> schema.Layout:
+    """The current schema's layout, from a scratch in-memory database built by the
+    migrations (what an older file is made to look like)."""
+    scratch = connect()
     try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise _lock_hint(path, exc) from None
-    if "runs" not in table_names(con):
-        con.close()
-        raise UsageError(f"{path}: not a stepscope database (it has no runs table)")
-    return con
-
-
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create missing tables; record the schema version."""
-    con.execute(SCHEMA_SQL.read_text())
-    con.execute(NCCL_SCHEMA_SQL.read_text())
-    con.execute(sql("schema/version_set.sql"), {"v": SCHEMA_VERSION})
-
-
-def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """The database's own tables (ingest/sql/schema/table_names.sql): what a database written
-    by an older stepscope, or by the ingest alone, has."""
-    return {r[0] for r in con.execute(sql("schema/table_names.sql")).fetchall()}
-
-
-def run_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:
-    """Tables with a `run` column in the attached `database` (None: the main one), read
-    from the catalog (ingest/sql/schema/run_tables.sql): the ingest's own tables and the
-    ones the analyzers derive, which the ingest does not know by name."""
-    return [r[0] for r in con.execute(sql("schema/run_tables.sql"), {"db": database}).fetchall()]
+        schema.migrate(scratch, None)
+        return schema.layout(scratch)
+    finally:
+        scratch.close()
 
 
 def delete_run_rows(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Delete `run` from every table with a `run` column (the nightly `history` keeps its
-    rows), in the caller's transaction.
+    """Delete `run` from every table stepscope owns whose rows belong to a run (the
+    registry stepscope_tables; the nightly `history` keeps its rows, and a table stepscope
+    does not own is never touched), in the caller's transaction.
 
     The one statement stepscope builds as text: DuckDB takes no table name as a query
-    parameter and has no relational delete, and the tables are known only from the
-    catalog. The names come from the catalog and are quoted; the run is a parameter."""
-    for table in run_tables(con):
+    parameter and has no relational delete. The names come from the registry and are
+    quoted; the run is a parameter."""
+    for table in schema.owned_run_tables(con):
         con.execute(f"DELETE FROM {quote_identifier(table)} WHERE run = $run", {"run": run})
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from stepscope.ingest.db import connect_write, delete_run_rows, ensure_schema
+from stepscope.ingest.db import connect_write, delete_run_rows
 from stepscope.ingest.errors import (
     Interrupted,
     NothingIngestedError,
@@ -233,7 +233,6 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     with what the database actually holds."""
     stamp = datetime.now(UTC).replace(tzinfo=None)
     try:
-        ensure_schema(con)
         con.execute("BEGIN TRANSACTION")
         _ingest_files(con, run, files[0], result, opts, guard)
         result.nccl_files = ingest_nccl_files(con, run, files[1], result.failures)

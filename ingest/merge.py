@@ -18,32 +18,25 @@ from typing import TypeVar
 
 import duckdb
 
-from stepscope.ingest.db import (
-    connect_write,
-    delete_run_rows,
-    ensure_schema,
-    insert_by_name,
-    run_tables,
-)
+from stepscope.ingest.db import connect_write, delete_run_rows, insert_by_name
 from stepscope.ingest.errors import DatabaseBusyError, UsageError
-from stepscope.ingest.queries import sql
+from stepscope.ingest.queries import transaction
+from stepscope.ingest.runs import run_exists
+from stepscope.ingest.schema import owned_run_tables
 
 T = TypeVar("T")
 
+
 def _copy_run(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Replace `run` in the main database by its rows in the attached `stg` database,
-    through DuckDB's relational API (no SQL text names a table)."""
-    main_tables = set(run_tables(con))
-    for table in run_tables(con, "stg"):
-        if table not in main_tables:  # a derived table the shared file does not have yet
-            con.table(f"stg.{table}").limit(0).create(table)
+    """Replace `run` in the main database by its rows in the attached `stg` database, in
+    every table stepscope owns whose rows belong to a run (both files are at the current
+    schema: the shared one was migrated when opened), through DuckDB's relational API (no
+    SQL text names a table)."""
     delete_run_rows(con, run)
-    for table in run_tables(con, "stg"):
+    for table in owned_run_tables(con):
         staged = con.table(f"stg.{table}")
         insert_by_name(con, table, staged.filter(
             duckdb.ColumnExpression("run") == duckdb.ConstantExpression(run)))
-    for (create_view,) in con.execute(sql("schema/missing_views.sql")).fetchall():
-        con.execute(create_view)  # unqualified names: they resolve in the shared file
 
 
 def merge_run(staging: str | Path, db: str | Path, run: str) -> None:
@@ -51,34 +44,23 @@ def merge_run(staging: str | Path, db: str | Path, run: str) -> None:
     one transaction. Raises DatabaseBusyError when another connection holds `db`."""
     con = connect_write(db)
     try:
-        ensure_schema(con)
         con.execute("ATTACH $path AS stg (READ_ONLY)", {"path": str(staging)})
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             _copy_run(con, run)
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
     finally:
         con.close()
 
 
 def delete_run(db: str | Path, run: str) -> None:
-    """Remove every row of `run` from every table of `db` in one transaction (the
-    nightly `history` keeps its row: it is the job's long-term record)."""
+    """Remove every row of `run` from the tables stepscope owns in one transaction (the
+    nightly `history` keeps its row: it is the job's long-term record; the user's own
+    tables are never touched)."""
     con = connect_write(db)
     try:
-        (known,), = con.execute(sql("runs/exists.sql"), {"run": run}).fetchall()
-        if not known:
+        if not run_exists(con, run):
             raise UsageError(f"{db}: no run named '{run}'")
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             delete_run_rows(con, run)
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
     finally:
         con.close()
 

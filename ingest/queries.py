@@ -9,7 +9,8 @@ as parameters (tests/test_sql_files.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TypeVar, cast
@@ -103,3 +104,15 @@ def as_frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     frame = relation.pl()
     assert isinstance(frame, pl.DataFrame)
     return frame
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN ... COMMIT around the block; ROLLBACK when it raises (Ctrl-C included)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")

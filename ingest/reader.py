@@ -39,6 +39,7 @@ from typing import IO, Any
 import duckdb
 import pyarrow as pa
 
+from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size, max_trace_bytes
 from stepscope.ingest.queries import sql
@@ -414,7 +415,7 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
             raise SkippedTrace(display)
         if cancel is not None:
             cancel.check(display)
-        con = duckdb.connect(":memory:", config={"threads": max(1, int(threads))})
+        con = connect(config={"threads": max(1, int(threads))})
         try:
             with _watching(cancel, con):
                 loaded = _load_events(con, events_file, exact,

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest.db import connect_write
-from stepscope.ingest.queries import run_script, sql
+from stepscope.ingest.queries import run_script, sql, transaction
 
 
 def run_names(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -37,13 +37,8 @@ def relabel_files(db: str | Path, run: str, prefix: str, label: str) -> None:
     read from a temporary folder and listed as 'upload:NAME' (ingest/sql/runs/relabel.sql)."""
     con = connect_write(db)
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             run_script(con, "runs/relabel.sql", {"prefix": prefix, "label": label, "run": run})
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
     finally:
         con.close()
 

@@ -177,7 +177,6 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs)
     con = connect_write(opts.db)
     try:
-        history.ensure_history(con)
         status: Literal["complete", "partial"] = "partial" if result.failures else "complete"
         night = _analyse(con, opts, run, status, list(result.failures))
         history.record(con, night.history_row())

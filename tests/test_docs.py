@@ -14,7 +14,6 @@ import pytest
 from conftest import REPO
 
 import stepscope
-from stepscope.analyzers.history import ensure_history
 from stepscope.cli import build_parser
 from stepscope.commands import COMMANDS
 
@@ -82,9 +81,8 @@ def test_schema_doc_lists_exactly_the_tables_and_columns(
         make_run: Callable[..., Path], tmp_path: Path) -> None:
     db = tmp_path / "fresh.duckdb"
     stepscope.ingest_run(make_run(world_size=2), db=db, run="fresh")
-    con = duckdb.connect(str(db))
+    con = duckdb.connect(str(db), read_only=True)
     try:
-        ensure_history(con)  # written by the first `stepscope nightly`
         rows = con.execute("SELECT table_name, column_name FROM duckdb_columns() "
                            "WHERE NOT internal AND schema_name = 'main'").fetchall()
     finally:

@@ -1,7 +1,8 @@
-"""SQL in one place: every query lives in analyzers/sql/ or ingest/sql/ with a header
-comment. Python holds no query text but one statement: ingest.db.delete_run_rows, whose
-table names come from the catalog (a name cannot be a query parameter, and DuckDB has no
-relational delete), quoted with ingest.db.quote_identifier."""
+"""SQL in one place: every query lives in a domain folder of analyzers/sql/ or ingest/sql/
+with a header comment. Python holds no query text but one statement:
+ingest.db.delete_run_rows, whose table names come from the owned-tables registry
+stepscope_tables (a name cannot be a query parameter, and DuckDB has no relational
+delete), quoted with ingest.db.quote_identifier."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.queries import sql
 
@@ -35,7 +36,7 @@ def read_inspector(path: Path, display: str) -> pa.Table:
             magic = fh.read(2)
     except OSError as exc:
         raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
-    con = duckdb.connect()
+    con = connect()
     try:
         table = con.sql(sql("nccl/inspector_read.sql"), params={
             "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.queries import sql
 
@@ -28,7 +29,7 @@ DTYPE_BYTES = {
 
 
 def read_profiler_dump(path: Path, display: str) -> pa.Table:
-    con = duckdb.connect()
+    con = connect()
     try:
         table = con.sql(sql("nccl/profiler_read.sql"), params={"path": str(path)}
                         ).to_arrow_table()

@@ -1,6 +1,7 @@
 -- Processes of run $run whose Kineto rank and NCCL global rank disagree: the same
 -- (host, pid) under two ranks, or the same rank on two hosts (only where the Kineto host is
--- a real host name, ranks.host_source). Reads ranks, nccl_processes; writes nothing.
+-- a real host name, ranks.host_source; NULL, in rows written before host_source existed,
+-- counts as one). Reads ranks, nccl_processes; writes nothing.
 -- Columns: kineto_rank, nccl_rank, host, pid.
 SELECT k.rank AS kineto_rank, p.global_rank AS nccl_rank, p.host, p.pid
 FROM ranks k JOIN nccl_processes p

@@ -1,6 +1,10 @@
--- stepscope database schema (public API: documented column by column in docs/schema.md).
--- Every table carries `run`; a run is replaced as a whole by re-ingesting it.
--- Times are absolute int64 nanoseconds since the Unix epoch on the clock of the rank's host.
+-- stepscope database schema (public API: documented column by column in docs/schema.md):
+-- the ingest's tables. Every table carries `run`; a run is replaced as a whole by
+-- re-ingesting it. Times are absolute int64 nanoseconds since the Unix epoch on the clock
+-- of the rank's host.
+-- Schema version 1 (migration 1, ingest/schema.py): frozen; a later change is a new
+-- migration in ingest/sql/migrations/. Idempotent (IF NOT EXISTS): a database stamped 1
+-- runs it again to complete its layout. Writes the tables below; no parameters.
 
 CREATE TABLE IF NOT EXISTS schema_info (
     key VARCHAR PRIMARY KEY,
@@ -19,8 +23,6 @@ CREATE TABLE IF NOT EXISTS runs (
     stepscope_version VARCHAR,
     rank_subset VARCHAR          -- `--ranks` as given (canonical), NULL when all ranks
 );
--- Databases written before rank_subset existed.
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS rank_subset VARCHAR;
 
 CREATE TABLE IF NOT EXISTS ranks (
     run VARCHAR,
@@ -172,3 +174,11 @@ CREATE TABLE IF NOT EXISTS collectives (
     work_tid BIGINT,             -- gloo: thread that ran the transfer
     step INTEGER
 );
+
+-- Columns that stepscope builds added while the version stayed 1: a database written
+-- before them gains them here (NULL in its old rows; they are appended last).
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS rank_subset VARCHAR;
+ALTER TABLE ranks ADD COLUMN IF NOT EXISTS host_source VARCHAR;
+ALTER TABLE ranks ADD COLUMN IF NOT EXISTS node_gpus INTEGER;
+ALTER TABLE ranks ADD COLUMN IF NOT EXISTS trace_name VARCHAR;
+ALTER TABLE ranks ADD COLUMN IF NOT EXISTS step_source VARCHAR;

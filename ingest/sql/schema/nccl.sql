@@ -1,6 +1,9 @@
 -- NCCL evidence outside Kineto (documented column by column in docs/schema.md):
 -- PyTorch Flight Recorder dumps (fr_*), NCCL_DEBUG=INFO logs (nccl_*), NCCL Inspector /
 -- profiler-plugin output (nccl_ops). Every table carries `run`.
+-- Schema version 1 (migration 1, ingest/schema.py): frozen; a later change is a new
+-- migration in ingest/sql/migrations/. Idempotent (IF NOT EXISTS): a database stamped 1
+-- runs it again to complete its layout. Writes the tables below; no parameters.
 
 CREATE TABLE IF NOT EXISTS nccl_sources (
     run VARCHAR,

@@ -1,5 +1,9 @@
--- Tables derived by the analyzers at ingest time (documented in docs/schema.md and
--- docs/attribution.md). Replaced per run together with the run's raw tables.
+-- Tables derived by the analyzers at ingest time (analyzers/sql/attribution/attribution.sql;
+-- documented in docs/schema.md and docs/attribution.md), and the views every mean reads.
+-- Replaced per run together with the run's raw tables.
+-- Schema version 1 (migration 1, ingest/schema.py): frozen; a later change is a new
+-- migration in ingest/sql/migrations/. Idempotent (IF NOT EXISTS): a database stamped 1
+-- runs it again to complete its layout. Writes the tables below; no parameters.
 
 CREATE TABLE IF NOT EXISTS recompute_ops (
     run VARCHAR,

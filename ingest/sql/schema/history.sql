@@ -1,5 +1,8 @@
 -- Nightly history: one row per (job, run), kept when the run's traces are pruned
 -- (`stepscope nightly --keep N`). Documented column by column in docs/schema.md.
+-- Schema version 1 (migration 1, ingest/schema.py): frozen; a later change is a new
+-- migration in ingest/sql/migrations/. Idempotent (IF NOT EXISTS): a database stamped 1
+-- runs it again to complete its layout. Writes the tables below; no parameters.
 CREATE TABLE IF NOT EXISTS history (
     job VARCHAR,
     run VARCHAR,
