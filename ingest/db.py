@@ -38,6 +38,9 @@ DUCKDB_MAGIC = b"DUCK"      # bytes 8-11 of every DuckDB database file
 DUCKDB_HEADERS = 3 * 4096   # the file header and two database headers, before block 0
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
+DAMAGED_SIGNS = ("Could not read enough bytes", "not a valid DuckDB database file",
+                 "Corrupt database file", "checksum")
+
 Config = Mapping[str, str | bool | int | float | list[str]]
 
 
@@ -99,6 +102,8 @@ def _closing_on_error(con: duckdb.DuckDBPyConnection, path: Path) -> Iterator[No
         yield
     except duckdb.Error as exc:
         con.close()
+        if isinstance(exc, duckdb.InterruptException):
+            raise
         raise _open_error(path, exc) from None
     except BaseException:
         con.close()
@@ -150,7 +155,8 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
         return DatabaseBusyError(
             f"{db}: the database is locked by another stepscope process "
             "(an ingest in progress?); wait for it to finish or use another --db")
-    if isinstance(exc, duckdb.IOException | duckdb.SerializationException):
+    if isinstance(exc, duckdb.SerializationException) or any(
+            sign in text for sign in DAMAGED_SIGNS):
         return UsageError(f"{db}: not a readable DuckDB file (truncated or damaged: "
                           f"{first[:160]}); restore it from a copy or use another --db")
     return UsageError(f"{db}: cannot open the database ({first})")
