@@ -2,8 +2,8 @@
 standard formulas (docs/advisor.md). No recommendation without evidence, and none whose
 expected gain is under MIN_GAIN of the step.
 
-Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, exposed-a2a-comm, straggler,
-recompute, input-bound, launch-bound.
+Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, exposed-ep-comm,
+exposed-a2a-comm, straggler, recompute, input-bound, launch-bound.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from stepscope.analyzers.model import (
     Straggler,
 )
 from stepscope.analyzers.planner import bubble_theory, zero_state_bytes_per_param
-from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, MODEL_EXCHANGE_ROLES
+from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, EXPERT_ROLES, MODEL_EXCHANGE_ROLES
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
@@ -202,8 +202,42 @@ def exposed_dp_comm(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
+EP_DETAIL = (
+    "Expert parallelism sends each token to its experts (dispatch) and back (combine) on "
+    "a communication stream of its own; the time above is what the step waits for it "
+    "with nothing else to run. Overlap one micro-batch's dispatch/combine with the other "
+    "micro-batch's attention and expert compute, as DualPipe and 1F1B-overlap "
+    "(two-batch overlap) schedules do; give the communication kernels enough SMs but no "
+    "more (DeepEP's num_sms), keep the EP group inside the NVLink domain where the layout "
+    "allows, and check the expert load balance (a rank with more tokens makes every "
+    "other rank wait at each combine).")
+
+
+def exposed_ep_comm(ev: Evidence) -> list[Recommendation]:
+    """Expert-parallel dispatch/combine (DeepEP kernels, EXPERT groups) left exposed."""
+    step = ev.step_ms
+    rows = [c for c in ev.collectives if c.role in EXPERT_ROLES]
+    exposed = sum(c.exposed_ms for c in rows)
+    if step <= 0 or exposed < TRIGGER * step:
+        return []
+    total = sum(c.time_ms for c in rows)
+    compute = ev.breakdown.compute + ev.breakdown.recompute
+    worst = max(rows, key=lambda c: c.exposed_ms)
+    libraries = ", ".join(sorted({c.library for c in rows}))
+    rec = _rec(ev, "exposed-ep-comm",
+               "Hide the EP dispatch/combine under the other micro-batch's compute",
+               EP_DETAIL,
+               f"EP dispatch/combine exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of "
+               f"the step) of {total:.2f} ms/step of token exchange "
+               f"({_pct(total - exposed, total)} hidden under compute; {libraries}): "
+               f"{worst.collective} {worst.group_label} {worst.exposed_ms:.2f} ms exposed",
+               min(exposed, compute))
+    return [rec] if rec else []
+
+
 def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
-    """all_to_all of embedding tables (DLRM) or MoE token dispatch left exposed."""
+    """all_to_all of embedding tables (DLRM) or MoE token dispatch left exposed, when
+    nothing says which (EXPERT groups and EP kernels go to exposed_ep_comm)."""
     step = ev.step_ms
     rows = [c for c in ev.collectives if c.role in MODEL_EXCHANGE_ROLES]
     exposed = sum(c.exposed_ms for c in rows)
@@ -318,8 +352,8 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
-CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_model_exchange, straggler,
-          recompute, input_bound, launch_bound)
+CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_ep_comm,
+          exposed_model_exchange, straggler, recompute, input_bound, launch_bound)
 
 
 def recommendations(ev: Evidence) -> tuple[Recommendation, ...]:

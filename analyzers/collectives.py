@@ -28,6 +28,9 @@ class _StatRow(TypedDict):
     exposed_ms: float
     bus_bw_gbs: float | None
     is_p2p: bool
+    library: str
+    comm_op: str | None
+    comm_role: str | None
 
 
 def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
@@ -47,7 +50,11 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
         measured_bus_bw_gbs=inspector.get((row["collective"], row["group_label"])),
         link=link, link_source=link_source, link_peak_gbs=peak,
-        link_utilization=bw / peak if bw is not None and peak else None)
+        link_utilization=bw / peak if bw is not None and peak else None,
+        library=row["library"], op=row["comm_op"],
+        # the communication-kernel table says what the traffic is for (DeepEP: experts)
+        role=row["comm_role"] or "unknown",
+        role_source="kernel_table" if row["comm_role"] else "guess")
 
 
 def collective_stats(ctx: RunContext,

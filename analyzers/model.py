@@ -183,7 +183,9 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     link_peak_gbs: float | None
     link_utilization: float | None
     role: str = "unknown"               # what it is for (analyzers/roles.py)
-    role_source: str = "guess"          # label (group description) | guess
+    role_source: str = "guess"          # label (group description) | kernel_table | guess
+    library: str = "nccl"               # nccl | rccl | gloo | deepep | torch_symm_mem | ...
+    op: str | None = None               # the library's operation (dispatch, combine, ...)
 
 
 class Recommendation(Model, frozen=True, kw_only=True):

@@ -46,7 +46,8 @@ def report_from_context(ctx: RunContext) -> Report:
         step_time_ms=attr.step_time_ms, breakdown_ms=attr.breakdown_ms,
         per_rank=attr.per_rank, per_step=attr.per_step,
         stragglers=late, pipeline=pipe, collective_matching=methods,
-        notes=notes(ctx, methods) + coverage_notes(ctx), mfu=mfu, collectives=stats,
+        notes=notes(ctx, methods) + shape_notes(ctx) + coverage_notes(ctx), mfu=mfu,
+        collectives=stats,
         recommendations=recommendations(gather(ctx, pipe, late, mfu, stats)),
         nccl=build_nccl_section(ctx.con, ctx.run))
 
@@ -69,6 +70,32 @@ def notes(ctx: RunContext, methods: dict[str, int]) -> tuple[str, ...]:
         out.append(
             f"{methods['step_order']} collective calls had no process-group metadata; they "
             "were matched across ranks by collective name and order within the step")
+    return tuple(out)
+
+
+def shape_notes(ctx: RunContext) -> tuple[str, ...]:
+    """How communication kernels of other libraries and CUDA/HIP graphs were read."""
+    out = []
+    for library, calls, matched in ctx.con.execute(sql("report/comm_kernels.sql"),
+                                                   {"run": ctx.run}).fetchall():
+        how = ("matched across ranks by their order within the step on their group"
+               if matched == calls else
+               f"{calls - matched} not matched across ranks (no sequence number, and their "
+               "group could not be told or not every member of it was traced): their wait "
+               "for a late rank counts as exposed communication")
+        out.append(f"{calls} {library} kernel calls counted as communication "
+                   f"(communication-kernel table); {how}")
+    (graph_steps, cpu_steps, graph_ops), = ctx.con.execute(sql("report/graph_steps.sql"),
+                                                          {"run": ctx.run}).fetchall()
+    if graph_steps and graph_ops:
+        out.append(f"{graph_steps} rank step(s) launched CUDA/HIP graphs: the {graph_ops} GPU "
+                   "ops that carry a graph launch's correlation id count for the step that "
+                   "launched it")
+    if cpu_steps:
+        out.append(f"{cpu_steps} rank step(s) launched a graph that no GPU op is linked to: "
+                   "the GPU side of those steps is missing from the trace, so each takes its "
+                   "CPU step as the window (window_source cpu_step), with the unlinked GPU "
+                   "ops that start inside it")
     return tuple(out)
 
 

@@ -1,7 +1,9 @@
 """What each collective is for (docs/advisor.md, "Collective roles"), so that advice fits.
 
-Megatron-style group descriptions say it outright (`role_source = label`). Without them the
-role is guessed from the op and its group (`role_source = guess`):
+Megatron-style group descriptions say it outright (`role_source = label`), and so do the
+kernels of the communication-kernel table that carry a role (DeepEP dispatch/combine:
+expert_exchange; `role_source = kernel_table`). Without them the role is guessed from the
+op and its group (`role_source = guess`):
 
 * send / recv                                  -> pipeline (stage-to-stage activations);
 * all_to_all                                   -> embedding_or_expert_exchange (DLRM
@@ -33,7 +35,10 @@ LABELS = (
 )
 # Roles whose exposed time the data-parallel advice is about.
 DATA_PARALLEL_ROLES = frozenset({"dp_gradients", "fsdp_shards", "dp_param_gather"})
-MODEL_EXCHANGE_ROLES = frozenset({"embedding_or_expert_exchange", "expert_exchange"})
+# all_to_all whose purpose is not known (DLRM embeddings or MoE tokens): exposed-a2a-comm.
+MODEL_EXCHANGE_ROLES = frozenset({"embedding_or_expert_exchange"})
+# Expert-parallel token dispatch/combine (EXPERT groups, DeepEP kernels): exposed-ep-comm.
+EXPERT_ROLES = frozenset({"expert_exchange"})
 
 
 def _from_label(row: CollectiveStat) -> str | None:
@@ -82,6 +87,9 @@ def assign_roles(rows: tuple[CollectiveStat, ...], world: int,
     fsdp = _fsdp_pattern(rows)
     out = []
     for row in rows:
+        if row.role_source == "kernel_table":  # the kernel's library says it
+            out.append(row)
+            continue
         labelled = _from_label(row)
         out.append(msgspec.structs.replace(
             row, role=labelled or _guess(row, fsdp, world, layout),

@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from stepscope.ingest.comm_kernels import CommPattern
 from stepscope.ingest.db import connect_write, delete_run_rows
 from stepscope.ingest.errors import (
     Interrupted,
@@ -114,14 +115,29 @@ def _json(value: Any) -> str | None:
         return None
 
 
+def _device_props(device: int | None,
+                  listed: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The deviceProperties entry of the rank's GPU: the one whose id is the GPU events'
+    device, else, when every GPU the node lists has the same name, the first of them (a
+    trace without GPU ops takes the only entry when there is one).
+    On ROCm the GPU events' device is the HSA agent, numbered after the CPU agents (GPU 0
+    of a two-socket host is device 2), so it need not be an id of the list; the name and
+    properties are right whichever of identical GPUs it is."""
+    props = next((p for p in listed if p.get("id") == device), None)
+    if props is None and device is None and len(listed) == 1:
+        return listed[0]
+    if props is None and device is not None and listed \
+            and len({str(p.get("name")) for p in listed}) == 1:
+        props = listed[0]
+    return props
+
+
 def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]:
     """The `ranks` row of a file, every value of its column's type (checked here, since
     a failed INSERT would abort the whole run)."""
     info = t.distributed_info or {}
     device = t.summary.device
-    props = next((p for p in t.device_properties if p.get("id") == device), None)
-    if props is None and device is None and len(t.device_properties) == 1:
-        props = t.device_properties[0]
+    props = _device_props(device, t.device_properties)
     unknown = sorted(
         {k for k in t.category_counts if ":" not in k}
         - KNOWN_EVENT_CATEGORIES - KNOWN_IGNORED_CATEGORIES
@@ -170,6 +186,7 @@ def ingest(
     executor: str = "auto",
     ranks: RankSet | None = None,
     stage_dir: str | Path | None = None,
+    comm_kernels: tuple[CommPattern, ...] | None = None,
 ) -> IngestResult:
     """Ingest the traces of every rank of one run; replaces a run of the same name.
 
@@ -181,7 +198,8 @@ def ingest(
     'process', 'ray' or 'ray://ADDRESS'; ingest/executors.py) with `jobs` in parallel,
     handing its tables over as Parquet files in a private folder under `stage_dir`
     (default: the temp folder; with Ray on several machines, storage they all see).
-    `ranks` keeps only those ranks (the run records the subset).
+    `ranks` keeps only those ranks (the run records the subset). `comm_kernels` are the
+    communication-kernel patterns to read kernels with (default: the bundled table).
 
     Raises UsageError for bad arguments, NothingIngestedError when no file could be
     read (or, with strict, when any file failed); the database is then unchanged.
@@ -206,7 +224,7 @@ def ingest(
         try:
             _transaction(con, run_name, [str(p) for p in paths], (traces.files, nccl), result,
                          _Options(strict, jobs, progress, after_load, limit, step_marker,
-                                  executor, ranks, stage_dir),
+                                  executor, ranks, stage_dir, comm_kernels),
                          guard)
         finally:
             con.close()
@@ -224,6 +242,7 @@ class _Options:
     executor: str = "auto"
     ranks: RankSet | None = None
     stage_dir: str | Path | None = None
+    comm_kernels: tuple[CommPattern, ...] | None = None
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
@@ -289,7 +308,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[Trac
     with _stage_folder(opts.stage_dir) as stage:
         tasks = [RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)),
                           len(files), step_marker=opts.step_marker, max_bytes=opts.limit,
-                          ranks=opts.ranks)
+                          ranks=opts.ranks, comm_kernels=opts.comm_kernels)
                  for i, tf in enumerate(files)]
         batch = _Batch(con, run, stage / "batch")
         for done, outcome in enumerate(executor.run(tasks), start=1):

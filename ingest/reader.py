@@ -39,6 +39,7 @@ from typing import IO, Any
 import duckdb
 import pyarrow as pa
 
+from stepscope.ingest.comm_kernels import CommPattern, comm_patterns, pattern_rows
 from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size, max_trace_bytes
@@ -386,13 +387,16 @@ def _write_events_file(mm: mmap.mmap, copy: Path | None, start: int, end: int, t
 def read_trace(path: Path, display: str | None = None, threads: int = 1,
                step_marker: str | None = None, max_bytes: int | None = None,
                cancel: CancelToken | None = None, stage_dir: Path | None = None,
-               keep: KeepFn | None = None) -> RankTables:
+               keep: KeepFn | None = None,
+               comm_kernels: tuple[CommPattern, ...] | None = None) -> RankTables:
     """Parse one Kineto trace file (``.json`` or ``.json.gz``) into rank tables.
 
     `step_marker` names an annotation whose calls are the steps (before ProfilerStep#N;
     docs/attribution.md, "Steps"). With `stage_dir`, the tables are written there as
     Parquet (`table_files`) instead of returned in memory. `keep(distributed_info)` is
     asked before the events are parsed; False skips the file (raises SkippedTrace).
+    `comm_kernels` are the communication-kernel patterns (ingest/comm_kernels.py; default:
+    the bundled table).
 
     Raises TraceFileError with a one-line problem for anything that is not a readable
     Kineto trace; `max_bytes` caps the JSON text (default: ingest.limits).
@@ -419,7 +423,8 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         try:
             with _watching(cancel, con):
                 loaded = _load_events(con, events_file, exact,
-                                      (base_ns, distributed, step_marker), display, stage_dir)
+                                      (base_ns, distributed, step_marker), display, stage_dir,
+                                      comm_kernels or comm_patterns())
         finally:
             con.close()
     props = meta.get("deviceProperties")
@@ -462,11 +467,13 @@ class _Loaded:
 
 def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
                  meta: tuple[int | None, dict[str, Any] | None, str | None],
-                 display: str, stage_dir: Path | None) -> _Loaded:
+                 display: str, stage_dir: Path | None,
+                 comm_kernels: tuple[CommPattern, ...]) -> _Loaded:
     """Read the events file into the rank tables; meta = (base ns, distributedInfo,
     step marker). The tables come back in memory, or as Parquet files in `stage_dir`."""
     base_ns, distributed, step_marker = meta
     con.execute(sql("read/macros.sql"))
+    con.execute(sql("read/comm_patterns.sql"), {"patterns": pattern_rows(comm_kernels)})
     try:
         con.execute(sql("read/read_events.sql"), {"path": str(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})

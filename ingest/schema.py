@@ -43,6 +43,9 @@ MIGRATIONS = (
               "the ingest's, the NCCL, the derived and the history tables"),
     Migration(2, ("migrations/0002_owned_tables.sql",),
               "stepscope_tables, the registry of the tables stepscope owns"),
+    Migration(3, ("migrations/0003_comm_graphs.sql",),
+              "communication kernels' library, op and role; CUDA/HIP graph ids and links; "
+              "the step window's source"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

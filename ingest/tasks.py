@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stepscope.ingest.comm_kernels import CommPattern
 from stepscope.ingest.errors import TraceFileError, as_file_error
 from stepscope.ingest.ranksets import MAX_RANK, RankSet
 from stepscope.ingest.reader import CancelToken, RankTables, SkippedTrace, read_trace
@@ -33,6 +34,7 @@ class RankTask:
     step_marker: str | None = None
     max_bytes: int | None = None
     ranks: RankSet | None = None
+    comm_kernels: tuple[CommPattern, ...] | None = None  # None: the bundled table
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ def run_rank_task(task: RankTask, cancel: CancelToken | None = None) -> Outcome:
         stage.mkdir(parents=True, exist_ok=True)
         tables = read_trace(Path(task.path), task.display, threads=task.threads,
                             step_marker=task.step_marker, max_bytes=task.max_bytes,
-                            cancel=cancel, stage_dir=stage, keep=_keeper(task))
+                            cancel=cancel, stage_dir=stage, keep=_keeper(task),
+                            comm_kernels=task.comm_kernels)
         rank, source = resolve_rank(tables.distributed_info, task.display, task.n_files)
         return RankParsed(task.index, rank, source, tables)
     except SkippedTrace:

@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# sim_shapes (the shapes of issue 20) imports this module; running as a script, share it
+sys.modules.setdefault("simulate_gpu", sys.modules[__name__])
+
 BASE_NS = 1_767_189_312_000_000_000  # a trimonth boundary, like Kineto's base
 CATEGORIES = ("compute", "recompute", "exposed_comm", "straggler_wait", "bubble", "memory",
               "idle")
@@ -72,6 +75,14 @@ class Config:
     host_naming: str = "host_name"  # host_name | tensorboard ({host}_{pid}.{ms}.pt.trace.json.gz)
     p2p_meta: str = "2.4"  # "2.4": Dst/Src Rank (global); "2.3": Rank = peer's group rank
     step_marker: str = "ProfilerStep"  # ProfilerStep | train_step (record_function) | none
+    # shapes of issue 20 (sample_traces/sim_shapes.py): megatron | moe_ep | graph
+    shape: str = "megatron"
+    host_ms: float = 0.0            # CPU time at the start of a step before any launch
+    graph_link: str = "correlation"  # graph kernels carry the launch's correlation | none
+    runtime: str = "cuda"            # cuda | hip (API names, ROCm metadata)
+    device_offset: int = 0           # GPU events' device = local GPU + this (ROCm agents)
+    device_props: int | None = None  # deviceProperties entries (default gpus_per_node)
+    ep_imbalance: float = 0.0        # MoE: expert time of rank r is x (1 + r * this)
 
     @property
     def world(self) -> int:
@@ -111,6 +122,19 @@ SETS: dict[str, Config] = {
     # steps annotated with record_function("train_step"), no ProfilerStep#N.
     "no_profilerstep": Config("no_profilerstep", tp=2, pp=1, dp=2, microbatches=4,
                               step_marker="train_step"),
+    # issue 20 (sample_traces/sim_shapes.py): MoE EP 4 with DeepEP kernels on their own
+    # stream, two micro-batches overlapped, uneven expert load;
+    "moe_ep": Config("moe_ep", shape="moe_ep", tp=1, pp=1, dp=4, gpus_per_node=4,
+                     layers_per_stage=2, steps=3, ep_imbalance=0.05),
+    # an inference decode step (TP 2, custom all-reduce) replayed as a CUDA graph;
+    "cuda_graph": Config("cuda_graph", shape="graph", tp=2, pp=1, dp=1, gpus_per_node=2,
+                         layers_per_stage=12, steps=3, host_ms=4.0, ep_imbalance=0.1),
+    # the same on ROCm as HIP graph whose kernels the trace does not link to the launch;
+    # one GPU visible (deviceProperties lists it as id 0, its events say device 2).
+    "hip_graph": Config("hip_graph", shape="graph", tp=1, pp=1, dp=1, gpus_per_node=8,
+                        device_props=1, layers_per_stage=12, steps=3, host_ms=4.0,
+                        runtime="hip", device_offset=2, graph_link="none",
+                        device_name="AMD Instinct MI300X", truth_peak_tflops=1307.4),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {
@@ -338,13 +362,17 @@ def simulate(cfg: Config) -> tuple[dict[int, list[Op]], dict[int, list[tuple[int
     step_spans: dict[int, list[tuple[int, int]]] = {r: [] for r in range(cfg.world)}
     cpu_ready = dict.fromkeys(range(cfg.world), 10_000_000)
     for step in range(1, cfg.steps + 1):
-        progs = {r: build_program(cfg, r, step) for r in range(cfg.world)}
+        progs = {r: program_builder(cfg)(cfg, r, step) for r in range(cfg.world)}
         step_start = dict(cpu_ready)
         for r, ops in progs.items():
-            t = step_start[r] + int(cfg.host_gap_ms * 1e6) + 20_000
+            t = step_start[r] + int((cfg.host_gap_ms + cfg.host_ms) * 1e6) + 20_000
+            graph_launch = t
             for op in ops:
+                if op.cpu.get("graph") and not op.cpu.get("graph_first"):
+                    op.launch_ns = graph_launch  # replayed by the one graph launch
+                    continue
                 t += 12_000 if op.kind != "kernel" else 8_000  # CPU time per launch
-                op.launch_ns = t
+                op.launch_ns = graph_launch = t
         _run_gpu(progs)
         for r, ops in progs.items():
             end = max(op.end for op in ops if op.end is not None)
@@ -388,9 +416,19 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
 
 
 # ------------------------------------------------------------------ ground truth
-def ground_truth(cfg: Config, programs: dict[int, list[Op]],
-                 quantum: int) -> dict[str, Any]:
-    """Attribution per rank and step from the simulator's own intervals (docs/attribution.md)."""
+def program_builder(cfg: Config) -> Any:
+    """build_program, or the builder of one of sim_shapes' shapes."""
+    if cfg.shape == "megatron":
+        return build_program
+    import sim_shapes
+    return sim_shapes.BUILDERS[cfg.shape]
+
+
+def ground_truth(cfg: Config, programs: dict[int, list[Op]], quantum: int,
+                 spans: dict[int, list[tuple[int, int]]] | None = None) -> dict[str, Any]:
+    """Attribution per rank and step from the simulator's own intervals (docs/attribution.md).
+    Graph launches the trace does not link to their kernels (graph_link none) make every
+    window the CPU step (`spans`)."""
     per_rank = {}
     for r, ops in programs.items():
         ivs: list[tuple[int, int, int]] = []
@@ -414,6 +452,8 @@ def ground_truth(cfg: Config, programs: dict[int, list[Op]],
         for k in steps:
             has_next = k + 1 in first
             ws, we = first[k], first[k + 1] if has_next else last[k]
+            if cfg.graph_link == "none" and spans is not None:  # window_source cpu_step
+                ws, we = (_q(t, quantum) for t in spans[r][k - 1])
             rows.append({"step": k, "has_successor": has_next, "window_start_ns": ws,
                          "window_end_ns": we, **_sweep(ivs, ws, we)})
         per_rank[str(r)] = rows
@@ -711,6 +751,13 @@ class TraceWriter:
         return doc
 
 
+def writer_class(cfg: Config) -> type[TraceWriter]:
+    if cfg.shape == "megatron":
+        return TraceWriter
+    import sim_shapes
+    return sim_shapes.ShapesWriter
+
+
 def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
     _INSTANCES.clear()
     programs, spans = simulate(cfg)
@@ -718,7 +765,7 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     quantum = 1000 if cfg.ts_style == "int_us" else 1
     for r, ops in programs.items():
-        w = TraceWriter(cfg, r)
+        w = writer_class(cfg)(cfg, r)
         w.events.append({"ph": "M", "name": "thread_name", "pid": w.pid, "tid": w.tid,
                          "args": {"name": f"thread {w.tid} (python)"}})
         for k, (s, e) in enumerate(spans[r], start=1):
@@ -738,7 +785,7 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         del w
     (out / "model.json").write_text(json.dumps(model_spec(cfg), indent=1) + "\n")
     if truth:
-        facts = ground_truth(cfg, programs, quantum)
+        facts = ground_truth(cfg, programs, quantum, spans)
         facts["mfu"] = mfu_truth(cfg, programs, facts)
         facts["config"] = dict(vars(cfg))
         facts["world_size"] = cfg.world

@@ -46,15 +46,19 @@ def ingest_run(
     executor: str = "auto",
     ranks: str | RankSet | None = None,
     stage_dir: str | Path | None = None,
+    comm_kernels: str | Path | None = None,
 ) -> IngestResult:
     """Ingest every rank's traces (files, directories, archives) as one run, then
     compute its step-time attribution in the same transaction. `step_marker` names the
     annotation whose calls are the steps (default: ProfilerStep#N, then the fallbacks of
     docs/attribution.md, "Steps"). `max_bytes` caps each trace's JSON text (default
     $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits"). `executor`, `ranks` ('0-63,512')
-    and `stage_dir` choose where the per-rank tasks run and which ranks (docs/scale.md)."""
+    and `stage_dir` choose where the per-rank tasks run and which ranks (docs/scale.md).
+    `comm_kernels` is a JSON file of communication-kernel patterns read before the bundled
+    table (docs/attribution.md, "Communication kernels that are not NCCL")."""
     from stepscope.analyzers.attribution import materialize
     from stepscope.ingest import ingest as _ingest
+    from stepscope.ingest.comm_kernels import comm_patterns
     from stepscope.ingest.ranksets import parse_ranks
 
     if isinstance(paths, (str, Path)):
@@ -62,7 +66,8 @@ def ingest_run(
     subset = parse_ranks(ranks) if isinstance(ranks, str) else ranks
     return _ingest(list(paths), db=db, run=run, strict=strict, jobs=jobs, progress=progress,
                    after_load=materialize, step_marker=step_marker, max_bytes=max_bytes,
-                   executor=executor, ranks=subset, stage_dir=stage_dir)
+                   executor=executor, ranks=subset, stage_dir=stage_dir,
+                   comm_kernels=comm_patterns(comm_kernels))
 
 
 def open(db: str | Path = _DEFAULT_DB) -> Store:  # noqa: A001 - the API's name

@@ -58,6 +58,7 @@ class NightlyOptions:
     dtype: str | None = None  # None: inferred from the traces
     keep: int | None = None
     jobs: int | None = None
+    comm_kernels: Path | None = None  # --comm-kernels: patterns before the bundled table
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,8 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     run = opts.run or default_run_name(opts.job, opts.paths)
     out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
     _prepare_out_dir(out_dir)
-    result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs)
+    result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs,
+                        comm_kernels=opts.comm_kernels)
     con = connect_write(opts.db)
     try:
         status: Literal["complete", "partial"] = "partial" if result.failures else "complete"

@@ -62,15 +62,20 @@ def _both_note(target: str | Path, db: str | Path) -> tuple[str, ...]:
 
 @contextmanager
 def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
-                step_marker: str | None = None, avoid_name: str | None = None
-                ) -> Iterator[Target]:
+                step_marker: str | None = None, avoid_name: str | None = None,
+                comm_kernels: str | Path | None = None) -> Iterator[Target]:
     """Open a run by name in `db`, or ingest a trace path into a temporary database (the
-    run is named after the path; `avoid_name` gets '-b' appended when they clash)."""
+    run is named after the path; `avoid_name` gets '-b' appended when they clash).
+    `step_marker` and `comm_kernels` apply to that ingest (ingest_run)."""
     if not is_path(target, db):
         if step_marker:
             raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the "
                              f"run: stepscope ingest PATH --run {target} --step-marker "
                              f"{step_marker}")
+        if comm_kernels:
+            raise UsageError(f"--comm-kernels applies when ingesting traces; re-ingest the "
+                             f"run: stepscope ingest PATH --run {target} --comm-kernels "
+                             f"{comm_kernels}")
         with Store(db) as store:
             store.require_run(str(target))
             yield Target(store, str(target))
@@ -83,7 +88,8 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
 
     with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
         scratch = Path(tmp) / f"{name}.duckdb"
-        result = ingest_run([target], db=scratch, run=name, step_marker=step_marker)
+        result = ingest_run([target], db=scratch, run=name, step_marker=step_marker,
+                            comm_kernels=comm_kernels)
         with Store(scratch) as store:
             yield Target(store, name, tuple(result.failures), notes)
 
@@ -108,20 +114,23 @@ class BuiltDiff(Built):
 
 def report(target: str | Path, db: str | Path = DEFAULT_DB,
            options: ReportOptions | None = None,
-           step_marker: str | None = None) -> BuiltReport:
+           step_marker: str | None = None,
+           comm_kernels: str | Path | None = None) -> BuiltReport:
     """The report of a run or of a trace path."""
-    with open_target(target, db, step_marker=step_marker) as t:
+    with open_target(target, db, step_marker=step_marker, comm_kernels=comm_kernels) as t:
         model = report_from_context(run_context(t.store.con, t.run, options))
         return BuiltReport(failures=t.failures, notes=t.notes, report=model)
 
 
 def diff(target_a: str | Path, target_b: str | Path, db: str | Path = DEFAULT_DB,
-         options: ReportOptions | None = None, step_marker: str | None = None) -> BuiltDiff:
+         options: ReportOptions | None = None, step_marker: str | None = None,
+         comm_kernels: str | Path | None = None) -> BuiltDiff:
     """Why run B differs from run A (each a run in `db` or a trace path)."""
     if str(target_a) == str(target_b):
         raise UsageError("RUN_A and RUN_B are the same; pass two runs or two trace paths")
-    with open_target(target_a, db, step_marker=step_marker) as a, \
-            open_target(target_b, db, step_marker=step_marker, avoid_name=a.run) as b:
+    with open_target(target_a, db, step_marker=step_marker, comm_kernels=comm_kernels) as a, \
+            open_target(target_b, db, step_marker=step_marker, avoid_name=a.run,
+                        comm_kernels=comm_kernels) as b:
         ra = report_from_context(run_context(a.store.con, a.run, options))
         rb = report_from_context(run_context(b.store.con, b.run, options))
         model = build_diff(ra, rb, op_times(a.store.con, a.run), op_times(b.store.con, b.run))

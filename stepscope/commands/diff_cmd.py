@@ -9,7 +9,7 @@ from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.commands._targets import print_remarks
-from stepscope.commands.ingest_cmd import add_step_marker
+from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
 from stepscope.dashboard.render_diff import diff_json, diff_markdown
 from stepscope.dashboard.render_html import diff_html
 from stepscope.ingest import DEFAULT_DB
@@ -35,12 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", type=output_file,
                    help="write the diff here instead of stdout (its folder must exist)")
     add_step_marker(p)
+    add_comm_kernels(p)
 
 
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
-    built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker)
+    built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker,
+                   comm_kernels=args.comm_kernels)
     print_remarks(built)
     write_output(RENDERERS[args.format](built.diff), args.out)
     return EXIT_PARTIAL if built.failures else EXIT_OK

@@ -51,6 +51,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="ingest each subdirectory of each PATH as its own run, named after it")
     p.add_argument("--quiet", action="store_true", help="print errors only")
     add_step_marker(p)
+    add_comm_kernels(p)
+
+
+def add_comm_kernels(p: argparse.ArgumentParser) -> None:
+    """`--comm-kernels FILE`, shared by the commands that ingest."""
+    p.add_argument("--comm-kernels", metavar="FILE", type=Path, default=None,
+                   help="JSON file of communication-kernel patterns (kernels of libraries "
+                        "other than NCCL, e.g. an in-house all-to-all), read before the "
+                        "bundled table; format in docs/attribution.md")
 
 
 def add_step_marker(p: argparse.ArgumentParser) -> None:
@@ -150,7 +159,8 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
             result = ingest_run(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
                             progress=progress, step_marker=args.step_marker,
                             max_bytes=args.max_trace_size, executor=args.executor,
-                            ranks=args.ranks, stage_dir=args.stage_dir)
+                            ranks=args.ranks, stage_dir=args.stage_dir,
+                            comm_kernels=args.comm_kernels)
         except NothingIngestedError as exc:
             if len(jobs) == 1:
                 raise

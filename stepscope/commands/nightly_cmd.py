@@ -13,7 +13,9 @@ from pathlib import Path
 from stepscope.analyzers.checks import metric_catalog, parse_threshold
 from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.peaks import DTYPES
+from stepscope.commands.ingest_cmd import add_comm_kernels
 from stepscope.ingest import DEFAULT_DB
+from stepscope.ingest.comm_kernels import load_user_table
 from stepscope.nightly import NightlyOptions, run_nightly
 from stepscope.validate import JOBS, PEAK_TFLOPS, integer
 
@@ -50,16 +52,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="which peak of the table to use (default: inferred from the traces)")
     p.add_argument("--jobs", type=JOBS, default=None, help="files parsed in parallel (1-1024)")
     p.add_argument("--quiet", action="store_true", help="print failures only")
+    add_comm_kernels(p)
 
 
 def run(args: argparse.Namespace) -> int:
     thresholds = [parse_threshold(e) for e in args.fail_if]  # usage errors before any work
     spec = load_spec(args.model) if args.model else None
+    if args.comm_kernels:
+        load_user_table(args.comm_kernels)  # a bad file is a usage error before any work
     outcome = run_nightly(NightlyOptions(
         paths=args.paths, job=args.job, db=args.db, run=args.run, out_dir=args.out_dir,
         baseline=args.baseline, thresholds=thresholds, allow_missing=args.allow_missing,
         spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype, keep=args.keep,
-        jobs=args.jobs))
+        jobs=args.jobs, comm_kernels=args.comm_kernels))
     night = outcome.night
     for file, problem in night.failed_files:
         print(f"error: {file}: {problem}", file=sys.stderr)

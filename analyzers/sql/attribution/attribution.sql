@@ -35,14 +35,68 @@ DELETE FROM recompute_ops WHERE run = $run;
 INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree WHERE is_rc;
 
 -- ------------------------------------------------------------------ collective matching
+-- Kernels of the communication-kernel table (source comm_kernel: DeepEP, custom
+-- all-reduce, ...) carry no sequence number and no group. Their group, per rank and role:
+-- a process group whose description names the role (EXPERT: expert_exchange, TENSOR:
+-- tensor_parallel), else the rank's only group of several ranks when it spans the job.
+CREATE OR REPLACE TEMP TABLE a_lib_groups AS
+WITH member AS (
+    SELECT DISTINCT r.rank, r.world_size, p.pg_desc, list_sort(p.ranks) AS members
+    FROM ranks r JOIN process_groups p ON p.run = r.run AND list_contains(p.ranks, r.rank)
+    WHERE r.run = $run AND len(p.ranks) > 1
+), markers(role, marker) AS (
+    VALUES ('expert_exchange', 'EXPERT'), ('tensor_parallel', 'TENSOR')
+), labelled AS (
+    SELECT m.rank, k.role, any_value(m.members) AS members
+    FROM member m JOIN markers k ON upper(coalesce(m.pg_desc, '')) LIKE '%' || k.marker || '%'
+    GROUP BY m.rank, k.role HAVING count(DISTINCT m.members) = 1
+), only_one AS (
+    SELECT rank, any_value(members) AS members FROM member GROUP BY rank
+    HAVING count(DISTINCT members) = 1 AND len(any_value(members)) = max(world_size)
+), roles AS (
+    SELECT DISTINCT rank, coalesce(comm_role, '') AS role FROM collectives
+    WHERE run = $run AND source = 'comm_kernel'
+)
+SELECT r.rank, r.role, coalesce(l.members, o.members) AS members
+FROM roles r
+LEFT JOIN labelled l ON l.rank = r.rank AND l.role = r.role
+LEFT JOIN only_one o ON o.rank = r.rank;
+
+-- One instance of such kernels: (group, library, op, step, order of the call on the rank
+-- within the step), only where every member of the group traced the step with the same
+-- number of these calls; anything else stays unmatched (never a guess).
+CREATE OR REPLACE TEMP TABLE a_lib_calls AS
+WITH calls AS (
+    SELECT c.rank, c.coll_id, c.library, c.comm_op, c.step, g.members,
+        array_to_string(g.members, ',') AS gkey,
+        row_number() OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step
+                           ORDER BY c.work_start_ns, c.coll_id) AS k,
+        count(*) OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step) AS n
+    FROM collectives c
+    JOIN a_lib_groups g ON g.rank = c.rank AND g.role = coalesce(c.comm_role, '')
+    WHERE c.run = $run AND c.source = 'comm_kernel' AND g.members IS NOT NULL
+      AND c.step IS NOT NULL AND c.work_start_ns IS NOT NULL AND NOT c.is_p2p
+      AND c.collective NOT IN ('barrier', 'wait', 'unknown')
+), families AS (
+    SELECT gkey, library, comm_op, step
+    FROM (SELECT DISTINCT gkey, members, rank, library, comm_op, step, n FROM calls)
+    GROUP BY gkey, library, comm_op, step
+    HAVING count(DISTINCT rank) = len(any_value(members)) AND min(n) = max(n)
+)
+SELECT c.rank, c.coll_id,
+    'lib ' || c.library || ' ' || c.comm_op || ' g ' || c.gkey || ' step ' || c.step
+        || ' #' || c.k AS instance_key
+FROM calls c JOIN families f USING (gkey, library, comm_op, step);
+
 -- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
 -- group's calls on the rank); without group metadata, (collective, step, order within
--- the step). Barriers and waits are not matched.
+-- the step); communication-kernel rows as above. Barriers and waits are not matched.
 CREATE OR REPLACE TEMP TABLE a_coll AS
 SELECT
     c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
     c.work_end_ns - c.work_start_ns AS dur_ns,
     CASE
+        WHEN c.source = 'comm_kernel' THEN lc.instance_key
         WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN NULL
         WHEN c.nccl_seq IS NOT NULL
             THEN 'pg ' || c.pg_name || ' seq ' || c.nccl_seq || CASE WHEN c.is_p2p THEN ' p2p' ELSE '' END
@@ -54,12 +108,16 @@ SELECT
                                    ORDER BY coalesce(c.cpu_start_ns, c.work_start_ns), c.coll_id)
     END AS instance_key,
     CASE
+        WHEN c.source = 'comm_kernel'
+            THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order' ELSE 'unmatched' END
         WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
         WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
         WHEN c.pg_name IS NOT NULL THEN 'group_order'
         ELSE 'step_order'
     END AS match_method
-FROM collectives c WHERE c.run = $run;
+FROM collectives c
+LEFT JOIN a_lib_calls lc ON lc.rank = c.rank AND lc.coll_id = c.coll_id
+WHERE c.run = $run;
 
 CREATE OR REPLACE TEMP TABLE a_waits AS
 WITH inst AS (
@@ -122,20 +180,30 @@ SELECT rank, s, e, cat FROM cpu_self_time($run, (
 -- ------------------------------------------------------------------ step windows
 -- GPU: from the first GPU start of the ops launched in step k to that of step k+1; the
 -- last step ends at the last GPU end of its own ops. CPU: the same on ProfilerStep starts.
+-- A GPU step whose graph launch no GPU op is linked to (its GPU side is visibly missing)
+-- takes its CPU step as the window instead (window_source 'cpu_step').
 CREATE OR REPLACE TEMP TABLE a_windows AS
 WITH s AS (
     SELECT st.rank, st.step, tl.timeline,
-        CASE WHEN tl.timeline = 'gpu' THEN st.gpu_start_ns ELSE st.start_ns END AS ws,
-        CASE WHEN tl.timeline = 'gpu' THEN st.gpu_end_ns ELSE st.end_ns END AS own_end
+        CASE WHEN tl.timeline = 'cpu' THEN 'cpu'
+             WHEN coalesce(st.graph_launches_unlinked, 0) > 0 THEN 'cpu_step'
+             ELSE 'gpu' END AS window_source,
+        st.gpu_start_ns, st.gpu_end_ns, st.start_ns, st.end_ns
     FROM steps st JOIN a_timeline tl ON tl.rank = st.rank
     WHERE st.run = $run
+), e AS (
+    SELECT *,
+        CASE WHEN window_source = 'gpu' THEN gpu_start_ns ELSE start_ns END AS ws,
+        CASE WHEN window_source = 'gpu' THEN gpu_end_ns ELSE end_ns END AS own_end
+    FROM s
 ), n AS (
     SELECT *, lead(ws) OVER (PARTITION BY rank ORDER BY step) AS next_ws,
               lead(step) OVER (PARTITION BY rank ORDER BY step) AS next_step
-    FROM s WHERE ws IS NOT NULL
+    FROM e WHERE ws IS NOT NULL
 )
-SELECT rank, step, timeline, ws AS window_start_ns,
-    CASE WHEN next_ws IS NOT NULL AND next_step = step + 1 THEN next_ws ELSE own_end END
+SELECT rank, step, timeline, window_source, ws AS window_start_ns,
+    CASE WHEN window_source = 'cpu_step' THEN own_end
+         WHEN next_ws IS NOT NULL AND next_step = step + 1 THEN next_ws ELSE own_end END
         AS window_end_ns,
     next_ws IS NOT NULL AND next_step = step + 1 AS has_successor
 FROM n WHERE own_end IS NOT NULL;
@@ -174,7 +242,7 @@ SELECT rank, t AS s, t_next AS e,
 FROM run_sum WHERE t_next IS NOT NULL AND t_next > t;
 
 CREATE OR REPLACE TEMP TABLE a_attr AS
-SELECT w.rank, w.step, w.timeline, w.window_start_ns, w.window_end_ns, w.has_successor,
+SELECT w.rank, w.step, w.timeline, w.window_source, w.window_start_ns, w.window_end_ns, w.has_successor,
     w.window_end_ns - w.window_start_ns AS step_ns,
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 1), 0) AS compute_ns,
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 2), 0) AS recompute_ns,

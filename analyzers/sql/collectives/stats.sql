@@ -1,5 +1,7 @@
 -- Per collective type and process-group kind of run $run, over complete steps, per rank
--- and step: calls, bytes, time, exposed time, and the achieved bus bandwidth.
+-- and step: calls, bytes, time, exposed time, and the achieved bus bandwidth. Kernels of
+-- the communication-kernel table without a process group are grouped by library and op
+-- ('deepep dispatch'), with the role the table gives.
 -- Bus bandwidth (nccl-tests convention) = bytes x factor / transfer time, factor
 -- 2(n-1)/n for all_reduce, (n-1)/n for all_gather / reduce_scatter / all_to_all, 1 for
 -- broadcast and reduce (none for send/recv, whose time includes the wait for the
@@ -21,9 +23,12 @@ WITH complete AS (
 ), calls AS (
     SELECT c.rank, c.coll_id, c.collective, c.is_p2p, c.group_size,
         CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
-             THEN CASE WHEN c.group_size IS NULL THEN 'unknown group'
+             THEN CASE WHEN c.source = 'comm_kernel' THEN c.library || ' ' || c.comm_op
+                       WHEN c.group_size IS NULL THEN 'unknown group'
                        ELSE 'group of ' || c.group_size END
              ELSE c.pg_desc END AS group_label,
+        coalesce(c.library, CASE WHEN c.source = 'gloo' THEN 'gloo' ELSE 'nccl' END) AS library,
+        c.comm_op, c.comm_role,
         -- on more than one host, or larger than one node's GPUs whatever the names say
         coalesce(gh.hosts, 1) > 1
             OR coalesce(c.group_size > (SELECT gpus_per_node FROM node), false) AS crosses_nodes,
@@ -53,7 +58,8 @@ SELECT collective, group_label, bool_or(crosses_nodes) AS crosses_nodes,
         WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
             THEN 1.0 * (group_size - 1) / group_size
         ELSE 1.0 END / nullif(coalesce(min_dur_ns, dur_ns), 0) END) AS bus_bw_gbs,
-    bool_or(is_p2p) AS is_p2p
+    bool_or(is_p2p) AS is_p2p,
+    min(library) AS library, min(comm_op) AS comm_op, min(comm_role) AS comm_role
 FROM calls CROSS JOIN rank_steps rs
 GROUP BY collective, group_label
 ORDER BY exposed_ms DESC, time_ms DESC;

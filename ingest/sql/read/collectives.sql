@@ -3,8 +3,11 @@
 --   NCCL calls   : a CPU `nccl:*` annotation (ProcessGroupNCCL's profiling title), with
 --                  its enclosing `record_param_comms` (metadata), its enclosing `c10d::*`
 --                  op (the CPU call) and the comm kernels launched inside it.
---   NCCL kernels : comm kernels launched outside any annotation (ROCm kernels without a
---                  runtime link, older traces): one row per kernel.
+--   kernels      : comm kernels launched outside any annotation, one row per kernel:
+--                  NCCL/RCCL kernels (ROCm kernels without a runtime link, older traces,
+--                  CUDA graphs) and the kernels of the communication-kernel table
+--                  (DeepEP, symmetric memory, custom all-reduce, ...: source comm_kernel,
+--                  with their library, op and role).
 --   gloo calls   : `c10d::*` dispatcher ops paired, in order per transfer type, with the
 --                  `gloo:*` spans that ran them (CPU-only traces).
 
@@ -45,7 +48,7 @@ FROM gpu_full g WHERE g.kind = 'comm';
 CREATE OR REPLACE TEMP TABLE kernel_span AS
 SELECT anchor_id, min(start_ns) AS k_start, max(end_ns) AS k_end, count(*) AS k_count,
        min(name) AS k_name, min(device) AS k_device, min(stream) AS k_stream,
-       any_value(args) AS k_args
+       any_value(args) AS k_args, min(comm_library) AS k_library
 FROM comm_kernels WHERE anchor_id IS NOT NULL GROUP BY anchor_id;
 
 CREATE OR REPLACE TEMP TABLE pg_lookup AS
@@ -66,7 +69,8 @@ WITH base AS (
         a.*,
         r.args AS r_args,
         c.start_ns AS c10d_start, c.end_ns AS c10d_end, c.tid AS c10d_tid,
-        ks.k_start, ks.k_end, ks.k_count, ks.k_name, ks.k_device, ks.k_stream, ks.k_args
+        ks.k_start, ks.k_end, ks.k_count, ks.k_name, ks.k_device, ks.k_stream, ks.k_args,
+        ks.k_library
     FROM nccl_anchor a
     LEFT JOIN cpu_args r ON r.op_id = a.rpc_id
     LEFT JOIN out_cpu_ops c ON c.op_id = a.c10d_id
@@ -103,6 +107,8 @@ SELECT
     k_name AS kernel_name, CAST(k_count AS INTEGER) AS kernel_count,
     k_device AS device, k_stream AS stream, k_start AS kernel_start_ns, k_end AS kernel_end_ns,
     k_start AS work_start_ns, k_end AS work_end_ns, CAST(NULL AS BIGINT) AS work_tid,
+    coalesce(k_library, 'nccl') AS library, CAST(NULL AS VARCHAR) AS comm_collective,
+    CAST(NULL AS VARCHAR) AS comm_op, CAST(NULL AS VARCHAR) AS comm_role,
     step
 FROM base;
 
@@ -110,7 +116,7 @@ CREATE OR REPLACE TEMP TABLE orphan_calls AS
 SELECT
     coalesce(rpc_id, cpu_op_id, launch_op_id) AS cpu_op_id,
     coalesce(args."Collective name", gpu_annotation, name) AS collective_raw,
-    'nccl_kernel' AS source,
+    CASE WHEN nccl_like THEN 'nccl_kernel' ELSE 'comm_kernel' END AS source,
     coalesce(args."Process Group Name", args."Process Group ID") AS pg_name,
     args."Process Group Description" AS pg_desc_arg,
     args."Process Group Ranks" AS pg_ranks,
@@ -130,6 +136,11 @@ SELECT
     name AS kernel_name, 1 AS kernel_count, device, stream,
     start_ns AS kernel_start_ns, end_ns AS kernel_end_ns,
     start_ns AS work_start_ns, end_ns AS work_end_ns, CAST(NULL AS BIGINT) AS work_tid,
+    coalesce(comm_library, 'nccl') AS library,
+    -- the table's collective only where the kernel's own args or annotation say nothing
+    CASE WHEN args."Collective name" IS NULL AND gpu_annotation IS NULL
+         THEN comm_collective END AS comm_collective,
+    comm_op, comm_role,
     step
 FROM orphan_kernels;
 
@@ -174,6 +185,8 @@ SELECT
     CAST(NULL AS INTEGER) AS device, CAST(NULL AS BIGINT) AS stream,
     CAST(NULL AS BIGINT) AS kernel_start_ns, CAST(NULL AS BIGINT) AS kernel_end_ns,
     s.start_ns AS work_start_ns, s.end_ns AS work_end_ns, s.tid AS work_tid,
+    'gloo' AS library, CAST(NULL AS VARCHAR) AS comm_collective,
+    CAST(NULL AS VARCHAR) AS comm_op, CAST(NULL AS VARCHAR) AS comm_role,
     coalesce(c.step, s.step) AS step
 FROM gloo_c10d c FULL OUTER JOIN gloo_spans s ON c.span_type = s.span_type AND c.ord = s.ord;
 
@@ -189,7 +202,7 @@ SELECT CASE WHEN count(*) = 1 THEN min(pg_name) END AS pg_name FROM pg_lookup;
 CREATE OR REPLACE TEMP TABLE out_collectives AS
 WITH named AS (
     SELECT c.*,
-        canonical_collective(c.collective_raw) AS collective,
+        coalesce(c.comm_collective, canonical_collective(c.collective_raw)) AS collective,
         coalesce(c.pg_name, CASE WHEN c.source = 'gloo' THEN (SELECT pg_name FROM only_pg) END)
             AS pg
     FROM all_calls c
@@ -239,6 +252,9 @@ SELECT
     work_start_ns,
     work_end_ns,
     work_tid,
+    library,
+    comm_op,
+    comm_role,
     step
 FROM joined;
 

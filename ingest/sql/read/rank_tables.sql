@@ -165,10 +165,24 @@ SELECT r.op_id, r.pid, r.tid, r.name, r.category, r.start_ns, r.end_ns, r.dur_ns
 FROM cpu_raw r JOIN cpu_nest n USING (op_id);
 
 -- ---------------------------------------------------------------- GPU side
+-- Kernel names the communication-kernel table knows (comm_patterns.sql: DeepEP, symmetric
+-- memory, custom all-reduce, ...): the first pattern matching each distinct name (names
+-- are few, kernels many).
+CREATE OR REPLACE TEMP TABLE comm_kernel_names AS
+WITH names AS (
+    SELECT DISTINCT name FROM raw_events
+    WHERE ph = 'X' AND cat IN ('kernel', 'Kernel') AND name IS NOT NULL
+)
+SELECT n.name, p.library, p.collective, p.op, p.role
+FROM names n JOIN comm_patterns p ON regexp_matches(n.name, p.pattern)
+QUALIFY row_number() OVER (PARTITION BY n.name ORDER BY p.priority) = 1;
+
 CREATE OR REPLACE TEMP TABLE gpu_raw AS
 WITH x AS (
     SELECT rowid AS idx, *, us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
-           greatest(coalesce(us_to_ns(dur), 0), 0) AS dur_ns
+           greatest(coalesce(us_to_ns(dur), 0), 0) AS dur_ns,
+           name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
+               AS nccl_like
     FROM raw_events
     WHERE ph = 'X' AND ts IS NOT NULL
       AND cat IN ('kernel', 'Kernel', 'gpu_memcpy', 'Memcpy', 'gpu_memset', 'Memset')
@@ -177,12 +191,11 @@ SELECT
     idx AS gpu_op_id,
     CAST(coalesce(TRY_CAST(args.device AS INTEGER), leading_int(pid)) AS INTEGER) AS device,
     coalesce(TRY_CAST(args.stream AS BIGINT), leading_int(tid)) AS stream,
-    name,
+    x.name,
     CASE
         WHEN cat IN ('gpu_memcpy', 'Memcpy') THEN 'memcpy'
         WHEN cat IN ('gpu_memset', 'Memset') THEN 'memset'
-        WHEN name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
-            THEN 'comm'
+        WHEN nccl_like OR ck.name IS NOT NULL THEN 'comm'
         ELSE 'compute'
     END AS kind,
     cat AS category,
@@ -192,9 +205,13 @@ SELECT
     TRY_CAST(args.correlation AS BIGINT) AS correlation,
     TRY_CAST(args."External id" AS BIGINT) AS external_id,
     TRY_CAST(args.bytes AS BIGINT) AS bytes,
-    CASE WHEN name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
-         THEN args END AS args
-FROM x;
+    -- CUDA graphs (Kineto on CUDA >= 12): 0 on kernels not launched from a graph
+    nullif(TRY_CAST(args."graph id" AS BIGINT), 0) AS graph_id,
+    TRY_CAST(args."graph node id" AS BIGINT) AS graph_node_id,
+    CASE WHEN ck.name IS NOT NULL THEN ck.library WHEN nccl_like THEN 'nccl' END AS comm_library,
+    ck.collective AS comm_collective, ck.op AS comm_op, ck.role AS comm_role, nccl_like,
+    CASE WHEN nccl_like OR ck.name IS NOT NULL THEN args END AS args
+FROM x LEFT JOIN comm_kernel_names ck ON ck.name = x.name AND x.cat IN ('kernel', 'Kernel');
 
 CREATE OR REPLACE TEMP TABLE launches AS
 SELECT correlation, op_id, step FROM out_cpu_ops
@@ -207,7 +224,7 @@ SELECT external_id, op_id FROM out_cpu_ops
 WHERE external_id IS NOT NULL AND category IN ('cpu_op', 'Operator', 'user_annotation')
 QUALIFY row_number() OVER (PARTITION BY external_id ORDER BY depth DESC, op_id) = 1;
 
-CREATE OR REPLACE TEMP TABLE gpu_full AS
+CREATE OR REPLACE TEMP TABLE gpu_linked AS
 SELECT
     g.*,
     l.op_id AS launch_op_id,
@@ -217,9 +234,34 @@ FROM gpu_raw g
 LEFT JOIN launches l ON l.correlation = g.correlation
 LEFT JOIN ext_ops x ON x.external_id = g.external_id;
 
+-- CUDA / HIP graphs (docs/attribution.md, "CUDA and HIP graphs"): the kernels of a graph
+-- carry the correlation id of the cudaGraphLaunch / hipGraphLaunch that ran them, so they
+-- belong to the step that launched the graph (above). A graph launch no GPU op is linked
+-- to means the trace lost that link: the step's GPU side is visibly missing.
+CREATE OR REPLACE TEMP TABLE graph_launch_steps AS
+SELECT o.step, count(*) AS graph_launches,
+       count(*) FILTER (WHERE NOT EXISTS (
+           SELECT 1 FROM gpu_linked g WHERE g.correlation = o.correlation)) AS unlinked
+FROM out_cpu_ops o
+WHERE o.category IN ('cuda_runtime', 'Runtime', 'cuda_driver') AND o.step IS NOT NULL
+  AND regexp_matches(o.name, '^(cuda|hip|cu)GraphLaunch')
+GROUP BY o.step;
+
+-- In such a step, GPU ops linked to no runtime call that start inside its CPU interval
+-- are taken as its graph's work (by time: the only evidence left).
+CREATE OR REPLACE TEMP TABLE graph_fallback_spans AS
+SELECT s.step, s.start_ns, s.end_ns
+FROM step_spans s JOIN graph_launch_steps gs ON gs.step = s.step AND gs.unlinked > 0;
+
+CREATE OR REPLACE TEMP TABLE gpu_full AS
+SELECT g.* REPLACE (
+    coalesce(g.step, CASE WHEN g.launch_op_id IS NULL AND g.start_ns < f.end_ns
+                          THEN f.step END) AS step)
+FROM gpu_linked g ASOF LEFT JOIN graph_fallback_spans f ON g.start_ns >= f.start_ns;
+
 CREATE OR REPLACE TEMP TABLE out_gpu_ops AS
 SELECT gpu_op_id, device, stream, name, kind, category, start_ns, end_ns, dur_ns, correlation,
-       external_id, bytes, launch_op_id, cpu_op_id, step
+       external_id, bytes, launch_op_id, cpu_op_id, step, graph_id, graph_node_id
 FROM gpu_full;
 
 CREATE OR REPLACE TEMP TABLE out_gpu_annotations AS
@@ -236,9 +278,12 @@ FROM raw_events WHERE ph = 'X' AND ts IS NOT NULL AND cat = 'gpu_user_annotation
 CREATE OR REPLACE TEMP TABLE out_steps AS
 SELECT s.step, s.tid, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS dur_ns,
        count(g.gpu_op_id) AS n_gpu_ops,
-       min(g.start_ns) AS gpu_start_ns, max(g.end_ns) AS gpu_end_ns
+       min(g.start_ns) AS gpu_start_ns, max(g.end_ns) AS gpu_end_ns,
+       CAST(coalesce(any_value(gs.graph_launches), 0) AS INTEGER) AS graph_launches,
+       CAST(coalesce(any_value(gs.unlinked), 0) AS INTEGER) AS graph_launches_unlinked
 FROM step_spans s LEFT JOIN gpu_full g ON g.step = s.step
-GROUP BY ALL;
+LEFT JOIN graph_launch_steps gs ON gs.step = s.step
+GROUP BY s.step, s.tid, s.start_ns, s.end_ns;
 
 CREATE OR REPLACE TEMP TABLE out_threads AS
 SELECT DISTINCT leading_int(pid) AS pid, leading_int(tid) AS tid,

@@ -19,6 +19,7 @@ SELECT * FROM read_json($path, format = 'array', maximum_object_size = 268435456
                     "Process Group Name" VARCHAR, "Process Group Description" VARCHAR,
                     "Process Group Ranks" VARCHAR, "Process Group ID" VARCHAR, "Seq" VARCHAR,
                     "Rank" VARCHAR, "Src Rank" VARCHAR, "Dst Rank" VARCHAR, "bytes" VARCHAR,
-                    "name" VARCHAR, "Input Dims" JSON, "Input type" JSON,
+                    "name" VARCHAR, "graph id" VARCHAR, "graph node id" VARCHAR,
+                    "Input Dims" JSON, "Input type" JSON,
                     "Concrete Inputs" JSON)'
 });

@@ -1,0 +1,127 @@
+"""Communication kernels that are not NCCL's, by kernel name (ingest/data/comm_kernels.json).
+
+MoE and inference jobs move data with their own kernels: DeepEP's dispatch/combine,
+PyTorch symmetric memory, vLLM/SGLang custom all-reduce, Transformer Engine userbuffers,
+MSCCL++, NVSHMEM, RCCL's generic kernel. Their names say what they are, so a versioned
+table of RE2 patterns maps a kernel name to a collective, a library, the library's op and
+(when the library says so) a role. A user extends it with `--comm-kernels FILE` (the same
+format; its patterns come first). The reader (ingest/sql/rank_tables.sql) classifies
+each distinct kernel name with the first pattern that matches: such kernels are
+communication (`gpu_ops.kind = 'comm'`) and become `collectives` rows (docs/attribution.md,
+"Communication kernels that are not NCCL").
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import msgspec
+
+from stepscope.ingest.db import connect
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.queries import sql
+
+# What a pattern may say a kernel does (canonical collective names, ingest/sql/macros.sql).
+COLLECTIVES = frozenset({
+    "all_to_all", "all_reduce", "all_gather", "reduce_scatter", "send", "recv", "send_recv",
+    "broadcast", "reduce", "gather", "scatter", "barrier", "unknown",
+})
+# Roles a pattern may give (docs/advisor.md, "Collective roles"); null lets the report guess.
+ROLES = frozenset({
+    "tensor_parallel", "pipeline", "context_parallel", "expert_exchange",
+    "embedding_or_expert_exchange", "dp_gradients", "fsdp_shards", "dp_param_gather",
+    "parameter_broadcast",
+})
+BUILTIN = "data/comm_kernels.json"
+
+
+class CommPattern(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One entry of the table: a kernel-name pattern and what such a kernel is."""
+    pattern: str                 # RE2, searched in the demangled kernel name
+    library: str                 # deepep, torch_symm_mem, vllm_custom_ar, ...
+    collective: str              # one of COLLECTIVES
+    op: str                      # the library's own operation (dispatch, combine, ...)
+    role: str | None = None      # one of ROLES, or None: guessed like NCCL's
+    source: str = ""             # where the name comes from (provenance)
+
+
+class CommKernelTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The file format, the bundled table's and a user's (version optional there)."""
+    version: str = ""
+    description: str = ""
+    patterns: tuple[CommPattern, ...]
+
+
+@cache
+def builtin_table() -> CommKernelTable:
+    """The bundled table (ingest/data/comm_kernels.json)."""
+    text = resources.files("stepscope.ingest").joinpath(BUILTIN).read_text()
+    return msgspec.json.decode(text, type=CommKernelTable)
+
+
+def table_version() -> str:
+    return builtin_table().version
+
+
+def load_user_table(path: str | Path) -> CommKernelTable:
+    """A user's --comm-kernels file, checked; UsageError with one line naming the file
+    and the problem."""
+    where = Path(path)
+    try:
+        raw = where.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{where}: --comm-kernels: no such file") from None
+    except OSError as exc:
+        raise UsageError(f"{where}: --comm-kernels: cannot read it ({exc.strerror})") from None
+    try:
+        table = msgspec.json.decode(raw, type=CommKernelTable)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"{where}: --comm-kernels: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise UsageError(f"{where}: --comm-kernels: not valid JSON ({exc})") from None
+    if not table.patterns:
+        raise UsageError(f"{where}: --comm-kernels: `patterns` is empty")
+    for i, entry in enumerate(table.patterns):
+        problem = pattern_problem(entry)
+        if problem:
+            raise UsageError(f"{where}: --comm-kernels: patterns[{i}]: {problem}")
+    return table
+
+
+def pattern_problem(entry: CommPattern) -> str | None:
+    """What is wrong with one entry (None: nothing). The pattern is compiled by DuckDB's
+    RE2, the engine that will run it."""
+    if not entry.pattern:
+        return "pattern is empty"
+    if entry.collective not in COLLECTIVES:
+        return (f"collective {entry.collective!r:.40} is not one of "
+                f"{', '.join(sorted(COLLECTIVES))}")
+    if entry.role is not None and entry.role not in ROLES:
+        return f"role {entry.role!r:.40} is not one of {', '.join(sorted(ROLES))} (or null)"
+    if not entry.library.strip() or not entry.op.strip():
+        return "library and op must be non-empty text"
+    con = connect()
+    try:
+        con.execute(sql("read/comm_pattern_check.sql"), {"pattern": entry.pattern}).fetchall()
+    except duckdb.Error as exc:
+        detail = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+        return f"pattern {entry.pattern!r:.60} is not a valid RE2 expression ({detail})"
+    finally:
+        con.close()
+    return None
+
+
+def comm_patterns(user_file: str | Path | None = None) -> tuple[CommPattern, ...]:
+    """The patterns the reader applies, in priority order: the user's, then the table's."""
+    user = load_user_table(user_file).patterns if user_file else ()
+    return user + builtin_table().patterns
+
+
+def pattern_rows(patterns: tuple[CommPattern, ...]) -> list[dict[str, object]]:
+    """The patterns as rows for ingest/sql/comm_patterns.sql (priority = position)."""
+    return [{"priority": i, "pattern": p.pattern, "library": p.library,
+             "collective": p.collective, "op": p.op, "role": p.role}
+            for i, p in enumerate(patterns)]
