@@ -55,13 +55,25 @@ CREATE OR REPLACE TEMP TABLE pg_lookup AS
 SELECT pg_name, pg_desc, ranks, size FROM out_process_groups;
 
 -- Name of the `nccl:*` GPU annotation around a kernel, for kernels without a CPU anchor.
+-- A communication-kernel-table kernel launched by its library's own op (the op with its
+-- External id, e.g. `symm_mem::multimem_all_reduce_`, not an aten op nor a graph replay)
+-- takes its message from that op's first input (elements, type).
 CREATE OR REPLACE TEMP TABLE orphan_kernels AS
 SELECT k.*,
     (SELECT a.name FROM out_gpu_annotations a
      WHERE a.device = k.device AND a.stream = k.stream AND a.name LIKE 'nccl:%'
        AND a.start_ns <= k.start_ns AND a.end_ns >= k.end_ns
-     ORDER BY a.start_ns DESC LIMIT 1) AS gpu_annotation
-FROM comm_kernels k WHERE k.anchor_id IS NULL;
+     ORDER BY a.start_ns DESC LIMIT 1) AS gpu_annotation,
+    CASE WHEN o.op_id IS NOT NULL THEN numel(CAST(o.input_dims -> '$[0]' AS VARCHAR)) END
+        AS op_nelems,
+    CASE WHEN o.op_id IS NOT NULL THEN nullif(CAST(o.input_types ->> '$[0]' AS VARCHAR), '') END
+        AS op_dtype
+FROM comm_kernels k
+LEFT JOIN out_cpu_ops l ON l.op_id = k.launch_op_id
+LEFT JOIN out_cpu_ops o ON o.op_id = k.cpu_op_id AND NOT k.nccl_like AND k.graph_id IS NULL
+      AND o.category IN ('cpu_op', 'Operator') AND o.name NOT LIKE 'aten::%'
+      AND coalesce(l.name, '') NOT ILIKE '%GraphLaunch%'
+WHERE k.anchor_id IS NULL;
 
 CREATE OR REPLACE TEMP TABLE nccl_calls AS
 WITH base AS (
@@ -121,9 +133,11 @@ SELECT
     args."Process Group Description" AS pg_desc_arg,
     args."Process Group Ranks" AS pg_ranks,
     TRY_CAST(args."Group size" AS INTEGER) AS group_size_arg,
-    args.dtype AS dtype,
-    TRY_CAST(coalesce(args."In msg nelems", args."In msg size") AS BIGINT) AS in_nelems,
-    TRY_CAST(coalesce(args."Out msg nelems", args."Out msg size") AS BIGINT) AS out_nelems,
+    coalesce(args.dtype, op_dtype) AS dtype,
+    coalesce(TRY_CAST(coalesce(args."In msg nelems", args."In msg size") AS BIGINT), op_nelems)
+        AS in_nelems,
+    coalesce(TRY_CAST(coalesce(args."Out msg nelems", args."Out msg size") AS BIGINT), op_nelems)
+        AS out_nelems,
     TRY_CAST(args."Seq" AS BIGINT) AS nccl_seq,
     TRY_CAST(coalesce(args."Dst Rank", args."Src Rank") AS INTEGER) AS peer_global,
     coalesce(TRY_CAST(regexp_extract(coalesce(gpu_annotation, ''), '(->|<-)\s*(\d+)', 2)

@@ -238,13 +238,20 @@ LEFT JOIN ext_ops x ON x.external_id = g.external_id;
 -- carry the correlation id of the cudaGraphLaunch / hipGraphLaunch that ran them, so they
 -- belong to the step that launched the graph (above). A graph launch no GPU op is linked
 -- to means the trace lost that link: the step's GPU side is visibly missing.
+-- (A driver cuGraphLaunch inside a runtime graph launch is the same launch.)
 CREATE OR REPLACE TEMP TABLE graph_launch_steps AS
+WITH launch AS (
+    SELECT op_id, tid, step, correlation, category, start_ns, end_ns FROM out_cpu_ops
+    WHERE category IN ('cuda_runtime', 'Runtime', 'cuda_driver') AND step IS NOT NULL
+      AND regexp_matches(name, '^(cuda|hip|cu)GraphLaunch')
+)
 SELECT o.step, count(*) AS graph_launches,
        count(*) FILTER (WHERE NOT EXISTS (
            SELECT 1 FROM gpu_linked g WHERE g.correlation = o.correlation)) AS unlinked
-FROM out_cpu_ops o
-WHERE o.category IN ('cuda_runtime', 'Runtime', 'cuda_driver') AND o.step IS NOT NULL
-  AND regexp_matches(o.name, '^(cuda|hip|cu)GraphLaunch')
+FROM launch o
+WHERE o.category <> 'cuda_driver' OR NOT EXISTS (
+    SELECT 1 FROM launch r WHERE r.category <> 'cuda_driver' AND r.tid = o.tid
+      AND r.start_ns <= o.start_ns AND r.end_ns >= o.end_ns)
 GROUP BY o.step;
 
 -- In such a step, GPU ops linked to no runtime call that start inside its CPU interval
