@@ -43,7 +43,7 @@ CREATE OR REPLACE TEMP TABLE a_lib_groups AS
 WITH member AS (
     SELECT DISTINCT r.rank, r.world_size, p.pg_desc, list_sort(p.ranks) AS members
     FROM ranks r JOIN process_groups p ON p.run = r.run AND list_contains(p.ranks, r.rank)
-    WHERE r.run = $run AND len(p.ranks) > 1
+    WHERE r.run = $run AND len(p.ranks) > 1 AND NOT coalesce(p.ranks_truncated, false)
 ), markers(role, marker) AS (
     VALUES ('expert_exchange', 'EXPERT'), ('tensor_parallel', 'TENSOR')
 ), labelled AS (
