@@ -2,8 +2,8 @@
 
 `build_report` reads the shared facts once (analyzers.context.run_context), then each
 analyzer returns its typed section; the advisor judges the finished sections. Renderers
-(dashboard/render_report.py) turn the model into Markdown; `analyzers.model.to_json` is
-the JSON.
+(dashboard/render/report.py, html_report.py) turn the model into Markdown and HTML;
+`analyzers.model.to_json` is the JSON.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Presentation: the Streamlit app and the static renderers (text, Markdown, JSON).
-
-Renderers are pure functions from analyzer frames to strings.
+"""Presentation: the static renderers (`stepscope.dashboard.render`: Markdown, JSON and
+self-contained HTML, pure functions of the typed models) and the Streamlit app (app.py,
+views/ one module per page, charts.py its plotly figures, data.py its cached reads).
 """

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from stepscope.analyzers.detail import KernelRow, RankStepGrid, StepTimeline
 from stepscope.analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
-from stepscope.dashboard.format import points as fmt_points
-from stepscope.dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.render.format import points as fmt_points
+from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 
 COLORS = {
     "compute": "#2e8b57", "recompute": "#8fd19e", "exposed_comm": "#d62728",

@@ -24,8 +24,8 @@ from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.mfu import ModelSpec
 from stepscope.analyzers.nightly import Baseline, NightlyReport
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render_html import nightly_html
-from stepscope.dashboard.render_nightly import nightly_json, nightly_markdown
+from stepscope.dashboard.render.html_nightly import nightly_html
+from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
 from stepscope.ingest import (
     DEFAULT_DB,
     TraceFileError,

@@ -18,7 +18,7 @@ from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.format import pct
+from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.uploads import ingest_staged
 from stepscope.dashboard.views import PAGES, compare
 
@@ -243,7 +243,7 @@ def test_busy_database_shows_last_state_or_busy(monkeypatch, pages_db, tmp_path)
 
 def test_waterfall_labels_never_show_minus_zero() -> None:
     """A stage that lost a few hundredths of a point reads 0.0, not -0.0."""
-    from stepscope.dashboard.format import points
+    from stepscope.dashboard.render.format import points
 
     assert [points(v) for v in (-0.04, -0.0, 0.04, -2.345, -10.06)] == \
         ["0.0", "0.0", "0.0", "-2.3", "-10.1"]

@@ -486,7 +486,7 @@ def test_bad_numbers_and_paths_are_usage_errors_before_any_work(
 
 def test_json_output_is_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No NaN/Infinity token in any JSON the CLI writes; non-finite values become null."""
-    from stepscope.dashboard.strict_json import dumps
+    from stepscope.dashboard.render.strict_json import dumps
 
     assert dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": (float("-inf"),)}) == \
         '{"a": null, "b": [null, 1.5], "c": [null]}'

@@ -17,7 +17,7 @@ from conftest import REPO
 from stepscope.analyzers.model import Report, from_json
 from stepscope.analyzers.nccl import build_nccl_section
 from stepscope.cli import main
-from stepscope.dashboard.render_html import report_html
+from stepscope.dashboard.render.html_report import report_html
 from stepscope.ingest import TraceFileError, ingest
 from stepscope.ingest.nccl.debug_log import read_nccl_log
 from stepscope.ingest.nccl.inspector import read_inspector

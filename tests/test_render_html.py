@@ -18,7 +18,7 @@ from offline_browser import artifacts_dir, open_offline
 from test_nightly import cli
 
 from stepscope.analyzers.model import Report, from_json
-from stepscope.dashboard.render_html import report_html
+from stepscope.dashboard.render.html_report import report_html
 
 SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"
 EXTERNAL = re.compile(r"""(?:src\s*=|<link\b|@import|url\(|https?://(?!www\.w3\.org/2000/svg))""",

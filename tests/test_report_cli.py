@@ -10,7 +10,7 @@ from conftest import REPO, SAMPLES, shared_trace_files
 
 from stepscope.analyzers.model import Report, from_json
 from stepscope.cli import main
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.report import report_markdown
 
 SIM = REPO / "sample_traces" / "simulated"
 

@@ -23,9 +23,9 @@ from stepscope.analyzers.model import Diff, Model, PlanResult, Report, to_json
 from stepscope.analyzers.peaks import resolve_device
 from stepscope.analyzers.planner import make_job, plan_result
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render_diff import diff_markdown
-from stepscope.dashboard.render_plan import plan_markdown
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.diff import diff_markdown
+from stepscope.dashboard.render.plan import plan_markdown
+from stepscope.dashboard.render.report import report_markdown
 
 SNAPSHOTS = REPO / "tests" / "snapshots"
 

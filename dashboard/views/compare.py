@@ -9,8 +9,8 @@ import streamlit as st
 from stepscope.analyzers.model import CATEGORIES, STAGES, Diff
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.format import pct
-from stepscope.dashboard.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Compare"

@@ -8,7 +8,7 @@ import streamlit as st
 
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.format import pct
+from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Pipeline"

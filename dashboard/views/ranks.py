@@ -9,7 +9,7 @@ import streamlit as st
 from stepscope.analyzers.model import CATEGORIES, Report
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.dashboard.render.labels import CATEGORY_LABELS
 from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Ranks"

@@ -10,8 +10,8 @@ import streamlit as st
 
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
-from stepscope.dashboard.format import pct
-from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.labels import CATEGORY_LABELS
 from stepscope.ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"

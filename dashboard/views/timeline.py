@@ -10,7 +10,7 @@ import streamlit as st
 from stepscope.analyzers.detail import MAX_TIMELINE_RANKS, timeline_ranks
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.labels import CATEGORY_LABELS
+from stepscope.dashboard.render.labels import CATEGORY_LABELS
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Timeline"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stepscope import ingest_run
 from stepscope.analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
-from stepscope.dashboard.render_hang import hang_json, hang_markdown
+from stepscope.dashboard.render.hang import hang_json, hang_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name

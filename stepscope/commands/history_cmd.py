@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from stepscope.analyzers.history import jobs, read_history
-from stepscope.dashboard.render_nightly import history_json, history_markdown, history_text
+from stepscope.dashboard.render.nightly import history_json, history_markdown, history_text
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from stepscope import ingest_run
-from stepscope.dashboard.render_summary import summary_text
+from stepscope.dashboard.render.summary import summary_text
 from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
 from stepscope.ingest.errors import Interrupted
 from stepscope.ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size

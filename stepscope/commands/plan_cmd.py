@@ -12,7 +12,7 @@ from stepscope.analyzers.planner import (
     make_job,
     plan_result,
 )
-from stepscope.dashboard.render_plan import plan_json, plan_markdown
+from stepscope.dashboard.render.plan import plan_json, plan_markdown
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 from stepscope.validate import integer, output_file, real, write_output
 

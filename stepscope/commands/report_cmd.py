@@ -10,8 +10,8 @@ from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
-from stepscope.dashboard.render_html import report_html
-from stepscope.dashboard.render_report import report_json, report_markdown
+from stepscope.dashboard.render.html_report import report_html
+from stepscope.dashboard.render.report import report_json, report_markdown
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.targets import report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.dashboard.render_summary import summary_json, summary_markdown, summary_text
+from stepscope.dashboard.render.summary import summary_json, summary_markdown, summary_text
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from stepscope.analyzers.model import NcclSection
-
-
-def _ranks(ranks: Sequence[int]) -> str:
-    return ", ".join(str(r) for r in ranks) if ranks else "-"
+from stepscope.dashboard.render.format import rank_list
 
 
 def nccl_lines(nccl: NcclSection | None) -> list[str]:
@@ -20,7 +15,7 @@ def nccl_lines(nccl: NcclSection | None) -> list[str]:
            f"- NCCL {', '.join(nccl.versions) or 'version unknown'}; from {sources}"]
     if nccl.hosts:
         out.append(f"- {len(nccl.hosts)} host(s) in the NCCL logs: " + "; ".join(
-            f"{h}: ranks {_ranks(r)}" for h, r in sorted(nccl.hosts.items())))
+            f"{h}: ranks {rank_list(r)}" for h, r in sorted(nccl.hosts.items())))
     if nccl.groups:
         out += ["", "| group | ranks | hosts | transports | link | GPUDirect RDMA |",
                 "|---|---|---:|---|---|---|"]
@@ -28,7 +23,7 @@ def nccl_lines(nccl: NcclSection | None) -> list[str]:
             name = (f"{g.pg_desc or 'group'} ({', '.join(g.pg_names)})"
                     if g.pg_names else g.comm_id)
             gdr = {True: "yes", False: "**no**", None: "-"}[g.gdr]
-            out.append(f"| {name} | {_ranks(g.ranks)} | {len(g.hosts)} | "
+            out.append(f"| {name} | {rank_list(g.ranks)} | {len(g.hosts)} | "
                        f"{', '.join(g.tiers) or '-'} | {g.link} | {gdr} |")
     if nccl.measured:
         out += ["", "### Measured bus bandwidth (NCCL Inspector)", "",
@@ -38,7 +33,7 @@ def nccl_lines(nccl: NcclSection | None) -> list[str]:
             name = (f"{m.pg_desc or 'group'} ({', '.join(m.pg_names)})"
                     if m.pg_names else m.comm_id)
             trend = " ".join(f"{p.bus_bw_gbs:.0f}" for p in m.over_time)
-            out.append(f"| {name} | {m.collective} | {_ranks(m.ranks)} | "
+            out.append(f"| {name} | {m.collective} | {rank_list(m.ranks)} | "
                        f"{', '.join(m.hosts)} | {m.n_ops} | {m.msg_bytes / 1e6:.1f} | "
                        f"{m.bus_bw_gbs:.1f} | {m.bus_bw_p10_gbs:.1f} | {trend} |")
     if nccl.findings:

@@ -15,9 +15,10 @@ import polars as pl
 from stepscope.analyzers.history import HistoryNight, history_nights
 from stepscope.analyzers.model import to_json
 from stepscope.analyzers.nightly import NightlyReport
-from stepscope.dashboard.labels import CATEGORY_LABELS as LABELS
-from stepscope.dashboard.render_diff import diff_markdown
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.diff import diff_markdown
+from stepscope.dashboard.render.format import num, pct
+from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
+from stepscope.dashboard.render.report import report_markdown
 
 HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "change pts",
                    "largest loss")
@@ -27,8 +28,7 @@ def nightly_json(night: NightlyReport) -> str:
     return to_json(night.json_model()) + "\n"
 
 
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}%"
+NA = "n/a"  # what the nightly summary shows for a value that could not be computed
 
 
 def headline(night: NightlyReport) -> list[str]:
@@ -38,12 +38,12 @@ def headline(night: NightlyReport) -> list[str]:
     step = r.step_time_ms
     if d is None:
         why = night.baseline_note or "no baseline"
-        return [f"- **MFU {_pct(mfu)}** · **step time {step:.2f} ms** ({why})"]
+        return [f"- **MFU {pct(mfu, missing=NA)}** · **step time {step:.2f} ms** ({why})"]
     a = d.a
     mfu_change = ("" if d.mfu_delta_points is None
-                  else f" ({d.mfu_delta_points:+.1f} pts vs {_pct(a.mfu)})")
+                  else f" ({d.mfu_delta_points:+.1f} pts vs {pct(a.mfu, missing=NA)})")
     rel = 100 * d.step_time_delta_ms / a.step_time_ms if a.step_time_ms else 0.0
-    return [f"- **MFU {_pct(mfu)}**{mfu_change} · **step time {step:.2f} ms** "
+    return [f"- **MFU {pct(mfu, missing=NA)}**{mfu_change} · **step time {step:.2f} ms** "
             f"({d.step_time_delta_ms:+.2f} ms, {rel:+.1f}% vs {a.step_time_ms:.2f} ms) "
             f"— baseline `{a.run}`"]
 
@@ -82,12 +82,9 @@ def nightly_markdown(night: NightlyReport) -> str:
         out += ["", diff_markdown(night.diff).rstrip()]
     if night.checks:
         out += ["", "## Checks", "", "| condition | value | result |", "|---|---:|---|"]
-        out += [f"| `{c.threshold.text}` | {_num(c.value)} | {c.status} |" for c in night.checks]
+        out += [f"| `{c.threshold.text}` | {num(c.value, '.4g', NA)} | {c.status} |"
+                for c in night.checks]
     return "\n".join(out) + "\n"
-
-
-def _num(v: float | None, fmt: str = ".4g") -> str:
-    return "n/a" if v is None else format(v, fmt)
 
 
 # -- history -------------------------------------------------------------------------
@@ -108,19 +105,15 @@ def _loss(night: HistoryNight) -> str:
     return f"{LABELS[night.largest_loss]} {night.largest_loss_ms:.2f} ms{share}"
 
 
-def _signed(v: float | None, fmt: str) -> str:
-    return "-" if v is None else format(v, fmt)
-
-
 def _date(t: datetime | None) -> str:
     return "-" if t is None else f"{t:%Y-%m-%d %H:%M}"
 
 
 def history_cells(frame: pl.DataFrame) -> list[list[str]]:
     """One row of display cells per night (HISTORY_COLUMNS)."""
-    return [[_date(n.trace_start), n.run, _status(n), _signed(n.step_time_ms, ".2f"),
-             _signed(n.step_time_change_ms, "+.2f"), _pct(n.mfu),
-             _signed(n.mfu_change_points, "+.1f"), _loss(n)]
+    return [[_date(n.trace_start), n.run, _status(n), num(n.step_time_ms, ".2f"),
+             num(n.step_time_change_ms, "+.2f"), pct(n.mfu, missing=NA),
+             num(n.mfu_change_points, "+.1f"), _loss(n)]
             for n in history_nights(frame)]
 
 

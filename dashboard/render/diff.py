@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import Diff, to_json
-from stepscope.dashboard.labels import CATEGORIES, STAGE_LABELS, STAGES
-from stepscope.dashboard.render_report import recommendation_lines
+from stepscope.dashboard.render.format import num, pct
+from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.dashboard.render.report import recommendation_lines
 
 
 def diff_json(diff: Diff) -> str:
     return to_json(diff)
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _n(v: float | None, fmt: str = ".2f") -> str:
-    return "-" if v is None else format(v, fmt)
-
-
 def _summary_table(d: Diff) -> list[str]:
     a, b = d.a, d.b
     out = ["| | " + f"{a.run} | {b.run} | change |", "|---|---:|---:|---:|",
-           f"| MFU | {_pct(a.mfu)} | {_pct(b.mfu)} | {_n(d.mfu_delta_points, '+.1f')} pts |",
+           f"| MFU | {pct(a.mfu)} | {pct(b.mfu)} | {num(d.mfu_delta_points, '+.1f')} pts |",
            f"| step time ms | {a.step_time_ms:.2f} | {b.step_time_ms:.2f} | "
            f"{d.step_time_delta_ms:+.2f} |"]
     for cat in CATEGORIES:
@@ -48,10 +41,10 @@ def _collective_lines(d: Diff) -> list[str]:
     for c in d.collectives:
         ca, cb = c.a, c.b
         link = (cb.link if cb else None) or (ca.link if ca else None)
-        out.append(f"| {c.collective} | {c.group} | {_n(ca.exposed_ms if ca else None)} -> "
-                   f"{_n(cb.exposed_ms if cb else None)} | "
-                   f"{_n(ca.bus_bw_gbs if ca else None, '.0f')} -> "
-                   f"{_n(cb.bus_bw_gbs if cb else None, '.0f')} | {link} |")
+        out.append(f"| {c.collective} | {c.group} | {num(ca.exposed_ms if ca else None)} -> "
+                   f"{num(cb.exposed_ms if cb else None)} | "
+                   f"{num(ca.bus_bw_gbs if ca else None, '.0f')} -> "
+                   f"{num(cb.bus_bw_gbs if cb else None, '.0f')} | {link} |")
     return out
 
 

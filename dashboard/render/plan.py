@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import PlanResult, to_json
+from stepscope.dashboard.render.format import pct
 
 
 def plan_json(model: PlanResult) -> str:
@@ -26,5 +27,5 @@ def plan_markdown(model: PlanResult) -> str:
         out.append(f"| {i} | {p.tp} | {p.pp} | {p.dp} | {p.zero} | "
                    f"{p.recompute} | {p.interleave} | {p.microbatches} | "
                    f"{p.memory_gb:.0f} | {p.bubble_ms:.0f} | {p.tp_comm_ms:.0f} | "
-                   f"{p.dp_exposed_ms:.0f} | {p.step_ms:.0f} | {100 * p.mfu:.1f}% |")
+                   f"{p.dp_exposed_ms:.0f} | {p.step_ms:.0f} | {pct(p.mfu)} |")
     return "\n".join(out) + "\n"

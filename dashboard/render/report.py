@@ -1,7 +1,7 @@
 """Markdown and JSON rendering of a run report (analyzers.model.Report).
 
-Pure functions of the model: no database, no recomputed numbers; labels and number
-formatting live here.
+Pure functions of the model: no database, no recomputed numbers; labels come from
+labels.py, number formatting from format.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
-from stepscope.dashboard.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
-from stepscope.dashboard.render_nccl import nccl_lines
+from stepscope.dashboard.render.format import num, pct, share
+from stepscope.dashboard.render.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
+from stepscope.dashboard.render.nccl import nccl_lines
 
 LABELS = CATEGORY_LABELS
 
@@ -30,19 +31,11 @@ def report_json(report: Report) -> str:
     return to_json(report)
 
 
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "-"
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def _breakdown_table(breakdown: Breakdown, step_ms: float) -> list[str]:
     lines = ["| category | ms/step | share |", "|---|---:|---:|"]
     for cat in CATEGORIES:
         ms = breakdown.ms(cat)
-        lines.append(f"| {LABELS[cat]} | {ms:.2f} | {_pct(ms, step_ms)} |")
+        lines.append(f"| {LABELS[cat]} | {ms:.2f} | {share(ms, step_ms)} |")
     lines.append(f"| **step** | **{step_ms:.2f}** | 100% |")
     return lines
 
@@ -51,7 +44,7 @@ def _mfu_lines(mfu: Mfu) -> list[str]:
     out = ["", "## MFU", ""]
     if mfu.mfu is None:
         return out + [f"- not computed: {mfu.message}"]
-    out.append(f"- **MFU {100 * mfu.mfu:.1f}%**, HFU {100 * (mfu.hfu or 0.0):.1f}% of "
+    out.append(f"- **MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu or 0.0)} of "
                f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
                f"({mfu.device}; peak table {mfu.peak_table_version})")
     if mfu.peak_reason:
@@ -95,11 +88,11 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
            "| NCCL-measured bus GB/s | link (peak GB/s) |",
            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
-        link = f"{c.link} ({_num(c.link_peak_gbs, '.0f')})"
+        link = f"{c.link} ({num(c.link_peak_gbs, '.0f')})"
         out.append(f"| {c.collective} | {c.group_label} | {c.calls_per_step:.1f} | "
                    f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
-                   f"{c.exposed_ms:.2f} | {_num(c.bus_bw_gbs, '.1f')} | "
-                   f"{_num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
+                   f"{c.exposed_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
+                   f"{num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
     return out
 
 
@@ -118,8 +111,8 @@ def pipeline_lines(pipe: Pipeline | None) -> list[str]:
         return out + ["- no pipeline parallelism (no point-to-point traffic between stages)"]
     out.append(f"- {pipe.stages} stages x {pipe.microbatches} microbatches "
                f"({pipe.pipelines} pipeline(s)); bubble measured "
-               f"{100 * pipe.bubble_fraction:.1f}% of the step, 1F1B theory "
-               f"(S-1)/(S-1+M) = {100 * pipe.bubble_theory:.1f}%")
+               f"{pct(pipe.bubble_fraction)} of the step, 1F1B theory "
+               f"(S-1)/(S-1+M) = {pct(pipe.bubble_theory)}")
     for st in pipe.per_stage:
         out.append(f"- stage {st.stage} (ranks {', '.join(map(str, st.ranks))}): "
                    f"bubble {st.bubble_ms:.2f} ms, idle {st.idle_ms:.2f} ms")

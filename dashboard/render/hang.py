@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 
 from stepscope.analyzers.hang import HangReport, StuckCollective
+from stepscope.dashboard.render.format import rank_list
 
 
 def hang_json(report: HangReport) -> str:
@@ -19,10 +20,6 @@ def _shape(sizes: list[list[int]] | None) -> str:
     if not sizes:
         return "-"
     return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in sizes)
-
-
-def _ranks(ranks: list[int] | tuple[int, ...]) -> str:
-    return ", ".join(str(r) for r in ranks) if ranks else "-"
 
 
 def _when(ns: int | None) -> str:
@@ -38,7 +35,7 @@ def _stuck_table(stuck: list[StuckCollective]) -> list[str]:
         lines.append(
             f"| {s.pg_name} | {s.pg_desc} | {s.profiling_name or s.op or '?'} | {s.seq} | "
             f"{_shape(s.sizes)} | {s.dtype or '-'} | {s.state or '-'} | "
-            f"**{_ranks(s.missing_ranks)}** | {_ranks(s.waiting_ranks)} | "
+            f"**{rank_list(s.missing_ranks)}** | {rank_list(s.waiting_ranks)} | "
             f"{_when(s.first_created_ns)} |")
     return lines
 
@@ -74,8 +71,8 @@ def _lag_lines(report: HangReport) -> list[str]:
     lines = ["", "## Completion lag (peers completed, these ranks did not see it)", "",
              "| group | lagging ranks | ahead ranks | collectives |", "|---|---|---|---|"]
     for lag in report.completion_lags:
-        lines.append(f"| {lag.pg_desc} ({lag.pg_name}) | **{_ranks(lag.lagging_ranks)}** | "
-                     f"{_ranks(lag.ahead_ranks)} | #{lag.first_seq}-#{lag.last_seq} |")
+        lines.append(f"| {lag.pg_desc} ({lag.pg_name}) | **{rank_list(lag.lagging_ranks)}** | "
+                     f"{rank_list(lag.ahead_ranks)} | #{lag.first_seq}-#{lag.last_seq} |")
     return lines
 
 
@@ -100,7 +97,7 @@ def _group_lines(report: HangReport) -> list[str]:
     for g in report.groups:
         done = "-" if g.last_completed_by_all is None else str(g.last_completed_by_all)
         enq = "-" if g.last_enqueued_max is None else str(g.last_enqueued_max)
-        lines.append(f"| {g.pg_name} | {g.pg_desc} | {_ranks(g.ranks)} | {done} | {enq} |")
+        lines.append(f"| {g.pg_name} | {g.pg_desc} | {rank_list(g.ranks)} | {done} | {enq} |")
     return lines
 
 

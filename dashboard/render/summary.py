@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from stepscope.analyzers.summary import RunSummary, summary_rows
-from stepscope.dashboard import strict_json
+from stepscope.dashboard.render import strict_json
+from stepscope.dashboard.render.format import pct
 
 # (column, header) shown in the human formats, in order.
 TEXT_COLUMNS = (
@@ -35,9 +36,9 @@ def _cell(value: object) -> str:
 def _row_cells(row: RunSummary) -> dict[str, str]:
     cells = {col: _cell(getattr(row, col)) for col, _ in TEXT_COLUMNS}
     if row.compute_share is not None:
-        cells["compute_share"] = f"{100 * row.compute_share:.0f}%"
+        cells["compute_share"] = pct(row.compute_share, 0)
     if row.top_loss and row.top_loss_share is not None:
-        cells["top_loss"] = f"{row.top_loss} {100 * row.top_loss_share:.0f}%"
+        cells["top_loss"] = f"{row.top_loss} {pct(row.top_loss_share, 0)}"
     return cells
 
 

@@ -1,0 +1,255 @@
+"""`stepscope report --format html`: the run report (analyzers.model.Report) as one
+self-contained HTML file (html_page.py).
+
+Big tables are aggregated (slowest ranks, per host) and long details folded into
+<details>, so 1,024 ranks stay a few hundred KB. Each section is one function of the
+model; `report_sections` is reused by the nightly report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
+from stepscope.dashboard.render.format import EN_DASH, num, pct, rank_list_short, share
+from stepscope.dashboard.render.html_nccl import nccl_section
+from stepscope.dashboard.render.html_page import (
+    card,
+    cards,
+    esc,
+    folded,
+    page,
+    section,
+    swatch,
+    table,
+)
+from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS
+from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
+from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
+
+FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
+RANK_CHART_MAX = 32         # more ranks: percentile ranks and the slowest in the chart
+SLOWEST_SHOWN = 16
+STEP_ROWS_OPEN = 20
+
+
+def _header(report: Report) -> str:
+    run, lay = report.run, report.layout
+    meta = (f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
+            f"host(s) · {run.device} · TP {lay.tp} × PP {lay.pp} × DP {lay.dp} "
+            f"(CP {lay.cp}, EP {lay.ep}) · timeline {run.timeline or EN_DASH} · "
+            f"status {run.status}")
+    notes = "".join(f"<li>{esc(n)}</li>" for n in report.notes)
+    return (f"<h1>stepscope report: {esc(run.name)}</h1><p class=\"meta\">{esc(meta)}</p>"
+            + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def _largest_loss(breakdown: Breakdown) -> tuple[str, float] | None:
+    losses = [(breakdown.ms(c), c) for c in CATEGORIES
+              if c != "compute" and breakdown.ms(c) > 0]
+    if not losses:
+        return None
+    ms, cat = max(losses)
+    return cat, ms
+
+
+def _cards(report: Report) -> str:
+    step = report.step_time_ms
+    items = [card("step time", f"{step:.2f} ms"),
+             card("MFU", pct(report.mfu.mfu, missing=EN_DASH)),
+             card("HFU", pct(report.mfu.hfu, missing=EN_DASH))]
+    loss = _largest_loss(report.breakdown_ms)
+    if loss:
+        of_step = f"{share(loss[1], step)} of the step" if step else ""
+        items.append(card("largest loss", esc(LABELS[loss[0]]),
+                          f"{loss[1]:.2f} ms · {of_step}"))
+    items.append(card("stragglers", str(len(report.stragglers))))
+    return cards(items)
+
+
+def _breakdown(report: Report) -> str:
+    step, bd = report.step_time_ms, report.breakdown_ms.as_dict()
+    chart = stacked_bars([("mean step", bd)], CATEGORIES, LABELS,
+                         "Where the step time went (mean over ranks, ms per step)")
+    rows = [[swatch(c) + esc(LABELS[c]), f"{bd[c]:.2f}",
+             pct(bd[c] / step if step else None, missing=EN_DASH)] for c in CATEGORIES]
+    rows.append(["<b>step</b>", f"<b>{step:.2f}</b>", "100%"])
+    return section(f"Where the step time went ({step:.2f} ms/step)", chart,
+                   table(["category", "ms/step", "share"], rows, numeric=(1, 2)),
+                   anchor="breakdown")
+
+
+def _mfu_facts(mfu: Mfu) -> list[str]:
+    facts = [f"<b>MFU {pct(mfu.mfu, missing=EN_DASH)}</b>, HFU {pct(mfu.hfu, missing=EN_DASH)} "
+             f"of {(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {esc(mfu.dtype)} per "
+             f"GPU ({esc(mfu.device)}; peak table {esc(mfu.peak_table_version)})",
+             f"model FLOPs per step: {num(mfu.model_flops_per_step, '.4g', EN_DASH)} (from "
+             f"the {esc(mfu.flops_source)})"]
+    if mfu.peak_reason:
+        facts.append(f"peak: {esc(mfu.peak_reason)}")
+    if mfu.achieved_tflops_per_gpu is not None:
+        facts.append(f"achieved {mfu.achieved_tflops_per_gpu:.1f} TFLOP/s per GPU while "
+                     "computing")
+    if mfu.message:
+        facts.append(f"note: {esc(mfu.message)}")
+    return facts
+
+
+def _mfu(report: Report) -> str:
+    mfu = report.mfu
+    if mfu.mfu is None:
+        return section("MFU", f"<p>Not computed: {esc(mfu.message)}</p>", anchor="mfu")
+    stages = [(w.name, STAGE_LABELS[w.name], w.points) for w in mfu.waterfall]
+    chart = waterfall(stages, 100 * mfu.mfu, "MFU waterfall: points of peak lost per cause")
+    items = "".join(f"<li>{f}</li>" for f in _mfu_facts(mfu))
+    return section("MFU", f"<ul>{items}</ul>", chart, anchor="mfu")
+
+
+def recommendations_section(recs: Sequence[Recommendation]) -> str:
+    """The advisor's recommendations, most valuable first (also in the diff report)."""
+    if not recs:
+        return section("Recommendations",
+                       "<p>None: no category costs enough for a fix to pay off.</p>",
+                       anchor="recommendations")
+    parts = []
+    for r in recs:
+        pts = (f", about +{r.expected_mfu_points:.1f} MFU points"
+               if r.expected_mfu_points is not None else "")
+        parts.append(f'<div class="rec {esc(r.severity)}"><b>[{esc(r.severity)}] '
+                     f"{esc(r.title)}</b> (<code>{esc(r.id)}</code>): expected gain "
+                     f"{r.expected_gain_ms:.2f} ms/step{pts}.<br>evidence: "
+                     f"{esc(r.evidence)}<br>{esc(r.detail)}</div>")
+    return section("Recommendations", *parts, anchor="recommendations")
+
+
+def _stragglers(report: Report) -> str:
+    rows = report.stragglers
+    if not rows:
+        return section("Stragglers", "<p>None: no rank is consistently the last to arrive.</p>",
+                       anchor="stragglers")
+    headers = ["rank", "host", "waited on ms/step", "slowdown", "evidence"]
+    cells = [[esc(s.rank), esc(s.host or EN_DASH), f"{s.waited_on_ms:.2f}",
+              num(s.slowdown, missing=EN_DASH), esc(s.evidence)] for s in rows]
+    # most severe first: the rest folded
+    return section("Stragglers", folded(headers, cells, (0, 2, 3), "stragglers", SLOWEST_SHOWN),
+                   anchor="stragglers")
+
+
+def _communication(report: Report) -> str:
+    rows = report.collectives
+    if not rows:
+        return ""
+    body = table(
+        ["collective", "group", "size", "calls", "MB", "time ms", "exposed ms", "bus GB/s",
+         "link (peak GB/s)"],
+        [[esc(c.collective), esc(c.group_label), esc(c.group_size),
+          f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
+          f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", num(c.bus_bw_gbs, ".1f", EN_DASH),
+          f"{esc(c.link)} ({num(c.link_peak_gbs, '.0f', EN_DASH)})"] for c in rows],
+        numeric=(2, 3, 4, 5, 6, 7))
+    return section("Communication (per rank and step)", body, anchor="communication")
+
+
+def _pipeline(report: Report) -> str:
+    pipe = report.pipeline
+    if pipe is None:
+        return section("Pipeline", "<p>No pipeline parallelism (no point-to-point traffic "
+                                   "between stages).</p>", anchor="pipeline")
+    head = (f"<p>{pipe.stages} stages × {pipe.microbatches} microbatches "
+            f"({pipe.pipelines} pipeline(s)); bubble measured "
+            f"{pct(pipe.bubble_fraction, missing=EN_DASH)} of the step, 1F1B theory "
+            f"(S-1)/(S-1+M) = {pct(pipe.bubble_theory, missing=EN_DASH)}.</p>")
+    body = table(["stage", "ranks", "bubble ms", "idle ms"],
+                 [[esc(s.stage), esc(rank_list_short(s.ranks)), f"{s.bubble_ms:.2f}",
+                   f"{s.idle_ms:.2f}"] for s in pipe.per_stage], numeric=(0, 2, 3))
+    return section("Pipeline", head, body, anchor="pipeline")
+
+
+def _rank_row(r: RankTimes) -> list[str]:
+    return [esc(r.rank), esc(r.host or EN_DASH), f"{r.step_time_ms:.2f}",
+            *[f"{r.breakdown_ms.ms(c):.2f}" for c in CATEGORIES]]
+
+
+RANK_HEADERS = ["rank", "host", "step ms", *[LABELS[c] for c in CATEGORIES]]
+RANK_NUMERIC = (0, *range(2, 3 + len(CATEGORIES)))
+
+
+def _chart_ranks(per_rank: Sequence[RankTimes]) -> list[tuple[str, dict[str, float]]]:
+    """All ranks when few; else the fastest, median, p90 and the slowest ranks."""
+    if len(per_rank) <= RANK_CHART_MAX:
+        return [(f"rank {r.rank}", r.breakdown_ms.as_dict()) for r in per_rank]
+    ordered = sorted(per_rank, key=lambda r: r.step_time_ms)
+    n = len(ordered)
+    picks = [("fastest", 0), ("median", n // 2), ("p90", int(0.9 * (n - 1)))]
+    rows = [(f"rank {ordered[i].rank} ({tag})", ordered[i].breakdown_ms.as_dict())
+            for tag, i in picks]
+    rows += [(f"rank {r.rank}", r.breakdown_ms.as_dict()) for r in ordered[::-1][:10]]
+    return rows
+
+
+def _host_rows(per_rank: Sequence[RankTimes]) -> list[list[str]]:
+    hosts: dict[str, list[RankTimes]] = {}
+    for r in per_rank:
+        hosts.setdefault(r.host or EN_DASH, []).append(r)
+    rows = []
+    for host, ranks in sorted(hosts.items()):
+        mean = {c: sum(r.breakdown_ms.ms(c) for r in ranks) / len(ranks) for c in CATEGORIES}
+        step = sum(r.step_time_ms for r in ranks) / len(ranks)
+        rows.append([esc(host), str(len(ranks)), f"{step:.2f}",
+                     f"{max(r.step_time_ms for r in ranks):.2f}",
+                     *[f"{mean[c]:.2f}" for c in CATEGORIES]])
+    return rows
+
+
+def _per_rank(report: Report) -> str:
+    per_rank = report.per_rank
+    if not per_rank:
+        return ""
+    n = len(per_rank)
+    title = ("Per rank (ms/step)" if n <= RANK_CHART_MAX else
+             f"Per rank (ms/step): fastest, median, p90 and the 10 slowest of {n} ranks")
+    parts = [stacked_bars(_chart_ranks(per_rank), CATEGORIES, LABELS, title)]
+    if n > SLOWEST_SHOWN:
+        slow = sorted(per_rank, key=lambda r: -r.step_time_ms)[:SLOWEST_SHOWN]
+        parts += [f"<h3>The {SLOWEST_SHOWN} slowest ranks</h3>",
+                  table(RANK_HEADERS, [_rank_row(r) for r in slow], RANK_NUMERIC)]
+    if len({r.host for r in per_rank}) > 1:
+        parts += ["<h3>Per host (mean over its ranks)</h3>",
+                  table(["host", "ranks", "step ms", "slowest ms",
+                         *[LABELS[c] for c in CATEGORIES]], _host_rows(per_rank),
+                        (1, *range(2, 4 + len(CATEGORIES))))]
+    if n <= FULL_RANK_TABLE_MAX:
+        every = table(RANK_HEADERS, [_rank_row(r) for r in per_rank], RANK_NUMERIC)
+        parts.append(every if n <= SLOWEST_SHOWN else
+                     f"<details><summary>All {n} ranks</summary>{every}</details>")
+    else:
+        parts.append(f"<p>All {n} ranks: see <code>per_rank</code> in the JSON report.</p>")
+    return section("Per rank", *parts, anchor="per-rank")
+
+
+def _per_step(report: Report) -> str:
+    steps = report.per_step
+    if not steps:
+        return ""
+    rows = [[esc(s.step), "yes" if s.complete else "no (last)", esc(s.n_ranks),
+             f"{s.step_time_ms:.2f}", *[f"{s.breakdown_ms.ms(c):.2f}" for c in CATEGORIES]]
+            for s in steps]
+    headers = ["step", "complete", "ranks", "step ms", *[LABELS[c] for c in CATEGORIES]]
+    numeric = (0, 2, *range(3, 4 + len(CATEGORIES)))
+    body = table(headers, rows, numeric)
+    if len(rows) > STEP_ROWS_OPEN:
+        body = f"<details><summary>All {len(rows)} steps</summary>{body}</details>"
+    return section("Per step (ms, mean over ranks)", body, anchor="per-step")
+
+
+def report_sections(report: Report) -> list[str]:
+    """The run report's sections, headline first, detail tables last."""
+    return [_header(report), _cards(report), _breakdown(report), _mfu(report),
+            recommendations_section(report.recommendations), _stragglers(report),
+            _communication(report), nccl_section(report.nccl), _pipeline(report),
+            _per_rank(report), _per_step(report)]
+
+
+def report_html(report: Report) -> str:
+    """`stepscope report --format html`."""
+    return page(f"stepscope report: {report.run.name}", report_sections(report))
