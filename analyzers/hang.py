@@ -1,4 +1,5 @@
-"""Why did the job hang? Flight Recorder dumps of every rank -> one typed HangReport.
+"""Why did the job hang? Flight Recorder dumps of every rank -> one typed HangReport
+(analyzers.model; its JSON Schema docs/hang.schema.json is generated from it).
 
 Per process group (keyed by pg_name, which is the same on every rank; pg_id is local):
 * the last collective every member completed;
@@ -20,119 +21,24 @@ per-rank work (analyzers/sql/hang/*.sql); this module only assembles the verdict
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import duckdb
 
 from stepscope.analyzers._sql import fetch_rows, sql
-
-
-@dataclass(frozen=True)
-class GroupProgress:
-    """How far one process group got."""
-
-    pg_name: str
-    pg_desc: str
-    ranks: tuple[int, ...]
-    last_completed_by_all: int | None   # collective seq every dumped member completed
-    last_enqueued_max: int | None
-    ranks_without_dump: tuple[int, ...]
-    membership_conflict: bool           # dumps disagree on the member list
-
-
-@dataclass(frozen=True)
-class StuckCollective:
-    """The first collective of a group that did not finish everywhere."""
-
-    pg_name: str
-    pg_desc: str
-    op: str | None                      # e.g. all_to_all (None: no dump holds the entry)
-    profiling_name: str | None          # e.g. nccl:all_to_all
-    seq: int
-    sizes: list[list[int]] | None       # input sizes, from the lowest rank holding it
-    output_sizes: list[list[int]] | None
-    dtype: str | None
-    state: str | None                   # scheduled | started | completed (lowest rank)
-    kind: str                           # not_entered | not_completed
-    first_created_ns: int | None        # when the first rank enqueued it (epoch ns)
-    missing_ranks: list[int]            # members that never entered it
-    waiting_ranks: list[int]            # members that entered it and wait
-    ranks_without_dump: list[int]
-
-
-@dataclass(frozen=True)
-class RankOps:
-    """What one rank issued for a sequence number (desync evidence)."""
-
-    rank: int
-    ops: list[str]
-    sizes: list[list[list[int]] | None]
-    dtypes: list[list[str] | None]
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """One sequence number of one group issued differently across ranks."""
-
-    pg_name: str
-    pg_desc: str
-    seq: int
-    fields: list[str]                   # op | dtype | sizes
-    ranks: list[RankOps]
-
-
-@dataclass(frozen=True)
-class CompletionLag:
-    """Members that did not see collectives complete that other members completed."""
-
-    pg_name: str
-    pg_desc: str
-    lagging_ranks: list[int]
-    ahead_ranks: list[int]
-    first_seq: int                      # first collective the laggards did not complete
-    last_seq: int                       # last collective the others completed
-
-
-@dataclass(frozen=True)
-class P2PWait:
-    """A send or recv that did not complete."""
-
-    pg_name: str
-    pg_desc: str
-    rank: int
-    op: str                             # send | recv
-    peer_rank: int | None
-    state: str
-    sizes: list[list[int]] | None
-    dtype: str | None
-    peer_posted: bool | None            # None: the peer left no dump
-
-
-@dataclass(frozen=True)
-class Suspect:
-    rank: int
-    idle: bool                          # nothing in flight: stuck outside NCCL
-    reasons: list[str]
-
-
-@dataclass(frozen=True)
-class HangReport:
-    """Everything `stepscope hang` says about one run."""
-
-    run: str
-    verdict: str
-    suspect_ranks: list[int]
-    suspects: list[Suspect]
-    stuck: list[StuckCollective]
-    mismatches: list[Mismatch]
-    completion_lags: list[CompletionLag]
-    p2p_waits: list[P2PWait]
-    groups: list[GroupProgress]
-    dump_ranks: list[int]
-    fr_versions: list[str]
-    nccl_versions: list[str]
-    notes: list[str]
+from stepscope.analyzers.model import (
+    CollectiveState,
+    CompletionLag,
+    GroupProgress,
+    HangReport,
+    Mismatch,
+    MismatchField,
+    P2PWait,
+    RankOps,
+    StuckCollective,
+    StuckKind,
+    Suspect,
+)
 
 
 class NoFlightRecorderError(LookupError):
@@ -163,7 +69,7 @@ class _Entry(TypedDict):
     input_sizes: list[list[int]] | None
     output_sizes: list[list[int]] | None
     input_dtypes: list[str] | None
-    state: str | None
+    state: CollectiveState | None
     first_created_ns: int | None
 
 
@@ -184,9 +90,9 @@ class _P2PRow(TypedDict):
     pg_name: str
     pg_desc: str
     rank: int
-    op: str
+    op: Literal["send", "recv"]
     peer_rank: int | None
-    state: str
+    state: Literal["scheduled", "started"]
     input_sizes: list[list[int]] | None
     input_dtypes: list[str] | None
     peer_posted: bool | None
@@ -235,10 +141,10 @@ def _progress(rows: list[_Member]) -> GroupProgress:
     enqueued = [e for r in dumped if (e := r["enqueued"]) is not None]
     return GroupProgress(
         pg_name=rows[0]["pg_name"], pg_desc=rows[0]["pg_desc"],
-        ranks=tuple(r["rank"] for r in rows),
+        ranks=[r["rank"] for r in rows],
         last_completed_by_all=min(completed) if completed else None,
         last_enqueued_max=max(enqueued) if enqueued else None,
-        ranks_without_dump=tuple(r["rank"] for r in rows if not r["has_dump"]),
+        ranks_without_dump=[r["rank"] for r in rows if not r["has_dump"]],
         membership_conflict=bool(rows[0]["membership_conflict"]))
 
 
@@ -251,6 +157,7 @@ def _stuck(con: duckdb.DuckDBPyConnection, run: str,
         return None
     low = min(e for _, e, _ in known)
     high = max(e for _, e, _ in known)
+    kind: StuckKind
     if high > low:
         seq, kind = low + 1, "not_entered"
         missing = [rank for rank, e, _ in known if e < seq]
@@ -295,8 +202,10 @@ def _lag(rows: list[_Member]) -> CompletionLag | None:
 
 
 def _mismatch(row: _MismatchRow) -> Mismatch:
-    fields = [name for name, flag in (("op", row["op_differs"]), ("dtype", row["dtype_differs"]),
-                                      ("sizes", row["sizes_differ"])) if flag]
+    flags: tuple[tuple[MismatchField, bool | None], ...] = (
+        ("op", row["op_differs"]), ("dtype", row["dtype_differs"]),
+        ("sizes", row["sizes_differ"]))
+    fields = [name for name, flag in flags if flag]
     ranks = [RankOps(rank=r, ops=list(o), sizes=list(s), dtypes=list(d))
              for r, o, s, d in zip(row["ranks"], row["ops"], row["sizes"], row["dtypes"],
                                    strict=True)]

@@ -19,6 +19,7 @@ import sample_db as sample_db_module
 from filelock import FileLock, Timeout
 
 import stepscope.analyzers.report
+import stepscope.commands.hang_cmd
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
@@ -208,17 +209,18 @@ def _checking(builder: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-# every place a report, diff or plan model is built, by (module, function name)
+# every place a report, diff, plan or hang model is built, by (module, function name)
 BUILDERS = (
     (stepscope.analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
     (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
     (stepscope.commands.plan_cmd, "plan_result"),
+    (stepscope.commands.hang_cmd, "build_hang_report"),
 )
 
 
 @pytest.fixture(autouse=True, scope="session")
 def every_model_is_validated() -> Iterator[None]:
-    """Every report, diff and plan the suite builds (through the library or the CLI) is
+    """Every report, diff, plan and hang analysis the suite builds (library or CLI) is
     checked against the published JSON Schema the moment it is built."""
     with pytest.MonkeyPatch.context() as mp:
         for module, name in BUILDERS:

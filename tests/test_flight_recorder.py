@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import jsonschema
 import pytest
-from conftest import REPO, SAMPLES, SHARED_TRACES
+from conftest import SAMPLES, SHARED_TRACES, validate_json
 
 from stepscope.analyzers.hang import build_hang_report
+from stepscope.analyzers.model import HangReport
 from stepscope.cli import main
 from stepscope.ingest import TraceFileError, ingest
 from stepscope.ingest.nccl.flight_recorder import read_flight_recorder, split_profiling_name
@@ -24,7 +24,6 @@ from stepscope.ingest.nccl.safe_pickle import UnsafePickleError, load_plain
 
 FR_ROOT = SHARED_TRACES / "nvidia-resiliency-ext" / "tests" / "attribution" / "unit"
 SCENARIOS = ("gpu_error_1st", "lock_gil_1st")
-SCHEMA = json.loads((REPO / "docs" / "hang.schema.json").read_text())
 
 
 def scenario(name: str) -> Path:
@@ -52,7 +51,7 @@ def fault_ranks(name: str) -> list[int]:
 def hang_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     assert main(["hang", str(path), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    jsonschema.validate(out, SCHEMA)
+    validate_json(out, HangReport)
     return out
 
 

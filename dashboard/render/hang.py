@@ -1,18 +1,16 @@
 """`stepscope hang` output: JSON (schema: docs/hang.schema.json) and Markdown, pure
-functions of one analyzers.hang.HangReport."""
+functions of one analyzers.model.HangReport."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from datetime import UTC, datetime
 
-from stepscope.analyzers.hang import HangReport, StuckCollective
+from stepscope.analyzers.model import HangReport, StuckCollective, to_json
 from stepscope.dashboard.render.format import rank_list
 
 
 def hang_json(report: HangReport) -> str:
-    return json.dumps(dataclasses.asdict(report), indent=2)
+    return to_json(report)
 
 
 def _shape(sizes: list[list[int]] | None) -> str:

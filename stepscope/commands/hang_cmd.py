@@ -8,7 +8,8 @@ import tempfile
 from pathlib import Path
 
 from stepscope import ingest_run
-from stepscope.analyzers.hang import HangReport, NoFlightRecorderError, build_hang_report
+from stepscope.analyzers.hang import NoFlightRecorderError, build_hang_report
+from stepscope.analyzers.model import HangReport
 from stepscope.dashboard.render.hang import hang_json, hang_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
