@@ -22,7 +22,15 @@ from typing import Literal, cast
 import msgspec
 from msgspec import inspect as mi
 
-from stepscope.analyzers.model import CATEGORIES, Diff, Json, JsonObject, Report, to_builtins
+from stepscope.analyzers.model import (
+    CATEGORIES,
+    CheckOutcome,
+    Diff,
+    Json,
+    JsonObject,
+    Report,
+    to_builtins,
+)
 from stepscope.ingest import UsageError
 
 OPS = ("<", "<=", ">", ">=")
@@ -96,20 +104,22 @@ class CheckResult:
     def failed(self) -> bool:
         return self.status in ("fail", "missing")
 
-    def line(self) -> str:
-        """One line for stderr / the summary, naming value and threshold."""
+    def outcome(self) -> CheckOutcome:
+        """The check as the nightly model holds it (report.json's `checks`)."""
         t = self.threshold
-        if self.value is None:
-            verdict = "not computable" + (" (allowed)" if self.status == "skipped" else "")
-            return f"{t.metric}: {verdict} (threshold: fail if {t.op} {t.limit:g})"
-        return f"{t.metric} = {self.value:.6g} (threshold: fail if {t.op} {t.limit:g})"
+        return CheckOutcome(condition=t.text, metric=t.metric, op=t.op, threshold=t.limit,
+                            value=self.value, status=self.status, passed=not self.failed)
 
-    def value_text(self) -> str:
-        """'value -21.3' or why there is none, for the summaries."""
-        if self.value is None:
-            return "not computable" + (" (allowed by --allow-missing)"
-                                       if self.status == "skipped" else "")
-        return f"value {self.value:.4g}"
+    def line(self) -> str:
+        return check_line(self.outcome())
+
+
+def check_line(c: CheckOutcome) -> str:
+    """One line for stderr, naming value and threshold."""
+    if c.value is None:
+        verdict = "not computable" + (" (allowed)" if c.status == "skipped" else "")
+        return f"{c.metric}: {verdict} (threshold: fail if {c.op} {c.threshold:g})"
+    return f"{c.metric} = {c.value:.6g} (threshold: fail if {c.op} {c.threshold:g})"
 
 
 def parse_threshold(expr: str) -> Threshold:

@@ -2,7 +2,7 @@
 a night of a job and a hang analysis.
 
 Each model is a tree of frozen msgspec Structs (docs/report.md says why msgspec):
-analyzers build them, renderers (dashboard/) only read them, and `to_json` is the one
+analyzers build them, renderers (dashboard/render/) only read them, and `to_json` is the one
 JSON serializer. The JSON Schemas in docs/*.schema.json are generated from these classes
 (`json_schema`), so the published contract cannot drift from the code.
 
@@ -447,7 +447,7 @@ class PlanResult(Model, frozen=True, kw_only=True):
     schema_version: int = PLAN_SCHEMA_VERSION
 
 
-# ------------------------------------------------------------------ the nightly report.json
+# ------------------------------------------------------------------ the nightly report
 class FailedFile(Model, frozen=True, kw_only=True):
     """A trace file the night could not ingest, and why."""
     file: str
@@ -487,15 +487,24 @@ class CheckOutcome(Model, frozen=True, kw_only=True):
     status: Literal["pass", "fail", "missing", "skipped"]
     passed: bool
 
+    @property
+    def failed(self) -> bool:
+        return not self.passed
 
-class NightlyJson(Report, frozen=True, kw_only=True):
-    """report.json of `stepscope nightly` (docs/nightly.md; schema docs/nightly.schema.json):
-    the run report plus the night's sections."""
+
+class NightlyReport(Report, frozen=True, kw_only=True):
+    """One night of a job, `stepscope nightly` (docs/nightly.md): the run report plus the
+    night's sections. report.json is this model (schema docs/nightly.schema.json);
+    report.md and report.html are rendered from it."""
     nightly: NightlyInfo
     baseline: BaselineInfo | None
     baseline_note: str | None
     diff: Diff | None
     checks: tuple[CheckOutcome, ...]
+
+    @property
+    def failed_checks(self) -> tuple[CheckOutcome, ...]:
+        return tuple(c for c in self.checks if c.failed)
 
 
 # ------------------------------------------------------------------ the hang report
@@ -603,7 +612,6 @@ class HangReport(Model, frozen=True, kw_only=True):
 
 
 # ------------------------------------------------------------------ serialization
-AnyModel = Report | Diff | PlanResult
 Json: TypeAlias = "dict[str, Json] | list[Json] | str | int | float | bool | None"
 JsonObject: TypeAlias = "dict[str, Json]"
 """A model's JSON as plain values (what `to_builtins` returns; what `--fail-if` reads)."""
@@ -633,7 +641,7 @@ SCHEMA_FILES: dict[str, type[Model]] = {
     "report.schema.json": Report,
     "diff.schema.json": Diff,
     "plan.schema.json": PlanResult,
-    "nightly.schema.json": NightlyJson,
+    "nightly.schema.json": NightlyReport,
     "hang.schema.json": HangReport,
 }
 
@@ -650,7 +658,7 @@ def schema_text(kind: type[Model]) -> str:
 
 
 def write_schemas(folder: Path) -> list[Path]:
-    """Regenerate the published schemas: `python -m analyzers.model docs/`."""
+    """Regenerate the published schemas: `python -m stepscope.analyzers.model docs/`."""
     written = []
     for name, kind in SCHEMA_FILES.items():
         path = folder / name

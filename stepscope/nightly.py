@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -22,7 +22,8 @@ from stepscope.analyzers.checks import Threshold, evaluate
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.mfu import ModelSpec
-from stepscope.analyzers.nightly import Baseline, NightlyReport
+from stepscope.analyzers.model import BaselineInfo, NightlyReport
+from stepscope.analyzers.nightly import build_nightly, history_row, iso_utc, with_pruned
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.html_nightly import nightly_html
 from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
@@ -119,23 +120,31 @@ def default_run_name(job: str, paths: Sequence[str | Path]) -> str:
     return f"{job}-{start:%Y%m%dT%H%M%SZ}" if start is not None else f"{job}-undated"
 
 
+def _baseline(con: duckdb.DuckDBPyConnection, run: str,
+              selected_by: Literal["previous", "--baseline"]) -> BaselineInfo:
+    return BaselineInfo(run=run, selected_by=selected_by,
+                        trace_start=iso_utc(history.trace_start(con, run)))
+
+
 def _choose_baseline(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
-                     start: datetime | None) -> tuple[Baseline | None, str | None]:
+                     start: datetime | None) -> tuple[BaselineInfo | None, str | None]:
     if opts.baseline == "none":
         return None, "no baseline requested (--baseline none)"
     if opts.baseline != "previous":
-        return Baseline(opts.baseline, "--baseline", history.trace_start(con, opts.baseline)), None
+        return _baseline(con, opts.baseline, "--baseline"), None
     prev = history.previous_run(con, opts.job, run, start)
     if prev is None:
         return None, (f"first night of job '{opts.job}' in this database: no earlier run "
                       "to compare with")
-    return Baseline(prev, "previous", history.trace_start(con, prev)), None
+    return _baseline(con, prev, "previous"), None
 
 
 def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
              status: Literal["complete", "partial"],
-             failures: list[tuple[str, str]]) -> NightlyReport:
+             failures: list[tuple[str, str]]) -> tuple[NightlyReport, history.HistoryRow]:
+    """The night's model and its history row."""
     start = history.trace_start(con, run)
+    ingested_at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     report = build_report(con, run, opts.spec, opts.peak_tflops, opts.dtype)
     baseline, note = _choose_baseline(con, opts, run, start)
     diff = None
@@ -143,11 +152,11 @@ def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
         base = build_report(con, baseline.run, opts.spec, opts.peak_tflops, opts.dtype)
         diff = build_diff(base, report, op_times(con, baseline.run), op_times(con, run))
     checks = evaluate(opts.thresholds, report, diff, opts.allow_missing)
-    return NightlyReport(
-        job=opts.job, run=run, trace_start=start,
-        ingested_at=datetime.now(UTC).replace(tzinfo=None, microsecond=0), status=status,
+    night = build_nightly(
+        job=opts.job, run=run, trace_start=start, ingested_at=ingested_at, status=status,
         failed_files=failures, report=report, baseline=baseline, baseline_note=note,
         diff=diff, checks=checks)
+    return night, history_row(night, start, ingested_at)
 
 
 def write_outputs(night: NightlyReport, out_dir: Path) -> list[Path]:
@@ -180,10 +189,10 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     con = connect_write(opts.db)
     try:
         status: Literal["complete", "partial"] = "partial" if result.failures else "complete"
-        night = _analyse(con, opts, run, status, list(result.failures))
-        history.record(con, night.history_row())
+        night, row = _analyse(con, opts, run, status, list(result.failures))
+        history.record(con, row)
         if opts.keep is not None:
-            night = replace(night, pruned=history.prune(con, opts.job, opts.keep))
+            night = with_pruned(night, history.prune(con, opts.job, opts.keep))
     finally:
         con.close()
     return NightlyOutcome(night, out_dir, write_outputs(night, out_dir))

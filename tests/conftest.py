@@ -209,10 +209,11 @@ def _checking(builder: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-# every place a report, diff, plan or hang model is built, by (module, function name)
+# every place a report, diff, plan, nightly or hang model is built, by (module, function)
 BUILDERS = (
     (stepscope.analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
     (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
+    (stepscope.nightly, "build_nightly"),
     (stepscope.commands.plan_cmd, "plan_result"),
     (stepscope.commands.hang_cmd, "build_hang_report"),
 )
@@ -220,7 +221,7 @@ BUILDERS = (
 
 @pytest.fixture(autouse=True, scope="session")
 def every_model_is_validated() -> Iterator[None]:
-    """Every report, diff, plan and hang analysis the suite builds (library or CLI) is
+    """Every report, diff, plan, night and hang analysis the suite builds (library or CLI) is
     checked against the published JSON Schema the moment it is built."""
     with pytest.MonkeyPatch.context() as mp:
         for module, name in BUILDERS:

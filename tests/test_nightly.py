@@ -18,7 +18,7 @@ import duckdb
 import pytest
 from conftest import validate_json
 
-from stepscope.analyzers.model import NightlyJson, from_json, to_json
+from stepscope.analyzers.model import NightlyReport, from_json, to_json
 from stepscope.cli import main
 from stepscope.nightly import default_run_name
 
@@ -206,13 +206,26 @@ def test_nightly_html_opens_offline(nights: Nights) -> None:
 
 def test_report_json_follows_the_nightly_schema(nights: Nights) -> None:
     """report.json validates against docs/nightly.schema.json (generated from the model
-    class NightlyJson; tests/test_model.py fails when it is stale) and reads back into it."""
+    class NightlyReport; tests/test_model.py fails when it is stale) and reads back into it."""
     for name in ("first", "rerun", "bad"):
         text = (nights.out(name) / "report.json").read_text()
-        validate_json(json.loads(text), NightlyJson)
-        night = from_json(text, NightlyJson)
+        validate_json(json.loads(text), NightlyReport)
+        night = from_json(text, NightlyReport)
         assert night.nightly.run and night.run.name == night.nightly.run
         assert to_json(night) + "\n" == text  # one serializer: byte for byte
+
+
+def test_every_nightly_file_is_rendered_from_report_json(nights: Nights) -> None:
+    """report.md and report.html are pure functions of the one model report.json holds:
+    rendered again from the parsed report.json, they are the files the night wrote."""
+    from stepscope.dashboard.render.html_nightly import nightly_html
+    from stepscope.dashboard.render.nightly import nightly_markdown
+
+    for name in ("first", "rerun", "bad"):
+        out = nights.out(name)
+        night = from_json((out / "report.json").read_text(), NightlyReport)
+        assert nightly_markdown(night) == (out / "report.md").read_text()
+        assert nightly_html(night) == (out / "report.html").read_text()
 
 
 def test_keep_bounds_the_database_over_many_nights(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Renderers of a nightly report (report.json, report.md) and of a job's history.
 
-Pure functions: `NightlyReport` (analyzers/nightly.py) or the history frame in, text out.
+Pure functions: analyzers.model.NightlyReport or the history frame in, text out.
 report.md starts with a chat-sized summary (a few lines a webhook can post), then the
 full report and the diff against the baseline.
 """
@@ -13,8 +13,7 @@ from datetime import datetime
 import polars as pl
 
 from stepscope.analyzers.history import HistoryNight, history_nights
-from stepscope.analyzers.model import to_json
-from stepscope.analyzers.nightly import NightlyReport
+from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.format import num, pct
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
@@ -25,7 +24,15 @@ HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "chan
 
 
 def nightly_json(night: NightlyReport) -> str:
-    return to_json(night.json_model()) + "\n"
+    return to_json(night) + "\n"
+
+
+def value_text(check: CheckOutcome) -> str:
+    """'value -21.3' or why there is none, for the summaries."""
+    if check.value is None:
+        return "not computable" + (" (allowed by --allow-missing)"
+                                   if check.status == "skipped" else "")
+    return f"value {check.value:.4g}"
 
 
 NA = "n/a"  # what the nightly summary shows for a value that could not be computed
@@ -33,9 +40,9 @@ NA = "n/a"  # what the nightly summary shows for a value that could not be compu
 
 def headline(night: NightlyReport) -> list[str]:
     """MFU and step time, each with its change against the baseline."""
-    r, d = night.report, night.diff
-    mfu = r.mfu.mfu
-    step = r.step_time_ms
+    d = night.diff
+    mfu = night.mfu.mfu
+    step = night.step_time_ms
     if d is None:
         why = night.baseline_note or "no baseline"
         return [f"- **MFU {pct(mfu, missing=NA)}** · **step time {step:.2f} ms** ({why})"]
@@ -50,23 +57,23 @@ def headline(night: NightlyReport) -> list[str]:
 
 def summary_markdown(night: NightlyReport) -> list[str]:
     """The chat-sized part: verdict, headline numbers, the top cause, failed checks."""
-    failed = night.failed_checks
-    out = [f"## stepscope nightly: job `{night.job}`, run `{night.run}` — **{night.verdict}**",
+    failed, info = night.failed_checks, night.nightly
+    out = [f"## stepscope nightly: job `{info.job}`, run `{info.run}` — **{info.verdict}**",
            ""]
     out += headline(night)
-    causes = night.top_causes()
+    causes = info.top_causes
     if causes:
         out.append(f"- **Top cause:** {causes[0]}")
     if failed:
         out.append(f"- **Failed checks ({len(failed)} of {len(night.checks)}):**")
-        out += [f"  - `{c.threshold.text}`: {c.value_text()}" for c in failed]
+        out += [f"  - `{c.condition}`: {value_text(c)}" for c in failed]
     elif night.checks:
         out.append(f"- all {len(night.checks)} check(s) pass")
-    if night.failed_files:
-        shown = "; ".join(f"{f}: {e}" for f, e in night.failed_files[:3])
-        more = f" (+{len(night.failed_files) - 3} more)" if len(night.failed_files) > 3 else ""
-        out.append(f"- **Partial ingest:** {len(night.failed_files)} file(s) failed: "
-                   f"{shown}{more}")
+    files = info.failed_files
+    if files:
+        shown = "; ".join(f"{f.file}: {f.error}" for f in files[:3])
+        more = f" (+{len(files) - 3} more)" if len(files) > 3 else ""
+        out.append(f"- **Partial ingest:** {len(files)} file(s) failed: {shown}{more}")
     setup = [f"{c.what} {c.a} -> {c.b}"
              for c in (night.diff.setup_changes if night.diff else ())]
     if setup:
@@ -77,12 +84,12 @@ def summary_markdown(night: NightlyReport) -> list[str]:
 def nightly_markdown(night: NightlyReport) -> str:
     """report.md: the summary, then the full report, then the diff."""
     out = summary_markdown(night)
-    out += ["", "---", "", report_markdown(night.report).rstrip()]
+    out += ["", "---", "", report_markdown(night).rstrip()]
     if night.diff is not None:
         out += ["", diff_markdown(night.diff).rstrip()]
     if night.checks:
         out += ["", "## Checks", "", "| condition | value | result |", "|---|---:|---|"]
-        out += [f"| `{c.threshold.text}` | {num(c.value, '.4g', NA)} | {c.status} |"
+        out += [f"| `{c.condition}` | {num(c.value, '.4g', NA)} | {c.status} |"
                 for c in night.checks]
     return "\n".join(out) + "\n"
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from stepscope.analyzers.checks import metric_catalog, parse_threshold
+from stepscope.analyzers.checks import check_line, metric_catalog, parse_threshold
 from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.commands.ingest_cmd import add_comm_kernels
@@ -66,15 +66,16 @@ def run(args: argparse.Namespace) -> int:
         spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype, keep=args.keep,
         jobs=args.jobs, comm_kernels=args.comm_kernels))
     night = outcome.night
-    for file, problem in night.failed_files:
-        print(f"error: {file}: {problem}", file=sys.stderr)
+    info = night.nightly
+    for failed in info.failed_files:
+        print(f"error: {failed.file}: {failed.error}", file=sys.stderr)
     for check in night.failed_checks:
-        print(f"check failed: {check.line()}", file=sys.stderr)
+        print(f"check failed: {check_line(check)}", file=sys.stderr)
     if not args.quiet:
         base = night.baseline.run if night.baseline else "none"
-        print(f"nightly {night.verdict}: job '{night.job}' run '{night.run}' "
+        print(f"nightly {info.verdict}: job '{info.job}' run '{info.run}' "
               f"(baseline: {base}); {len(night.checks) - len(night.failed_checks)}/"
               f"{len(night.checks)} check(s) pass; reports in {outcome.out_dir}/")
-        if night.pruned:
-            print(f"pruned {len(night.pruned)} old run(s): {', '.join(night.pruned)}")
-    return night.exit_code
+        if info.pruned_runs:
+            print(f"pruned {len(info.pruned_runs)} old run(s): {', '.join(info.pruned_runs)}")
+    return info.exit_code
