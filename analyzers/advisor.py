@@ -16,7 +16,6 @@ import duckdb
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.collectives import median_kernel_us, step_gap_ms
 from stepscope.analyzers.context import RunContext
-from stepscope.analyzers.mfu import ModelSpec
 from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
@@ -28,6 +27,7 @@ from stepscope.analyzers.model import (
 )
 from stepscope.analyzers.planner import bubble_theory, zero_state_bytes_per_param
 from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, EXPERT_ROLES, MODEL_EXCHANGE_ROLES
+from stepscope.analyzers.spec import ModelSpec
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share

@@ -13,10 +13,10 @@ import duckdb
 
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.layout import layout
-from stepscope.analyzers.mfu import ModelSpec
 from stepscope.analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
 from stepscope.analyzers.peaks import DTYPES, RunDevice, run_device
 from stepscope.analyzers.pipeline import PipelineTopology, topology
+from stepscope.analyzers.spec import ModelSpec
 from stepscope.ingest.errors import UsageError
 
 

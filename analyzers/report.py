@@ -14,11 +14,12 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
-from stepscope.analyzers.mfu import ModelSpec, mfu_section
+from stepscope.analyzers.mfu import mfu_section
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
 from stepscope.analyzers.nccl import build_nccl_section
 from stepscope.analyzers.pipeline import pipeline
 from stepscope.analyzers.roles import assign_roles
+from stepscope.analyzers.spec import ModelSpec
 from stepscope.analyzers.stragglers import stragglers
 
 __all__ = ["REPORT_SCHEMA_VERSION", "ReportOptions", "build_report", "report_from_context"]

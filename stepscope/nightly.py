@@ -21,10 +21,10 @@ from stepscope.analyzers import history
 from stepscope.analyzers.checks import Threshold, evaluate
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
-from stepscope.analyzers.mfu import ModelSpec
 from stepscope.analyzers.model import BaselineInfo, NightlyReport
 from stepscope.analyzers.nightly import build_nightly, history_row, iso_utc, with_pruned
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.spec import ModelSpec
 from stepscope.dashboard.render.html_nightly import nightly_html
 from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
 from stepscope.ingest import (

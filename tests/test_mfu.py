@@ -10,10 +10,11 @@ import pytest
 from conftest import REPO, shared_trace_files
 
 import stepscope
-from stepscope.analyzers.mfu import flops_per_token, load_spec, spec_from_mapping, waterfall
+from stepscope.analyzers.mfu import flops_per_token, waterfall
 from stepscope.analyzers.model import Breakdown, to_builtins
 from stepscope.analyzers.peaks import lookup, table
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.spec import load_spec, spec_from_mapping
 from stepscope.cli import main
 from stepscope.ingest import UsageError
 

@@ -18,11 +18,11 @@ from conftest import REPO, SIM
 import stepscope
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
-from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.model import Diff, Model, PlanResult, Report, to_json
 from stepscope.analyzers.peaks import resolve_device
 from stepscope.analyzers.planner import make_job, plan_result
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.spec import load_spec
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.plan import plan_markdown
 from stepscope.dashboard.render.report import report_markdown

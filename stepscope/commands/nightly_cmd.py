@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from stepscope.analyzers.checks import check_line, metric_catalog, parse_threshold
-from stepscope.analyzers.mfu import load_spec
 from stepscope.analyzers.peaks import DTYPES
+from stepscope.analyzers.spec import load_spec
 from stepscope.commands.ingest_cmd import add_comm_kernels
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.comm_kernels import load_user_table
