@@ -1,7 +1,9 @@
-"""Exit codes of the `stepscope` command line (stable, for scripts; docs in stepscope/cli.py).
+"""Exit codes of the `stepscope` command line, defined once (stable, for scripts; the
+README's "Exit codes" describes them).
 
 They live in the lowest layer because library results (`IngestResult.exit_code`, the
-nightly verdict) already speak in them.
+nightly verdict) already speak in them; the CLI imports them before anything heavy loads
+(this module imports nothing, and the ingest package loads its other modules lazily).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from stepscope.ingest.errors import (
     UsageError,
 )
 from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
+from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import READERS as NCCL_READERS
@@ -88,7 +89,7 @@ class IngestResult:
 
     @property
     def exit_code(self) -> int:
-        return 3 if self.failures else 0
+        return EXIT_PARTIAL if self.failures else EXIT_OK
 
 
 def _version() -> str:

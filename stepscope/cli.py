@@ -1,16 +1,9 @@
 """The `stepscope` command line: thin wrappers over the library, one module per subcommand.
 
-Exit codes (stable, for scripts; README "Exit codes"):
-  0    success
-  1    nothing done (no trace could be ingested; --strict failure; unexpected error)
-  2    usage error (bad arguments, missing paths, unknown run, locked database), always
-       found before any work
-  3    partial ingest (some files failed; the others are in the database)
-  4    `nightly`: at least one --fail-if check failed (stderr names each, value and threshold)
-  130  interrupted (Ctrl-C); the one line says whether the run was committed
-
-Only the standard library is imported at module level, so Ctrl-C while the heavy
-modules load is still one line and exit 130, not a traceback.
+Exit codes (stable, for scripts): defined once in ingest/exit_codes.py, described in the
+README ("Exit codes"). Only the standard library and those constants are imported at
+module level (the ingest package loads its heavy modules on first use), so Ctrl-C while
+the heavy modules load is still one line and exit 130, not a traceback.
 """
 
 from __future__ import annotations
@@ -22,8 +15,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_PARTIAL, EXIT_CHECK_FAILED = 0, 1, 2, 3, 4
-EXIT_INTERRUPTED = 130
+from stepscope.ingest.exit_codes import EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK, EXIT_USAGE
+
 NOTHING_WRITTEN = "interrupted: nothing was written"
 # Commands that write the user's database report what it holds when interrupted; the
 # others only read it, or ingest into a temporary database that is gone.
@@ -101,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - last resort: one line, not a traceback
+    except Exception as exc:  # last resort: one line, not a traceback (re-raised on debug)
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         print(f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for "
@@ -125,15 +118,6 @@ def entry() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
-
-
-def __getattr__(name: str) -> object:
-    """`COMMANDS` (name -> command module) lives in stepscope.commands; loaded lazily."""
-    if name == "COMMANDS":
-        from stepscope.commands import COMMANDS
-
-        return COMMANDS
-    raise AttributeError(f"module 'stepscope.cli' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ or database."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,3 +118,23 @@ def test_the_renderers_need_no_app_and_no_database() -> None:
                    or dep.startswith("stepscope.dashboard.")
                    and not dep.startswith("stepscope.dashboard.render"))
     assert heavy == []
+
+
+def test_exit_codes_are_defined_once() -> None:
+    """ingest/exit_codes.py holds them; every other module imports them."""
+    defined = sorted(f"{name}: {target.id}" for name, path in MODULES.items()
+                     for node in _top_level(ast.parse(path.read_text()).body)
+                     if isinstance(node, ast.Assign)
+                     for target in ast.walk(node) if isinstance(target, ast.Name)
+                     and isinstance(target.ctx, ast.Store) and target.id.startswith("EXIT_"))
+    assert defined and all(d.startswith("stepscope.ingest.exit_codes: ") for d in defined)
+
+
+def test_the_cli_module_loads_no_heavy_dependency() -> None:
+    """`stepscope.cli` imports its exit codes from the ingest package, which loads DuckDB
+    and the readers only on first use: a Ctrl-C while Python starts stays one line."""
+    code = ("import sys, stepscope.cli; print(sorted({m.split('.')[0] for m in sys.modules}"
+            " & {'duckdb', 'polars', 'pyarrow', 'msgspec', 'numpy', 'streamlit', 'plotly'}))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO).stdout
+    assert out.strip() == "[]"

@@ -10,6 +10,7 @@ from stepscope import ingest_run
 from stepscope.dashboard.render.summary import summary_text
 from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
 from stepscope.ingest.errors import Interrupted
+from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
 from stepscope.ingest.sources import is_archive_name, is_trace_name
 from stepscope.store import Store
@@ -179,5 +180,5 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
         print()
         print(summary_text(summary.filter(summary["run"].is_in(list(names)))))
     if nothing == len(jobs):
-        return 1
-    return 3 if nothing or any(r.failures for r in results) else 0
+        return EXIT_NOTHING
+    return EXIT_PARTIAL if nothing or any(r.failures for r in results) else EXIT_OK
