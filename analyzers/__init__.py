@@ -1,7 +1,13 @@
-"""Analyses over the stepscope DuckDB model: SQL files plus thin Python wrappers.
+"""Analyses over the stepscope DuckDB model: SQL files (analyzers/sql/, one query per
+file) plus thin Python wrappers.
 
-Each analyzer takes an open (read-only) DuckDB connection and returns polars frames;
-none of them plots or prints.
+Each analyzer takes an open (read-only) DuckDB connection, or the run context built from
+one (context.py), and returns typed values: a section of one of the models of model.py
+(run report, diff, plan, nightly report, hang analysis), typed rows for the dashboard's
+drill-downs (detail.py), or a polars frame for the ingest summary and the nightly
+history. None of them plots or prints; the sentences they write (evidence, narratives,
+verdicts) are part of the models, number formats of tables belong to the renderers
+(dashboard/render/).
 """
 
 from stepscope.analyzers.summary import run_summary

@@ -14,7 +14,6 @@ import duckdb
 import polars as pl
 
 from stepscope.analyzers._sql import as_frame, sql
-from stepscope.analyzers.attribution import CATEGORIES
 from stepscope.ingest.db import delete_run_rows
 
 
@@ -117,6 +116,3 @@ def read_history(con: duckdb.DuckDBPyConnection, job: str,
 
 def jobs(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute(sql("history/jobs.sql")).fetchall()]
-
-
-BREAKDOWN_COLUMNS = tuple(f"{c}_ms" for c in CATEGORIES)

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import Measured, run_measured  # noqa: E402
+from _measure import Measured, run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = (REPO.parent / "shared" / "traces" / "HolisticTraceAnalysis" / "tests" / "data"

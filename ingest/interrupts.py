@@ -42,7 +42,7 @@ class InterruptGuard:
         for stop in list(self._stoppers):
             try:
                 stop()
-            except Exception:  # noqa: BLE001, S110 - a closed connection: nothing to stop
+            except Exception:  # noqa: BLE001 - a closed connection: nothing to stop
                 pass
 
     def __enter__(self) -> InterruptGuard:

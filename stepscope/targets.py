@@ -46,7 +46,7 @@ def _stored_run(db: str | Path, name: str) -> bool:
         return False
 
 
-def is_path(target: str | Path, db: str | Path) -> bool:
+def is_path(target: str | Path) -> bool:
     """True when `target` is to be ingested from disk (an existing path wins over a run
     of the same name)."""
     return Path(target).exists()
@@ -67,7 +67,7 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
     """Open a run by name in `db`, or ingest a trace path into a temporary database (the
     run is named after the path; `avoid_name` gets '-b' appended when they clash).
     `step_marker` and `comm_kernels` apply to that ingest (ingest_run)."""
-    if not is_path(target, db):
+    if not is_path(target):
         if step_marker:
             raise UsageError(f"--step-marker applies when ingesting traces; re-ingest the "
                              f"run: stepscope ingest PATH --run {target} --step-marker "

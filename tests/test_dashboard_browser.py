@@ -19,13 +19,12 @@ from urllib.parse import urlparse
 
 import pytest
 from dashboard_helpers import REPO, SIMULATED
+from playwright.sync_api import sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
 WAIT_MS = 180_000
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium: run `apt-get install -y chromium` as root "
                 "(.ci/run does)", allow_module_level=True)
@@ -86,7 +85,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def browser_page(server: tuple[str, Path]) -> Iterator[tuple[object, list[str]]]:
     """A Chromium page, with every request URL recorded (nothing may leave the machine)."""
-    with playwright_api.sync_playwright() as pw:
+    with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                      args=["--no-sandbox", "--disable-dev-shm-usage"])
         page = browser.new_page(viewport={"width": 1440, "height": 1000})

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
+from streamlit.testing.v1 import AppTest
 
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
@@ -42,11 +43,12 @@ def cli_report(db: Path, run: str) -> Report:
         con.close()
 
 
-def metrics(at) -> dict[str, str]:  # noqa: ANN001
+def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def open_page(monkeypatch, db: Path, page: str, run: str | None = None, **env: str):  # noqa: ANN001, ANN201
+def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, page: str, run: str | None = None,
+              **env: str) -> AppTest:
     at = app_test(monkeypatch, db, page=page, run=run, **env)
     at.run()
     no_exception(at)

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from conftest import kineto_trace
 from dashboard_helpers import app_test, button, no_exception, tar_gz, texts
+from streamlit.testing.v1 import AppTest
 
 from stepscope.dashboard.uploads import (
     default_run_name,
@@ -40,7 +41,7 @@ def runs_in(db: Path) -> dict[str, tuple[str, int, str]]:
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-def upload(at, files: list[tuple[str, bytes]], run: str | None = None) -> None:  # noqa: ANN001
+def upload(at: AppTest, files: list[tuple[str, bytes]], run: str | None = None) -> None:
     at.file_uploader(key="upload_files").set_value(
         [(name, content, "application/octet-stream") for name, content in files])
     at.run()

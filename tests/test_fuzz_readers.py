@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SAMPLES, SHARED_TRACES, write_trace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-hypothesis = pytest.importorskip("hypothesis")
-from conftest import SAMPLES, SHARED_TRACES, write_trace  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from stepscope.ingest import read_trace  # noqa: E402
-from stepscope.ingest.errors import TraceFileError  # noqa: E402
+from stepscope.ingest import read_trace
+from stepscope.ingest.errors import TraceFileError
 
 PROFILES = {"ci": (300, 30), "long": (3000, 300), "smoke": (10, 3)}
 PROFILE = os.environ.get("STEPSCOPE_FUZZ_PROFILE", "ci")

@@ -18,8 +18,6 @@ from conftest import SHARED_TRACES
 import stepscope
 from stepscope.analyzers.attribution import trace_breakdown
 
-pytest.importorskip("hta", reason="HTA is the optional `hta` extra")
-
 HTA_DATA = SHARED_TRACES / "HolisticTraceAnalysis" / "tests" / "data"
 CASES = {
     # folder: (exact?, kernels in the window)

@@ -108,7 +108,7 @@ def local_ray() -> Iterator[Any]:
     """A local Ray instance with 2 CPUs, as on a CI machine (started once: ~10 s)."""
     # a loaded 2-core machine can take longer than Ray's default 30 s to start a node
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
-    ray = pytest.importorskip("ray")
+    import ray  # a dev dependency (the `ray` extra); imported here: it takes seconds
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     yield ray

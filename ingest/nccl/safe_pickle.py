@@ -36,10 +36,12 @@ class UnsafePickleError(ValueError):
 class _PlainUnpickler(pickle.Unpickler):
     """Builds only builtins: every global and persistent reference is refused."""
 
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D102
+    def find_class(self, module: str, name: str) -> Any:
+        """Refuse every global: a class, a function, a module."""
         raise UnsafePickleError(f"it imports {module}.{name}")
 
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102
+    def persistent_load(self, pid: Any) -> Any:
+        """Refuse every persistent reference to an object outside the stream."""
         raise UnsafePickleError("it refers to an outside object (persistent id)")
 
 
