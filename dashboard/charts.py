@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from stepscope.analyzers.detail import KernelRow, RankStepGrid, StepTimeline
 from stepscope.analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
+from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.format import points as fmt_points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 
@@ -64,7 +65,7 @@ def rank_breakdown(report: Report) -> go.Figure:
 def mfu_waterfall(mfu: Mfu) -> go.Figure:
     """From 100% of peak down to the MFU: the points lost at each stage."""
     steps = [w for w in mfu.waterfall]
-    fig = _figure(f"MFU {100 * (mfu.mfu or 0):.1f}% of peak: where the points went",
+    fig = _figure(f"MFU {pct(mfu.mfu or 0)} of peak: where the points went",
                   yaxis_title="% of peak", showlegend=mfu.hfu is not None,
                   legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
                           "yanchor": "bottom"})
@@ -81,7 +82,7 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
         # named in the legend, not on the line: a label on the line sits on the bars
         fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
-                                 name=f"HFU {100 * mfu.hfu:.1f}% (dotted line)",
+                                 name=f"HFU {pct(mfu.hfu)} (dotted line)",
                                  line={"dash": "dot", "color": "#555"}))
     return fig
 
@@ -168,7 +169,7 @@ def pipeline_stages(report: Report) -> go.Figure:
                 marker_color=COLORS["idle"])
     theory_ms = pipe.bubble_theory * report.step_time_ms
     fig.add_hline(y=theory_ms, line_dash="dot", annotation_position="top left",
-                  annotation_text=f"1F1B theory {100 * pipe.bubble_theory:.1f}% of the step")
+                  annotation_text=f"1F1B theory {pct(pipe.bubble_theory)} of the step")
     return fig
 
 

@@ -16,6 +16,7 @@ from stepscope.analyzers.planner import (
 )
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Plan"
@@ -63,7 +64,7 @@ def render(ctx: PageContext) -> None:
     best = result.plans[0]
     st.markdown(f"**Best: TP {best.tp} × PP {best.pp} × DP {best.dp}**, ZeRO {best.zero}, "
                 f"{best.microbatches} microbatches, recompute {best.recompute}: predicted "
-                f"MFU **{100 * best.mfu:.1f}%**, {best.step_ms:.0f} ms/step, "
+                f"MFU **{pct(best.mfu)}**, {best.step_ms:.0f} ms/step, "
                 f"{best.memory_gb:.1f} GB per GPU ({result.feasible} of {result.evaluated} "
                 "layouts fit).")
     frame = pl.DataFrame([{
