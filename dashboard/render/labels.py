@@ -1,4 +1,5 @@
-"""Display labels shared by the renderers (Markdown, and later HTML and Streamlit)."""
+"""Display labels of the attribution categories and MFU stages, shared by every renderer
+(Markdown, HTML) and the Streamlit pages."""
 
 from __future__ import annotations
 

@@ -7,13 +7,13 @@ full report and the diff against the baseline.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import polars as pl
 
 from stepscope.analyzers.history import HistoryNight, history_nights
 from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
+from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.format import num, pct
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
@@ -147,4 +147,4 @@ def history_markdown(job: str, frame: pl.DataFrame) -> str:
 
 def history_json(job: str, frame: pl.DataFrame) -> str:
     rows = frame.to_dicts()
-    return json.dumps({"job": job, "nights": rows}, indent=2, default=str) + "\n"
+    return strict_json.dumps({"job": job, "nights": rows}, indent=2, default=str) + "\n"

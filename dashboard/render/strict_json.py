@@ -1,9 +1,11 @@
 """JSON output that is always valid JSON (RFC 8259): no NaN, no Infinity.
 
-Python's json writes float('nan') as `NaN`, which most JSON parsers reject. Every JSON
-renderer goes through `dumps`: a non-finite float (a ratio over zero time, say) becomes
-null, "no value", which is what it means. User inputs that could cause one are refused
-earlier (stepscope/validate.py); this is the last guard for values computed from data.
+Python's json writes float('nan') as `NaN`, which most JSON parsers reject. The JSON of
+frames (the ingest summary, a job's history) goes through `dumps`: a non-finite float (a
+ratio over zero time, say) becomes null, "no value", which is what it means; the models'
+JSON (analyzers.model.to_json, msgspec) writes null for them too. User inputs that could
+cause one are refused earlier (stepscope/validate.py); this is the last guard for values
+computed from data.
 """
 
 from __future__ import annotations
