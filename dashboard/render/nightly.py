@@ -19,6 +19,7 @@ from stepscope.dashboard.render.format import num, pct
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.report import report_markdown
 
+NA = "n/a"  # what the nightly summary shows for a value that could not be computed
 HISTORY_COLUMNS = ("date", "run", "status", "step ms", "change ms", "MFU", "change pts",
                    "largest loss")
 
@@ -33,9 +34,6 @@ def value_text(check: CheckOutcome) -> str:
         return "not computable" + (" (allowed by --allow-missing)"
                                    if check.status == "skipped" else "")
     return f"value {check.value:.4g}"
-
-
-NA = "n/a"  # what the nightly summary shows for a value that could not be computed
 
 
 def headline(night: NightlyReport) -> list[str]:
