@@ -24,11 +24,24 @@ from typing import Any
 import pyarrow as pa
 
 from stepscope.ingest.errors import TraceFileError
-from stepscope.ingest.nccl.safe_pickle import UnsafePickleError, load_plain
+from stepscope.ingest.limits import format_size, max_trace_bytes
+from stepscope.ingest.nccl.safe_pickle import (
+    MAX_BUILD_BYTES,
+    OBJECT_BYTES,
+    TooLargeError,
+    UnsafePickleError,
+    load_plain,
+)
+from stepscope.ingest.ranksets import MAX_RANK
 
 BACKEND_PREFIXES = ("nccl", "ncclx", "xccl", "gloo", "rccl", "rcclx", "mccl", "hccl")
-_P2P_NAME = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)$")
+_P2P_NAME = re.compile(r"^(send|recv)\s+(\d{1,9})\s*(->|<-)\s*(\d{1,9})$")
 _TRAILING_RANK = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle))?$", re.IGNORECASE)
+# A dump is one rank's ring buffer (TORCH_FR_BUFFER_SIZE entries, 2,000 by default): a
+# few MB; 20,000 entries with 20 stack frames each are 19 MB of pickle, 37 MB of JSON.
+# It is parsed whole, so it is refused past this size (or the per-file limit if lower).
+MAX_FR_BYTES = 64 << 20
+INT64 = (-(1 << 63), (1 << 63) - 1)
 
 ENTRY_SCHEMA = pa.schema([
     ("record_id", pa.int64()), ("pg_id", pa.int64()), ("pg_name", pa.string()),
@@ -75,26 +88,58 @@ def is_fr_json(head: bytes) -> bool:
             and b'"pg_config"' in text and (b'"entries"' in text or b'"pg_status"' in text))
 
 
-def read_flight_recorder(path: Path, display: str) -> FrDump:
-    """Parse one dump; raises TraceFileError (one line) for anything unreadable."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
-    if not data:
-        raise TraceFileError(display, "empty file")
+def read_flight_recorder(path: Path, display: str, max_bytes: int | None = None) -> FrDump:
+    """Parse one dump; raises TraceFileError (one line) for anything unreadable, and for
+    a dump past MAX_FR_BYTES or the per-file limit `max_bytes` (ingest.limits), before
+    reading it."""
+    data = _read_capped(path, display, max_bytes)
     # JSON starts with '{'; anything else is a pickle (protocols 0-1 are ASCII text)
     fmt = "json" if data.lstrip()[:1] == b"{" else "pickle"
     raw = _decode(data, fmt, display)
     return _build(raw, fmt, display)
 
 
+def _read_capped(path: Path, display: str, max_bytes: int | None) -> bytes:
+    limit = max_trace_bytes(max_bytes)
+    try:
+        size = path.stat().st_size
+        if size > min(limit, MAX_FR_BYTES):
+            raise TraceFileError(display, _too_large(size, limit))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
+    if not data:
+        raise TraceFileError(display, "empty file")
+    return data
+
+
+def _too_large(size: int, limit: int) -> str:
+    if size > limit:
+        return (f"{format_size(size)}, more than {format_size(limit)}, the per-trace limit "
+                "(raise it with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if it is real)")
+    return (f"{format_size(size)}, more than a Flight Recorder dump holds (at most "
+            f"{format_size(MAX_FR_BYTES)}: one rank's last TORCH_FR_BUFFER_SIZE entries)")
+
+
+def json_build_bytes(data: bytes) -> int:
+    """What json.loads would build, roughly: every value (at most one per ',', '[' or
+    '{') as an object, plus the text; counted at C speed, nothing parsed."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{") + 1
+    return values * OBJECT_BYTES + len(data)
+
+
 def _decode(data: bytes, fmt: str, display: str) -> dict[str, Any]:
     try:
+        if fmt == "json" and json_build_bytes(data) > MAX_BUILD_BYTES:
+            raise TooLargeError(f"parsing it would take more than {MAX_BUILD_BYTES >> 20} "
+                                "MiB of memory (far more values than a dump holds)")
         raw = load_plain(data) if fmt == "pickle" else json.loads(data)
     except UnsafePickleError as exc:
         raise TraceFileError(display, f"refused to load this pickle: {exc}; a Flight "
                              "Recorder dump holds only plain data (nothing was executed)"
+                             ) from None
+    except TooLargeError as exc:
+        raise TraceFileError(display, f"refused to load this Flight Recorder dump: {exc}"
                              ) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         what = "pickle" if fmt == "pickle" else "JSON"
@@ -149,8 +194,11 @@ def _ranks(cfg: Any, display: str) -> list[int]:
                                  ) from None
     else:
         return []
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise TraceFileError(display, "pg_config ranks holds something other than integers")
+    if not isinstance(values, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_RANK
+            for v in values):
+        raise TraceFileError(display, "pg_config ranks holds something other than ranks "
+                             f"(integers from 0 to {MAX_RANK})")
     return [int(v) for v in values]
 
 
@@ -158,13 +206,14 @@ def _int(value: Any) -> int | None:
     """Ints from pickles; numeric strings from the JSON form; 0/None/'' as missing."""
     if isinstance(value, bool) or value is None:
         return None
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-        return int(value)
-    return None
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"-?\d{1,19}", value.strip()):
+        number = int(value)
+    return number if number is not None and INT64[0] <= number <= INT64[1] else None
 
 
 def _time(value: Any) -> int | None:
@@ -261,7 +310,12 @@ def _resolve_rank(display: str, members: dict[str, list[int]]) -> tuple[int, str
     checked against pg_config (a rank belongs to every group in its own pg_config)."""
     name = display.replace("\\", "/").rsplit("/", 1)[-1].rsplit("!", 1)[-1]
     match = _TRAILING_RANK.search(name)
-    from_name = int(match.group(1)) if match else None
+    digits = match.group(1) if match else None
+    from_name = int(digits) if digits is not None else None
+    if digits is not None and from_name is not None and from_name > MAX_RANK:
+        raise TraceFileError(display, f"its name ends with {digits[:40]} (`<prefix>"
+                             f"<rank>`), which is not a rank (0 to {MAX_RANK}); rename it "
+                             "like _dump_3")
     common: set[int] | None = None
     for ranks in members.values():
         if ranks:

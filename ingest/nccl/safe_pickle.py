@@ -1,4 +1,4 @@
-"""Load an untrusted pickle that may only hold plain data.
+"""Load an untrusted pickle that may only hold plain data, in bounded time and memory.
 
 A Flight Recorder dump is a pickled dict of str/int/float/bool/None, lists, tuples and
 dicts. A pickle can also name any importable callable (`os.system`) and call it while it
@@ -12,6 +12,16 @@ guards make loading safe:
    are refused.
 2. The unpickler that then builds the value refuses every global and persistent id, so
    even an opcode missed by the scan could not reach a callable.
+
+Plain data can still be hostile. The scan also estimates what building the value costs
+(each opcode that makes an object, and the bytes of its strings) and refuses a pickle
+past `MAX_BUILD_BYTES` before building it. And since the memo lets one object be
+referenced any number of times, a few KB can describe a list nested 40 levels deep whose
+every level holds the one below twice: 2^40 values for any walk (`json.dumps`, a loop
+over entries). `check_bounded` measures what a walk would visit, counting every shared
+reference again, in time proportional to the *distinct* objects, and refuses values past
+`MAX_WALK_VALUES` values, `MAX_WALK_CHARS` characters or `MAX_DEPTH` levels, and values
+that contain themselves.
 """
 
 from __future__ import annotations
@@ -27,10 +37,27 @@ _FORBIDDEN = frozenset({
     "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID", "NEXT_BUFFER", "READONLY_BUFFER",
 })
 _STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"})
+# Opcodes that only move references or mark positions: they build nothing.
+_NO_OBJECT = frozenset({
+    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "PUT", "BINPUT",
+    "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET", "APPEND", "APPENDS",
+    "SETITEM", "SETITEMS", "ADDITEMS", "NONE", "NEWTRUE", "NEWFALSE",
+})
+OBJECT_BYTES = 64                 # what one built object costs, roughly (CPython, 64-bit)
+# A real dump of 20,000 entries with 20 stack frames each (a large TORCH_FR_BUFFER_SIZE)
+# is 19 MB of pickle and ~6M opcodes: 130 MB by this estimate, ~250 MB of RSS once built.
+MAX_BUILD_BYTES = 512 << 20
+MAX_WALK_VALUES = 1 << 25
+MAX_WALK_CHARS = 1 << 30
+MAX_DEPTH = 64
 
 
 class UnsafePickleError(ValueError):
     """The pickle holds something other than plain data; nothing was executed."""
+
+
+class TooLargeError(ValueError):
+    """Plain data, but more than the bounds above (nothing large was built)."""
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -55,31 +82,96 @@ def _describe(opcode: str, arg: Any, recent: list[str]) -> str:
     return f"it uses the {opcode} opcode (objects beyond plain data)"
 
 
-def check_plain(data: bytes) -> None:
-    """Raise UnsafePickleError if the pickle would import or call anything."""
+def check_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> None:
+    """Raise UnsafePickleError if the pickle would import or call anything, and
+    TooLargeError if building it would take more than `max_build_bytes`."""
     recent: list[str] = []
+    cost = 0
     try:
         for op, arg, _pos in pickletools.genops(data):
-            if op.name in _FORBIDDEN:
-                raise UnsafePickleError(_describe(op.name, arg, recent))
-            if op.name in _STRING_OPS and isinstance(arg, str):
+            name = op.name
+            if name in _FORBIDDEN:
+                raise UnsafePickleError(_describe(name, arg, recent))
+            if name in _NO_OBJECT:
+                continue
+            cost += OBJECT_BYTES + (len(arg) if isinstance(arg, str | bytes) else 0)
+            if cost > max_build_bytes:
+                raise TooLargeError(
+                    f"building it would take more than {max_build_bytes >> 20} MiB of "
+                    "memory (far more objects than a Flight Recorder dump holds)")
+            if name in _STRING_OPS and isinstance(arg, str):
                 recent = [*recent[-1:], arg]
-    except UnsafePickleError:
+    except (UnsafePickleError, TooLargeError):
         raise
     except Exception as exc:  # noqa: BLE001 - any decoding failure: a truncated/corrupt file
         raise ValueError(f"corrupt pickle ({str(exc).splitlines()[0] if str(exc) else exc!r})"
                          ) from None
 
 
-def load_plain(data: bytes) -> Any:
-    """The value of a pickle made only of builtins; refuses anything else.
+_CONTAINERS = (list, tuple, dict, set, frozenset)
 
-    Raises UnsafePickleError (refused, nothing executed) or ValueError (corrupt)."""
-    check_plain(data)
+
+def _children(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [*obj.keys(), *obj.values()]
+    return list(obj)
+
+
+def _leaf_size(obj: Any) -> tuple[int, int]:
+    """(values, characters) a walk visits in a non-container."""
+    return 1, len(obj) if isinstance(obj, str | bytes | bytearray) else 0
+
+
+def check_bounded(value: Any, max_values: int = MAX_WALK_VALUES,
+                  max_chars: int = MAX_WALK_CHARS, max_depth: int = MAX_DEPTH) -> None:
+    """Raise TooLargeError unless walking `value` (every shared reference walked again)
+    visits at most `max_values` values and `max_chars` characters, `max_depth` levels
+    deep, and ValueError if it contains itself. Iterative (no recursion limit) and
+    memoized by identity, so a 2^40-value DAG of 40 objects costs 40 steps."""
+    if not isinstance(value, _CONTAINERS):
+        return
+    done: dict[int, tuple[int, int]] = {}
+    path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        obj, children_done = stack.pop()
+        oid = id(obj)
+        if children_done:
+            values, chars = 1, 0
+            for child in _children(obj):
+                v, c = done[id(child)] if isinstance(child, _CONTAINERS) else _leaf_size(child)
+                values, chars = values + v, chars + c
+            if values > max_values or chars > max_chars:
+                raise TooLargeError(
+                    f"walking it would visit more than {max_values} values or {max_chars} "
+                    "characters (objects shared by reference many times over)")
+            done[oid] = (values, chars)
+            path.discard(oid)
+            continue
+        if oid in done:
+            continue
+        if oid in path:
+            raise ValueError("a value contains itself (a reference cycle)")
+        path.add(oid)
+        if len(path) > max_depth:
+            raise TooLargeError(f"it is nested more than {max_depth} levels deep")
+        stack.append((obj, True))
+        stack.extend((c, False) for c in _children(obj) if isinstance(c, _CONTAINERS))
+
+
+def load_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> Any:
+    """The value of a pickle made only of builtins, bounded in size (see the module
+    docstring); refuses anything else.
+
+    Raises UnsafePickleError (refused, nothing executed), TooLargeError (plain data past
+    the bounds) or ValueError (corrupt, or a value that contains itself)."""
+    check_plain(data, max_build_bytes)
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        value = _PlainUnpickler(io.BytesIO(data)).load()
     except UnsafePickleError:
         raise
     except Exception as exc:  # noqa: BLE001 - corrupt stream: one line for the user
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"corrupt pickle ({detail})") from None
+    check_bounded(value)
+    return value

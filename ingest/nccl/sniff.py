@@ -9,6 +9,7 @@ anything else (Kineto traces included: they keep their own path).
 from __future__ import annotations
 
 import gzip
+import pickletools
 import re
 import zlib
 from pathlib import Path
@@ -44,6 +45,30 @@ def read_head(path: Path, limit: int = SNIFF_BYTES) -> bytes:
 _FR_KEYS = (b"pg_config", b"pg_status", b"entries")
 
 
+# Protocols 0 and 1 have no PROTO header: a dict starts with MARK + DICT ("(d", 0) or
+# EMPTY_DICT ("}", 1), a list with MARK + LIST or EMPTY_LIST.
+_OLD_PICKLE_STARTS = (b"(d", b"(l", b"}", b"]")
+_OLD_PICKLE_OPCODES = 4
+
+
+def is_pickle_head(head: bytes) -> bool:
+    """Do these bytes start a pickle? Protocols 2-5 say so in their first two bytes;
+    protocols 0-1 do when their first opcodes decode (pickletools executes nothing)."""
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return True
+    if not head.startswith(_OLD_PICKLE_STARTS):
+        return False
+    decoded = 0
+    try:
+        for op, _arg, _pos in pickletools.genops(head):
+            decoded += 1
+            if op.name == "STOP" or decoded >= _OLD_PICKLE_OPCODES:
+                return True
+    except Exception:  # noqa: BLE001 - not a pickle, or the head cuts an opcode
+        return False
+    return False
+
+
 def sniff_bytes(head: bytes, named: bool = False) -> str | None:
     """The kind of NCCL evidence these first bytes start, or None.
 
@@ -51,7 +76,7 @@ def sniff_bytes(head: bytes, named: bool = False) -> str | None:
     a job folder, e.g. checkpoints, are not ours), or always when the user named the file
     (`named`): then a pickle that is not plain FR data is refused loudly, never skipped.
     """
-    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+    if is_pickle_head(head):
         return FLIGHT_RECORDER if named or any(k in head for k in _FR_KEYS) else None
     stripped = head.lstrip()
     if stripped.startswith(b"{"):
