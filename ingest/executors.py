@@ -1,4 +1,4 @@
-"""Where the per-rank tasks run (ingest/tasks.py): here, in worker processes, or on Ray.
+"""Where the per-file tasks run (ingest/tasks.py): here, in worker processes, or on Ray.
 
 Every executor yields the outcomes in task order with a bounded number of tasks in
 flight, and can be cancelled from a signal handler (`cancel` only sets flags and asks
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.reader import CancelToken
-from stepscope.ingest.tasks import Outcome, RankFailed, RankTask, run_rank_task
+from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
@@ -39,7 +39,7 @@ EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
 class Executor(Protocol):
     name: str
 
-    def run(self, tasks: Sequence[RankTask]) -> Iterator[Outcome]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Outcomes in task order; stopping the iteration stops the work in flight."""
         ...
 
@@ -72,11 +72,11 @@ class InlineExecutor:
         self.threads = threads or default_jobs()
         self._token = CancelToken()
 
-    def run(self, tasks: Sequence[RankTask]) -> Iterator[Outcome]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         for task in tasks:
             if self._token.cancelled:
                 return
-            yield run_rank_task(replace(task, threads=self.threads), self._token)
+            yield run_task(replace(task, threads=self.threads), self._token)
 
     def cancel(self) -> None:
         self._token.cancel()
@@ -118,13 +118,13 @@ class _Worker:
         self.proc = subprocess.Popen(
             worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr, env=worker_env(), start_new_session=True)
-        self.task: RankTask | None = None
+        self.task: Task | None = None
 
     def fileno(self) -> int:
         assert self.proc.stdout is not None
         return self.proc.stdout.fileno()
 
-    def start(self, task: RankTask) -> None:
+    def start(self, task: Task) -> None:
         assert self.proc.stdin is not None
         self.task = task
         try:
@@ -188,7 +188,7 @@ class ProcessExecutor:
         self.jobs = max(1, jobs)
         self.cancelled = False
 
-    def run(self, tasks: Sequence[RankTask]) -> Iterator[Outcome]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Keep every worker busy, at most 2 x jobs outcomes ahead of the consumer."""
         if not tasks:
             return
@@ -212,7 +212,7 @@ class ProcessExecutor:
                 worker.stop(kill=not finished)
 
     @staticmethod
-    def _feed(workers: list[_Worker], queue: deque[RankTask], room: bool) -> None:
+    def _feed(workers: list[_Worker], queue: deque[Task], room: bool) -> None:
         for i, worker in enumerate(workers):
             if worker.task is None and queue and room:
                 if not worker.alive:
@@ -240,14 +240,14 @@ class RayExecutor:
         self.jobs = jobs
         self.cancelled = False
 
-    def run(self, tasks: Sequence[RankTask]) -> Iterator[Outcome]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         ray = _import_ray()
         if not ray.is_initialized():
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
                      include_dashboard=False, configure_logging=False)
-        remote = ray.remote(num_cpus=1, max_retries=0)(run_rank_task)
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
         window = self.jobs or 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pending: list[tuple[RankTask, Any]] = []
+        pending: list[tuple[Task, Any]] = []
         queue = list(reversed(tasks))
         try:
             while queue or pending:
@@ -260,7 +260,7 @@ class RayExecutor:
             for _, ref in pending:
                 ray.cancel(ref, force=True)
 
-    def _wait(self, ray: Any, task: RankTask, ref: Any) -> Outcome:
+    def _wait(self, ray: Any, task: Task, ref: Any) -> Outcome:
         while True:
             if self.cancelled:
                 return RankFailed(task.index, task.display, "cancelled")

@@ -41,8 +41,8 @@ from stepscope.ingest.executors import default_jobs, make_executor, parse_execut
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
 from stepscope.ingest.limits import max_trace_bytes
-from stepscope.ingest.nccl.load import READERS as NCCL_READERS
-from stepscope.ingest.nccl.load import ingest_nccl_files
+from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
+from stepscope.ingest.nccl.sniff import KINDS as NCCL_KINDS
 from stepscope.ingest.queries import run_script, sql
 from stepscope.ingest.ranksets import RankSet
 from stepscope.ingest.reader import (
@@ -53,11 +53,14 @@ from stepscope.ingest.reader import (
 )
 from stepscope.ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name
 from stepscope.ingest.tasks import (
+    NcclParsed,
+    NcclTask,
     Outcome,
     RankFailed,
     RankParsed,
     RankSkipped,
     RankTask,
+    Task,
     checked_rank,
 )
 
@@ -79,6 +82,7 @@ class IngestResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     skipped_ranks: list[str] = field(default_factory=list)  # files outside --ranks
+    skipped_nccl: int = 0  # how many of them are NCCL files (dumps, logs)
     rank_subset: str | None = None  # --ranks, canonical
     n_files: int = 0
     nccl_files: list[str] = field(default_factory=list)
@@ -215,8 +219,8 @@ def ingest(
     with InterruptGuard() as guard, collect_traces(paths, limit) as traces:
         result.failures.extend(traces.failures)
         result.skipped = traces.skipped
-        nccl = [f for f in traces.nccl if f.kind in NCCL_READERS]
-        result.skipped += [f.display for f in traces.nccl if f.kind not in NCCL_READERS]
+        nccl = [f for f in traces.nccl if f.kind in NCCL_KINDS]
+        result.skipped += [f.display for f in traces.nccl if f.kind not in NCCL_KINDS]
         result.n_files = len(traces.files) + len(traces.failures) + len(nccl)
         if guard.hit:
             raise Interrupted(_interrupt_message(run_name, db, False), committed=False)
@@ -254,8 +258,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     stamp = datetime.now(UTC).replace(tzinfo=None)
     try:
         con.execute("BEGIN TRANSACTION")
-        _ingest_files(con, run, files[0], result, opts, guard)
-        result.nccl_files = ingest_nccl_files(con, run, files[1], result.failures)
+        _ingest_files(con, run, files, result, opts, guard)
         guard.check()
         _finish_run(con, run, sources, result, opts.strict, stamp)
         if opts.after_load is not None:
@@ -298,29 +301,37 @@ def _interrupt_message(run: str, db: str | Path, committed: bool | None) -> str:
     return f"interrupted: run '{run}' was not ingested; {db} is unchanged"
 
 
-def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[TraceFile],
-                  result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
-    """Parse every file as an independent task (ingest/tasks.py) on the chosen executor
-    and append the accepted ranks in batches from their Parquet files."""
+def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
+                  files: tuple[Sequence[TraceFile], Sequence[NcclFile]], result: IngestResult,
+                  opts: _Options, guard: InterruptGuard) -> None:
+    """Parse every file (Kineto traces, then NCCL files) as an independent task
+    (ingest/tasks.py) on the chosen executor; append the accepted ranks in batches from
+    their Parquet files and the NCCL files' rows in task order."""
     delete_run_rows(con, run)
-    executor = make_executor(opts.executor, opts.jobs, len(files))
-    guard.add_stopper(executor.cancel)
-    claimed: dict[int, str] = {}
+    traces, nccl = files
     with _stage_folder(opts.stage_dir) as stage:
-        tasks = [RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)),
-                          len(files), step_marker=opts.step_marker, max_bytes=opts.limit,
-                          ranks=opts.ranks, comm_kernels=opts.comm_kernels)
-                 for i, tf in enumerate(files)]
+        tasks = _tasks(traces, nccl, stage, opts)
+        executor = make_executor(opts.executor, opts.jobs, len(tasks))
+        guard.add_stopper(executor.cancel)
+        claimed: dict[int, str] = {}
+        claimed_nccl: dict[tuple[str, int], str] = {}
+        kinds: set[str] = set()
         batch = _Batch(con, run, stage / "batch")
         for done, outcome in enumerate(executor.run(tasks), start=1):
             guard.check()
             if opts.progress:
-                opts.progress(done, len(files), files[outcome.index].display)
+                opts.progress(done, len(tasks), tasks[outcome.index].display)
             if isinstance(outcome, RankSkipped):
                 result.skipped_ranks.append(outcome.file)
+                result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
                 continue
             try:
-                result.ranks.append(_accept(outcome, claimed, run, batch))
+                if isinstance(outcome, NcclParsed):
+                    accept_nccl(con, run, outcome, claimed_nccl)
+                    result.nccl_files.append(outcome.file)
+                    kinds.add(outcome.kind)
+                else:
+                    result.ranks.append(_accept(outcome, claimed, run, batch))
             except TraceFileError as exc:
                 if opts.strict:
                     raise NothingIngestedError(
@@ -329,6 +340,22 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, files: Sequence[Trac
             if batch.full():
                 batch.flush()
         batch.flush()
+        finish_nccl(con, run, kinds)
+
+
+def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
+           opts: _Options) -> list[Task]:
+    """One task per file, each with its own stage folder; indices are task order."""
+    tasks: list[Task] = [
+        RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)), len(traces),
+                 step_marker=opts.step_marker, max_bytes=opts.limit, ranks=opts.ranks,
+                 comm_kernels=opts.comm_kernels)
+        for i, tf in enumerate(traces)]
+    tasks += [NcclTask(len(traces) + i, str(nf.path), nf.display, nf.kind,
+                       str(stage / "work" / str(len(traces) + i)), max_bytes=opts.limit,
+                       ranks=opts.ranks)
+              for i, nf in enumerate(nccl)]
+    return tasks
 
 
 def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) -> int:

@@ -1,11 +1,13 @@
-"""One rank's parse as an independent task: the unit the executors fan out.
+"""One file's parse as an independent task: the unit the executors fan out.
 
-`run_rank_task` reads one trace file, works out its rank, and writes its tables as
-Parquet files into the task's own folder (the columnar hand-off: the writer only
-appends them, ingest/sql/load/append_ranks.sql). Tasks and outcomes are plain picklable
-dataclasses, and nothing here touches the target database, so the same function runs
-in this process, in a worker process or in a Ray task on another machine
-(ingest/executors.py). A task never raises for a bad file: it returns `RankFailed`.
+`run_task` runs a `RankTask` (one Kineto trace: `run_rank_task` reads it, works out its
+rank, and writes its tables as Parquet files into the task's own folder; the writer only
+appends them, ingest/sql/load/append_ranks.sql) or an `NcclTask` (one Flight Recorder dump,
+NCCL_DEBUG log, Inspector or profiler-plugin file, ingest/nccl/task.py, the same way).
+Tasks and outcomes are plain picklable dataclasses, and nothing here touches the target
+database, so the same function runs in this process, in a worker process or in a Ray
+task on another machine (ingest/executors.py). A task never raises for a bad file: it
+returns `RankFailed`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,21 @@ class RankTask:
 
 
 @dataclass(frozen=True)
+class NcclTask:
+    """Parse the NCCL evidence file `path` (a ingest.nccl.sniff kind) into Parquet
+    files under `stage_dir` (a folder of its own)."""
+
+    index: int
+    path: str
+    display: str
+    kind: str
+    stage_dir: str
+    threads: int = 1
+    max_bytes: int | None = None
+    ranks: RankSet | None = None
+
+
+@dataclass(frozen=True)
 class RankParsed:
     index: int
     rank: int
@@ -60,7 +77,30 @@ class RankSkipped:
     file: str
 
 
-Outcome = RankParsed | RankFailed | RankSkipped
+@dataclass(frozen=True)
+class NcclParsed:
+    """An NCCL file's rows: its `nccl_sources` row (without `run`), and one Parquet file
+    per table it fills (columns by name, without `run`)."""
+
+    index: int
+    kind: str
+    file: str
+    source: dict[str, str | int | None]
+    tables: tuple[tuple[str, str], ...]
+    ranks: tuple[int, ...]      # the global ranks it speaks for (may be empty: unknown)
+
+
+Task = RankTask | NcclTask
+Outcome = RankParsed | NcclParsed | RankFailed | RankSkipped
+
+
+def run_task(task: Task, cancel: CancelToken | None = None) -> Outcome:
+    """Run one task of either kind; any problem with the file becomes its `RankFailed`."""
+    if isinstance(task, NcclTask):
+        from stepscope.ingest.nccl.task import run_nccl_task
+
+        return run_nccl_task(task, cancel)
+    return run_rank_task(task, cancel)
 
 
 def run_rank_task(task: RankTask, cancel: CancelToken | None = None) -> Outcome:

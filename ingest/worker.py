@@ -37,12 +37,12 @@ def receive(stream: IO[bytes]) -> Any:
 
 
 def main() -> int:
-    from stepscope.ingest.tasks import run_rank_task
+    from stepscope.ingest.tasks import run_task
 
     inbox, outbox = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the message stream
     while (task := receive(inbox)) is not None:
-        send(outbox, run_rank_task(task))
+        send(outbox, run_task(task))
     return 0
 
 

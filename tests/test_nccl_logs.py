@@ -21,7 +21,7 @@ from stepscope.dashboard.render.html_report import report_html
 from stepscope.ingest import TraceFileError, ingest
 from stepscope.ingest.nccl.debug_log import read_nccl_log
 from stepscope.ingest.nccl.inspector import read_inspector
-from stepscope.ingest.nccl.profiler_plugin import read_profiler_dump
+from stepscope.ingest.nccl.profiler_plugin import read_profiler_ops
 from stepscope.ingest.nccl.sniff import NCCL_LOG, sniff
 
 LOGS = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs"
@@ -46,24 +46,25 @@ def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(db), read_only=True)
 
 
-def test_reader_on_one_process_log() -> None:
-    log = read_nccl_log(LOGS / "nccl.node002.1005.log", "x.log")
+def test_reader_on_one_process_log(tmp_path: Path) -> None:
+    log = read_nccl_log(LOGS / "nccl.node002.1005.log", "x.log", tmp_path)
     assert log.nccl_versions == ["2.21.5+cuda12.4"]
-    proc = log.processes.row(0, named=True)
+    proc = log.frame("nccl_processes").row(0, named=True)
     assert (proc["host"], proc["pid"], proc["cuda_dev"], proc["network"]) == (
         "node002", 1005, 1, "IB")
-    comms = {r["comm_id"]: r for r in log.comms.iter_rows(named=True)}
+    comms = {r["comm_id"]: r for r in log.frame("nccl_comms").iter_rows(named=True)}
     world = comms["0x5ae77eb5ea4ec1ee"]
     assert (world["rank"], world["nranks"], world["nnodes"], world["local_ranks"],
             world["local_rank"], world["bus_id"]) == (5, 8, 4, 2, 1, "2a000")
     assert len(comms) == 3  # world, TP [4-7], DP [1, 5]
-    assert set(log.channels["tier"]) == {"p2p", "ib", "socket"}
-    assert not log.channels.filter(log.channels["tier"] == "ib")["gdr"].any()
-    assert log.warnings.height == 1
-    warn = log.warnings.row(0, named=True)
+    channels, warnings = log.frame("nccl_channels"), log.frame("nccl_warnings")
+    assert set(channels["tier"]) == {"p2p", "ib", "socket"}
+    assert not channels.filter(channels["tier"] == "ib")["gdr"].any()
+    assert warnings.height == 1
+    warn = warnings.row(0, named=True)
     assert warn["logged_at"] == "2025-09-23 06:58:05"
     assert warn["source_location"] == "transport/net_ib.cc:1696"
-    assert log.rings.height == 4  # two rings of the world communicator, one each else
+    assert log.frame("nccl_rings").height == 4  # two rings of the world comm, one each else
 
 
 def test_tables_and_identity(con: duckdb.DuckDBPyConnection) -> None:
@@ -186,12 +187,15 @@ def test_old_and_mixed_line_shapes(tmp_path: Path) -> None:
     path = tmp_path / "stdout.txt.gz"
     path.write_bytes(gzip.compress(text.encode()))
     assert sniff(path) == NCCL_LOG
-    log = read_nccl_log(path, str(path))
+    out = tmp_path / "out"
+    out.mkdir()
+    log = read_nccl_log(path, str(path), out)
     assert log.nccl_versions == ["2.10.3+cuda11.4"]
-    assert log.comms.row(0, named=True)["comm_id"] is None
-    assert log.comms.row(0, named=True)["rank"] == 9
-    assert sorted(log.channels["tier"].to_list()) == ["p2p", "shm"]
-    assert log.channels["transport"].to_list()[0] == "P2P/direct pointer"
+    comms, channels = log.frame("nccl_comms"), log.frame("nccl_channels")
+    assert comms.row(0, named=True)["comm_id"] is None
+    assert comms.row(0, named=True)["rank"] == 9
+    assert sorted(channels["tier"].to_list()) == ["p2p", "shm"]
+    assert channels["transport"].to_list()[0] == "P2P/direct pointer"
 
 
 @pytest.mark.parametrize("content", [
@@ -202,7 +206,7 @@ def test_fuzzed_logs_fail_with_one_line(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "nccl.bad.log"
     path.write_bytes(content)
     with pytest.raises(TraceFileError) as exc:
-        read_nccl_log(path, str(path))
+        read_nccl_log(path, str(path), tmp_path)
     assert "\n" not in str(exc.value) and str(path) in str(exc.value)
 
 
@@ -335,5 +339,5 @@ def test_fuzzed_profiler_dump(tmp_path: Path, events: list[dict[str, object]]) -
     path = tmp_path / "profile_1_0.json"
     path.write_text(json.dumps(events))
     with pytest.raises(TraceFileError) as exc:
-        read_profiler_dump(path, str(path))
+        read_profiler_ops(path, str(path))
     assert "\n" not in str(exc.value) and str(path) in str(exc.value)

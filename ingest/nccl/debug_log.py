@@ -1,202 +1,208 @@
 """Read an `NCCL_DEBUG=INFO` log (one `NCCL_DEBUG_FILE` per process, or a job's stdout
-with NCCL lines mixed in) into communicator, channel and warning tables.
+with NCCL lines mixed in) into process, communicator, channel, ring and warning tables.
 
-Every line is matched with vectorized polars regexes; nothing loops over lines in
-Python. Line shapes (../shared/reference/trace-formats.md §3b; real excerpts and the
-NCCL source they come from are cited in tests/data/nccl/README.md):
+The log is streamed (ingest/nccl/log_stream.py): blocks of whole lines, each matched with
+vectorized polars regexes (no Python loop over lines). What spans blocks is carried in
+small state keyed by thread, process and communicator; channel and warning rows go to
+Parquet block by block, so memory depends on neither the log's size nor its line count.
+Line shapes (NCCL's own format strings, cited in tests/data/nccl/README.md):
 
     <host>:<pid>:<tid> [<cudaDev>] NCCL INFO <msg>
-    [<time>] <host>:<pid>:<tid> [<cudaDev>] <file>:<line> NCCL WARN <msg>   (time: >= 2.26)
-    NCCL version 2.18.3+cuda12.2                                              (bare, <= 2.18)
-    ... NCCL INFO comm 0x.. rank 1 nRanks 8 nNodes 1 localRanks 8 localRank 1 MNNVL 0
-    ... NCCL INFO [ncclCommInitRank ]comm 0x.. rank 6 nranks 16 cudaDev 6 [nvmlDev 6 ]busId c8000
-        [commId 0x49bbd7790311d5eb ]- Init COMPLETE
-    ... NCCL INFO Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA
-    ... NCCL INFO Channel 00/0 : 3[1] -> 2[0] via P2P/CUMEM
-    ... NCCL INFO Using network IB | NET/IB : Using [0]mlx5_0:1/IB ... | NET/IB : No device found.
+    [<time>] <host>:<pid>:<tid> [<cudaDev>] <file>:<line> [(<func>) ]NCCL WARN <msg>
+    NCCL version 2.18.3+cuda12.2                                      (bare, <= 2.18)
+    ... comm 0x.. rank 1 nRanks 8 nNodes 1 localRanks 8 localRank 1 MNNVL 0
+    ... [ncclCommInitRank |ncclCommInitAll ]comm 0x.. rank 6 nranks 16 cudaDev 6
+        [nvmlDev 6 ][busId c8000 ][commId 0x49bbd7790311d5eb ]- Init COMPLETE
+    ... Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA
+    ... Channel 00/0 : 3[1] -> 2[0] via P2P/direct pointer/read   (Ring 00 : ... <= 2.6)
+    ... CollNet 00/0 : 3 [send] via COLLNET/SHARP/0/GDRDMA
+    ... NVLS comm 0x.. headRank 0 nHeads 8 ...
+    ... GPU Direct RDMA Enabled for GPU 18000 / HCA 0 (distance 4 <= 5), read 1
+    ... NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+    ... Connected all rings, use ring PXN 0 GDR 1
 
-Channel lines do not name their communicator: they belong to the communicator the same
-thread (host, pid, tid) last initialised, the way NCCL's init thread prints them.
+One process may drive several GPUs (nccl-tests `-g 2`, ncclCommInitAll): its lines carry
+each GPU's `[cudaDev]` and each communicator's init thread, so `nccl_processes` has one
+row per (host, pid, cudaDev), each with its own busId and global rank. Lines without a
+communicator pointer (channels, rings, warnings) belong to the communicator the same
+thread on the same GPU (host, pid, tid, cudaDev) named last. Every output is sorted, so
+the same log gives the same rows.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
-import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.limits import max_trace_bytes
+from stepscope.ingest.nccl import log_patterns as P
+from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
+from stepscope.ingest.reader import CancelToken
 
-PREFIX = (r"^(?:\[(?P<time>[^\]]*)\] )?(?P<host>[^\s:\[]+):(?P<pid>\d+):(?P<tid>\d+) "
-          r"\[(?P<dev>\d+)\] (?:(?P<src>\S+:\d+) )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
-VERSION = r"NCCL version (\d+\.\d+\.\d+\S*)"
-INIT_DONE = (r"comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+) cudaDev (\d+)"
-             r"(?: nvmlDev (\d+))? busId ([0-9a-fA-F]+)(?: commId (0x[0-9a-fA-F]+))?"
-             r".*Init COMPLETE")
-TOPO = (r"comm (0x[0-9a-fA-F]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) "
-        r"localRank (\d+)")
-CHANNEL = (r"^Channel (\d+)(?:/(\d+))? : (\d+)\[([0-9a-fA-F]+)\] -> (\d+)\[([0-9a-fA-F]+)\]"
-           r"(?: \[(send|receive)\])? via (\S+(?: pointer)?)")
-RING = r"^Channel (\d+)/(\d+) :((?:\s+\d+)+)\s*$"
-NETWORK = r"^Using network (\S+)"
-IB_DEVICES = r"^NET/IB ?: Using (\[\d+\].*?)(?: ?; OOB|$)"
-COMM_PTR = r"comm (0x[0-9a-fA-F]+)"
+THREAD = ["host", "pid", "tid", "dev"]
+COMM = ["host", "pid", "comm_ptr"]
+TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")
 
 
 @dataclass
 class NcclLog:
-    """One log file's rows (polars frames; columns as in docs/schema.md)."""
+    """One log file's rows, as Parquet files (columns as in docs/schema.md, no `run`)."""
 
     file: str
     nccl_versions: list[str]
-    processes: pl.DataFrame      # host, pid, cuda_dev, nccl_version, network, ib_devices
-    comms: pl.DataFrame          # one row per (process, communicator)
-    channels: pl.DataFrame       # one row per channel connection line
-    rings: pl.DataFrame          # ring order per communicator and channel
-    warnings: pl.DataFrame       # WARN lines
+    tables: dict[str, Path]
+    n_records: int
+    hosts: list[str]
+    ranks: list[int]                 # global ranks of its GPUs (rank in the largest comm)
+    n_gpus: int                      # nccl_processes rows: (host, pid, cudaDev)
+    long_lines: int = 0              # lines past MAX_LINE_BYTES, skipped
+    max_line_bytes: int = MAX_LINE_BYTES
+
+    def frame(self, table: str) -> pl.DataFrame:
+        return pl.read_parquet(self.tables[table])
 
 
-def _read_lines(path: Path, display: str) -> pl.DataFrame:
+@dataclass
+class _State:
+    """What the blocks seen so far leave for the next ones and for the end."""
+
+    out_dir: Path
+    display: str
+    line_no: int = 0
+    nccl_lines: int = 0
+    long_lines: int = 0
+    versions: set[str] = field(default_factory=set)
+    threads: pl.DataFrame = field(default_factory=lambda: _empty(P.THREAD_STATE))
+    facts: pl.DataFrame = field(default_factory=lambda: _empty(P.FACTS))
+    gpu_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.GPU_GDR_ROWS))
+    done: pl.DataFrame = field(default_factory=lambda: _empty(P.DONE))
+    topo: pl.DataFrame = field(default_factory=lambda: _empty(P.TOPO_ROWS))
+    use_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.USE_GDR_ROWS))
+    rings: pl.DataFrame = field(default_factory=lambda: _empty(P.RING_ROWS))
+    writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=lambda: {"nccl_channels": 0,
+                                                          "nccl_warnings": 0})
+
+    def write(self, table: str, frame: pl.DataFrame) -> None:
+        """Append rows to a streamed table's Parquet file."""
+        arrow = frame.to_arrow()
+        if table not in self.writers:
+            self.writers[table] = pq.ParquetWriter(self.out_dir / f"{table}.parquet",
+                                                   arrow.schema)
+        if frame.height:
+            self.writers[table].write_table(arrow)
+            self.rows[table] += frame.height
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+def _empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None = None,
+                  cancel: CancelToken | None = None) -> NcclLog:
+    """Parse one log into Parquet files under `out_dir` (an existing folder of its own);
+    raises TraceFileError (one line) when it holds no NCCL line at all, cannot be read,
+    or has more than the per-file limit of text (`max_bytes`, ingest/limits.py)."""
+    state = _State(out_dir, display)
+    cutter = LineBlocks()
     try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFileError(display, f"cannot read the NCCL log ({exc})") from None
-    if not data.strip():
-        raise TraceFileError(display, "empty NCCL log")
-    frame = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None,
-                        new_columns=["line"], encoding="utf8-lossy", truncate_ragged_lines=True,
-                        schema_overrides={"line": pl.String}, infer_schema=False)
-    return frame.with_row_index("line_no")
-
-
-def read_nccl_log(path: Path, display: str) -> NcclLog:
-    """Parse one log; raises TraceFileError (one line) when it holds no NCCL line at all
-    or cannot be parsed."""
-    try:
-        return _parse(_read_lines(path, display), display)
+        for block in line_blocks(text_chunks(path, display, max_trace_bytes(max_bytes)),
+                                 cutter):
+            if cancel is not None:
+                cancel.check(display)
+            _block(state, block)
+        state.write("nccl_channels", _empty(P.CHANNEL_OUT))
+        state.write("nccl_warnings", _empty(P.WARNING_OUT))
     except pl.exceptions.PolarsError as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceFileError(display, f"unreadable NCCL log ({detail[:200]})") from None
-
-
-def _parse(lines: pl.DataFrame, display: str) -> NcclLog:
-    parsed = lines.with_columns(
-        pl.col("line").str.extract_groups(PREFIX).alias("p")).unnest("p")
-    nccl = parsed.filter(pl.col("msg").is_not_null()).with_columns(
-        pl.col("pid").cast(pl.Int64), pl.col("tid").cast(pl.Int64),
-        pl.col("dev").cast(pl.Int32))
-    bare = parsed.filter(pl.col("msg").is_null())["line"].str.extract(r"^" + VERSION)
-    if nccl.is_empty() and bare.drop_nulls().is_empty():
+    finally:
+        state.close()
+    if state.nccl_lines == 0 and not state.versions:
         raise TraceFileError(display, "no NCCL_DEBUG line in it (expected lines like "
                              "'host:pid:tid [dev] NCCL INFO ...')")
-    nccl = _with_comm(nccl)
-    versions = sorted(set(bare.drop_nulls().to_list())
-                      | set(nccl["msg"].str.extract(r"^" + VERSION).drop_nulls().to_list()))
-    processes = _processes(nccl, versions)
-    return NcclLog(file=display, nccl_versions=versions, processes=processes,
-                   comms=_comms(nccl, processes, display), channels=_channels(nccl, display),
-                   rings=_rings(nccl), warnings=_warnings(nccl, display))
+    return _finish(state, cutter.long_lines + state.long_lines)
 
 
-def _with_comm(nccl: pl.DataFrame) -> pl.DataFrame:
+def _lines(block: bytes, offset: int) -> pl.DataFrame:
+    frame = pl.read_csv(io.BytesIO(block), has_header=False, separator="\x1f", quote_char=None,
+                        new_columns=["line"], encoding="utf8-lossy", truncate_ragged_lines=True,
+                        schema_overrides={"line": pl.String}, infer_schema=False)
+    return frame.with_row_index("line_no", offset).with_columns(
+        pl.col("line_no").cast(pl.Int64), pl.col("line").str.strip_chars_end("\r"))
+
+
+def _block(state: _State, block: bytes) -> None:
+    lines = _lines(block, state.line_no)
+    state.line_no += lines.height
+    short = pl.col("line").str.len_bytes() <= P.MAX_LINE_BYTES
+    state.long_lines += lines.height - lines.filter(short | pl.col("line").is_null()).height
+    lines = lines.filter(short)
+    state.versions |= set(lines["line"].str.extract(P.BARE_VERSION).drop_nulls().to_list())
+    nccl = P.parse_prefix(lines.filter(pl.col("line").str.contains(P.NCCL_MARK)))
+    if nccl.is_empty():
+        return
+    state.nccl_lines += nccl.height
+    nccl = _with_comm(state, nccl)
+    state.versions |= set(nccl["msg"].str.extract(P.VERSION).drop_nulls().to_list())
+    state.facts = P.merge_facts(state.facts, P.facts(nccl))
+    state.gpu_gdr = P.merge_gpu_gdr(state.gpu_gdr, P.gpu_gdr(nccl))
+    state.done = _keep_last(state.done, P.init_done(nccl), COMM)
+    state.topo = _keep_last(state.topo, P.topo(nccl), COMM)
+    state.use_gdr = _keep_last(state.use_gdr, P.use_gdr(nccl), COMM)
+    state.rings = _keep_last(state.rings, P.rings(nccl), [*COMM, "channel"])
+    state.write("nccl_channels", P.channels(nccl, state.display))
+    state.write("nccl_warnings", P.warnings(nccl, state.display))
+
+
+def _keep_last(old: pl.DataFrame, new: pl.DataFrame, key: list[str]) -> pl.DataFrame:
+    if new.is_empty():
+        return old
+    return pl.concat([old, new]).unique(key, keep="last", maintain_order=True)
+
+
+def _with_comm(state: _State, nccl: pl.DataFrame) -> pl.DataFrame:
     """The communicator pointer each line belongs to: its own, else the one its thread
-    named last."""
-    return nccl.with_columns(
-        pl.col("msg").str.extract(COMM_PTR).alias("comm_ptr_own"),
-    ).with_columns(
-        pl.col("comm_ptr_own").forward_fill().over(["host", "pid", "tid"], order_by="line_no")
+    (on the same GPU) named last, in this block or an earlier one."""
+    own = nccl.with_columns(pl.col("msg").str.extract(P.COMM_PTR).alias("comm_ptr_own"))
+    filled = own.with_columns(
+        pl.col("comm_ptr_own").forward_fill().over(THREAD, order_by="line_no")
         .alias("comm_ptr"))
+    carried = filled.join(state.threads.rename({"comm_ptr": "carried"}), on=THREAD,
+                          how="left", maintain_order="left").with_columns(
+        pl.coalesce("comm_ptr", "carried").alias("comm_ptr")).drop("carried")
+    last = own.filter(pl.col("comm_ptr_own").is_not_null()).group_by(
+        THREAD, maintain_order=True).agg(pl.col("comm_ptr_own").last().alias("comm_ptr"))
+    state.threads = _keep_last(state.threads, last.select(state.threads.columns), THREAD)
+    return carried
 
 
-def _processes(nccl: pl.DataFrame, versions: list[str]) -> pl.DataFrame:
-    msg = pl.col("msg")
-    per_line = nccl.select(
-        "host", "pid", "dev",
-        msg.str.extract(r"^" + VERSION).alias("version"),
-        msg.str.extract(NETWORK).alias("network"),
-        msg.str.extract(IB_DEVICES).alias("ib_devices"),
-        msg.str.contains(r"^NET/IB ?: No device found").alias("no_ib"))
-    out = per_line.group_by("host", "pid").agg(
-        pl.col("dev").filter(pl.col("dev").is_not_null()).first().alias("cuda_dev"),
-        pl.col("version").drop_nulls().last().alias("nccl_version"),
-        pl.col("network").drop_nulls().last().alias("network"),
-        pl.col("ib_devices").drop_nulls().last().alias("ib_devices"),
-        pl.col("no_ib").any().alias("no_ib_device"))
-    if len(versions) == 1:  # a bare version line speaks for every process of the file
-        out = out.with_columns(pl.col("nccl_version").fill_null(versions[0]))
-    return out.sort("host", "pid")
-
-
-def _comms(nccl: pl.DataFrame, processes: pl.DataFrame, display: str) -> pl.DataFrame:
-    done = nccl.select("host", "pid", pl.col("msg").str.extract_groups(INIT_DONE).alias("g")
-                       ).unnest("g").rename({
-                           "1": "comm_ptr", "2": "rank", "3": "nranks", "4": "cuda_dev",
-                           "5": "nvml_dev", "6": "bus_id", "7": "comm_id"}).filter(
-        pl.col("comm_ptr").is_not_null())
-    topo = nccl.select("host", "pid", pl.col("msg").str.extract_groups(TOPO).alias("g")
-                       ).unnest("g").rename({
-                           "1": "comm_ptr", "2": "t_rank", "3": "t_nranks", "4": "nnodes",
-                           "5": "local_ranks", "6": "local_rank"}).filter(
-        pl.col("comm_ptr").is_not_null()).unique(["host", "pid", "comm_ptr"], keep="last")
-    ints = ["rank", "nranks", "cuda_dev", "nvml_dev", "nnodes", "local_ranks", "local_rank"]
-    comms = done.unique(["host", "pid", "comm_ptr"], keep="last").join(
-        topo, on=["host", "pid", "comm_ptr"], how="left").with_columns(
-        [pl.col(c).cast(pl.Int32) for c in ints]).with_columns(
-        pl.col("bus_id").str.to_lowercase(), pl.col("comm_id").str.to_lowercase())
-    return comms.join(processes.select("host", "pid", "nccl_version", "network"),
-                      on=["host", "pid"], how="left").select(
-        "comm_id", "comm_ptr", "host", "pid", "rank", "nranks", "nnodes", "local_ranks",
-        "local_rank", "cuda_dev", "nvml_dev", "bus_id", "nccl_version", "network",
-        pl.lit(display).alias("source_file"))
-
-
-TRANSPORT_TIER = (
-    pl.when(pl.col("transport").str.starts_with("P2P")).then(pl.lit("p2p"))
-    .when(pl.col("transport").str.starts_with("SHM")).then(pl.lit("shm"))
-    .when(pl.col("transport").str.starts_with("NET/IB")).then(pl.lit("ib"))
-    .when(pl.col("transport").str.starts_with("NET/Socket")).then(pl.lit("socket"))
-    .when(pl.col("transport").str.starts_with("NET")).then(pl.lit("net"))
-    .when(pl.col("transport").str.starts_with("COLLNET")).then(pl.lit("collnet"))
-    .when(pl.col("transport").str.starts_with("NVLS")).then(pl.lit("nvls"))
-    .otherwise(pl.lit("other")))
-
-
-def _channels(nccl: pl.DataFrame, display: str) -> pl.DataFrame:
-    groups = nccl.select("host", "pid", "comm_ptr",
-                         pl.col("msg").str.extract_groups(CHANNEL).alias("g")).unnest("g")
-    out = groups.rename({"1": "channel", "2": "conn_index", "3": "src_rank", "4": "src_dev",
-                         "5": "dst_rank", "6": "dst_dev", "7": "direction", "8": "transport"}
-                        ).filter(pl.col("transport").is_not_null())
-    return out.with_columns(
-        [pl.col(c).cast(pl.Int32) for c in ("channel", "conn_index", "src_rank", "dst_rank")],
-    ).with_columns(
-        TRANSPORT_TIER.alias("tier"),
-        pl.col("transport").str.contains("GDRDMA").alias("gdr"),
-        pl.lit(display).alias("source_file"),
-    ).select("host", "pid", "comm_ptr", "channel", "conn_index", "src_rank", "src_dev",
-             "dst_rank", "dst_dev", "direction", "transport", "tier", "gdr", "source_file")
-
-
-def _rings(nccl: pl.DataFrame) -> pl.DataFrame:
-    groups = nccl.select("host", "pid", "comm_ptr",
-                         pl.col("msg").str.extract_groups(RING).alias("g")).unnest("g")
-    return groups.rename({"1": "channel", "2": "n_channels", "3": "order"}).filter(
-        pl.col("order").is_not_null()).with_columns(
-        pl.col("channel").cast(pl.Int32), pl.col("n_channels").cast(pl.Int32),
-        pl.col("order").str.strip_chars().str.split(" ").list.eval(
-            pl.element().filter(pl.element() != "").cast(pl.Int32)).alias("ring"),
-    ).unique(["host", "pid", "comm_ptr", "channel"], keep="last").select(
-        "host", "pid", "comm_ptr", "channel", "n_channels", "ring")
-
-
-def _warnings(nccl: pl.DataFrame, display: str) -> pl.DataFrame:
-    return nccl.filter(pl.col("level") == "WARN").select(
-        "host", "pid", pl.col("dev").alias("cuda_dev"), "comm_ptr",
-        pl.col("time").alias("logged_at"), pl.col("src").alias("source_location"),
-        pl.col("msg").alias("message"), pl.lit(display).alias("source_file"))
+def _finish(state: _State, long_lines: int) -> NcclLog:
+    versions = sorted(state.versions)
+    comms = P.comms(state.done, state.topo, state.use_gdr, state.display)
+    processes = P.processes(comms, state.facts, state.gpu_gdr, versions, state.display)
+    comms = comms.join(processes.select("host", "pid", "nccl_version", "network").unique(
+        ["host", "pid"], keep="first", maintain_order=True), on=["host", "pid"], how="left",
+        maintain_order="left").select(P.COMM_OUT_COLUMNS)
+    rings = state.rings.sort([*COMM, "channel"]).select(P.RING_OUT_COLUMNS)
+    tables = {"nccl_channels": state.out_dir / "nccl_channels.parquet",
+              "nccl_warnings": state.out_dir / "nccl_warnings.parquet"}
+    for table, frame in (("nccl_processes", processes), ("nccl_comms", comms),
+                         ("nccl_rings", rings)):
+        tables[table] = state.out_dir / f"{table}.parquet"
+        frame.write_parquet(tables[table])
+    ranks = sorted({r for r in processes["global_rank"].to_list() if r is not None})
+    return NcclLog(
+        file=state.display, nccl_versions=versions, tables=tables,
+        n_records=comms.height + state.rows["nccl_channels"] + state.rows["nccl_warnings"],
+        hosts=sorted(set(processes["host"].to_list())), ranks=ranks, n_gpus=processes.height,
+        long_lines=long_lines)

@@ -305,17 +305,24 @@ def _entry_fields(e: dict[str, Any], members: dict[str, list[int]]) -> dict[str,
     }
 
 
+def rank_from_dump_name(display: str) -> int | None:
+    """The number a dump's file name ends with (`<prefix><rank>`, `.json`/`.pkl` aside);
+    TraceFileError when it is past the largest rank."""
+    name = display.replace("\\", "/").rsplit("/", 1)[-1].rsplit("!", 1)[-1]
+    match = _TRAILING_RANK.search(name)
+    if match is None:
+        return None
+    digits = match.group(1)
+    if len(digits) > 10 or int(digits) > MAX_RANK:
+        raise TraceFileError(display, f"its name ends with {digits[:40]} (`<prefix><rank>`), "
+                             f"which is not a rank (0 to {MAX_RANK}); rename it like _dump_3")
+    return int(digits)
+
+
 def _resolve_rank(display: str, members: dict[str, list[int]]) -> tuple[int, str, str | None]:
     """The dump's global rank: the number its file name ends with (`<prefix><rank>`),
     checked against pg_config (a rank belongs to every group in its own pg_config)."""
-    name = display.replace("\\", "/").rsplit("/", 1)[-1].rsplit("!", 1)[-1]
-    match = _TRAILING_RANK.search(name)
-    digits = match.group(1) if match else None
-    from_name = int(digits) if digits is not None else None
-    if digits is not None and from_name is not None and from_name > MAX_RANK:
-        raise TraceFileError(display, f"its name ends with {digits[:40]} (`<prefix>"
-                             f"<rank>`), which is not a rank (0 to {MAX_RANK}); rename it "
-                             "like _dump_3")
+    from_name = rank_from_dump_name(display)
     common: set[int] | None = None
     for ranks in members.values():
         if ranks:

@@ -19,34 +19,38 @@ after loading (nccl_processes, else the Kineto rank of the same host and pid).
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
 from stepscope.ingest.queries import sql
 
 
-def read_inspector(path: Path, display: str) -> pa.Table:
-    """The ops of one Inspector file; TraceFileError (one line) for anything unreadable."""
+def read_inspector(path: Path, display: str, max_bytes: int | None = None) -> pa.Table:
+    """The ops of one Inspector file; TraceFileError (one line) for anything unreadable
+    or larger than the per-file limit of text (`max_bytes`, ingest/limits.py)."""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(2)
     except OSError as exc:
         raise TraceFileError(display, f"cannot read ({exc.strerror or exc})") from None
-    con = connect()
-    try:
-        table = con.sql(sql("nccl/inspector_read.sql"), params={
-            "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",
-        }).to_arrow_table()
-    except duckdb.Error as exc:
-        detail = str(exc).strip().splitlines()[0]
-        raise TraceFileError(display, f"not readable as NCCL Inspector JSONL ({detail[:200]})"
-                             ) from None
-    finally:
-        con.close()
+    check_text_size(path, display, max_bytes)
+    with tempfile.TemporaryDirectory(prefix="stepscope-nccl-") as tmp:
+        con = private_connection(tmp)
+        try:
+            table = con.sql(sql("nccl/inspector_read.sql"), params={
+                "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none",
+            }).to_arrow_table()
+        except duckdb.Error as exc:
+            detail = str(exc).strip().splitlines()[0]
+            raise TraceFileError(display, "not readable as NCCL Inspector JSONL "
+                                 f"({detail[:200]})") from None
+        finally:
+            con.close()
     _check(table, display)
     return table
 

@@ -98,8 +98,10 @@ def _report(result: IngestResult, quiet: bool) -> None:
     line = (f"ingested run '{result.run}': {ranks} rank(s) from {result.n_files} file(s) "
             f"into {result.db}")
     if result.rank_subset is not None:
+        nccl = (f", {result.skipped_nccl} of them NCCL dumps or logs"
+                if result.skipped_nccl else "")
         line += (f" (--ranks {result.rank_subset}: {len(result.skipped_ranks)} other "
-                 "file(s) skipped)")
+                 f"file(s) skipped{nccl})")
     if result.failures:
         line += f" -- PARTIAL, {len(result.failures)} file(s) failed"
     print(line)
