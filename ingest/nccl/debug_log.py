@@ -40,11 +40,11 @@ import pyarrow.parquet as pq
 
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
+from stepscope.ingest.nccl import log_comms as C
 from stepscope.ingest.nccl import log_patterns as P
 from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
 from stepscope.ingest.reader import CancelToken
 
-THREAD = ["host", "pid", "tid", "dev"]
 COMM = ["host", "pid", "comm_ptr"]
 TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")
 
@@ -77,23 +77,26 @@ class _State:
     nccl_lines: int = 0
     long_lines: int = 0
     versions: set[str] = field(default_factory=set)
-    threads: pl.DataFrame = field(default_factory=lambda: _empty(P.THREAD_STATE))
+    carry: pl.DataFrame = field(default_factory=lambda: _empty(C.CARRY))
+    segments: pl.DataFrame = field(default_factory=lambda: _empty(C.SEGMENTS))
     facts: pl.DataFrame = field(default_factory=lambda: _empty(P.FACTS))
+    devs: pl.DataFrame = field(default_factory=lambda: _empty(P.DEVS))
     gpu_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.GPU_GDR_ROWS))
     done: pl.DataFrame = field(default_factory=lambda: _empty(P.DONE))
     topo: pl.DataFrame = field(default_factory=lambda: _empty(P.TOPO_ROWS))
     use_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.USE_GDR_ROWS))
     rings: pl.DataFrame = field(default_factory=lambda: _empty(P.RING_ROWS))
     writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=lambda: {"nccl_channels": 0,
-                                                          "nccl_warnings": 0})
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMED, 0))
+
+    def staged(self, table: str) -> Path:
+        return self.out_dir / f"{table}.rows.parquet"
 
     def write(self, table: str, frame: pl.DataFrame) -> None:
-        """Append rows to a streamed table's Parquet file."""
+        """Append rows to a streamed table's staging Parquet file."""
         arrow = frame.to_arrow()
         if table not in self.writers:
-            self.writers[table] = pq.ParquetWriter(self.out_dir / f"{table}.parquet",
-                                                   arrow.schema)
+            self.writers[table] = pq.ParquetWriter(self.staged(table), arrow.schema)
         if frame.height:
             self.writers[table].write_table(arrow)
             self.rows[table] += frame.height
@@ -101,9 +104,14 @@ class _State:
     def close(self) -> None:
         for writer in self.writers.values():
             writer.close()
+        self.writers.clear()
 
 
-def _empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+STREAMED = {"nccl_channels": P.CHANNEL_ROWS, "nccl_warnings": P.WARNING_ROWS}
+FINAL = {"nccl_channels": P.CHANNEL_OUT, "nccl_warnings": P.WARNING_OUT}
+
+
+def _empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
@@ -120,17 +128,18 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
             if cancel is not None:
                 cancel.check(display)
             _block(state, block)
-        state.write("nccl_channels", _empty(P.CHANNEL_OUT))
-        state.write("nccl_warnings", _empty(P.WARNING_OUT))
+        for table, schema in STREAMED.items():
+            state.write(table, _empty(schema))
+        state.close()
+        if state.nccl_lines == 0 and not state.versions:
+            raise TraceFileError(display, "no NCCL_DEBUG line in it (expected lines like "
+                                 "'host:pid:tid [dev] NCCL INFO ...')")
+        return _finish(state, cutter.long_lines + state.long_lines)
     except pl.exceptions.PolarsError as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceFileError(display, f"unreadable NCCL log ({detail[:200]})") from None
     finally:
         state.close()
-    if state.nccl_lines == 0 and not state.versions:
-        raise TraceFileError(display, "no NCCL_DEBUG line in it (expected lines like "
-                             "'host:pid:tid [dev] NCCL INFO ...')")
-    return _finish(state, cutter.long_lines + state.long_lines)
 
 
 def _lines(block: bytes, offset: int) -> pl.DataFrame:
@@ -152,14 +161,17 @@ def _block(state: _State, block: bytes) -> None:
     if nccl.is_empty():
         return
     state.nccl_lines += nccl.height
-    nccl = _with_comm(state, nccl)
+    nccl, state.carry, segments = C.assign(nccl, state.carry)
+    state.segments = pl.concat([state.segments, segments])
     state.versions |= set(nccl["msg"].str.extract(P.VERSION).drop_nulls().to_list())
     state.facts = P.merge_facts(state.facts, P.facts(nccl))
+    state.devs = pl.concat([state.devs, P.devs(nccl)]).unique(maintain_order=True)
     state.gpu_gdr = P.merge_gpu_gdr(state.gpu_gdr, P.gpu_gdr(nccl))
     state.done = _keep_last(state.done, P.init_done(nccl), COMM)
     state.topo = _keep_last(state.topo, P.topo(nccl), COMM)
-    state.use_gdr = _keep_last(state.use_gdr, P.use_gdr(nccl), COMM)
-    state.rings = _keep_last(state.rings, P.rings(nccl), [*COMM, "channel"])
+    pending_key = ["host", "pid", "dev", "tid", "seg", "comm_ptr"]
+    state.use_gdr = _keep_last(state.use_gdr, P.use_gdr(nccl), pending_key)
+    state.rings = _keep_last(state.rings, P.rings(nccl), [*pending_key, "channel"])
     state.write("nccl_channels", P.channels(nccl, state.display))
     state.write("nccl_warnings", P.warnings(nccl, state.display))
 
@@ -170,36 +182,35 @@ def _keep_last(old: pl.DataFrame, new: pl.DataFrame, key: list[str]) -> pl.DataF
     return pl.concat([old, new]).unique(key, keep="last", maintain_order=True)
 
 
-def _with_comm(state: _State, nccl: pl.DataFrame) -> pl.DataFrame:
-    """The communicator pointer each line belongs to: its own, else the one its thread
-    (on the same GPU) named last, in this block or an earlier one."""
-    own = nccl.with_columns(pl.col("msg").str.extract(P.COMM_PTR).alias("comm_ptr_own"))
-    filled = own.with_columns(
-        pl.col("comm_ptr_own").forward_fill().over(THREAD, order_by="line_no")
-        .alias("comm_ptr"))
-    carried = filled.join(state.threads.rename({"comm_ptr": "carried"}), on=THREAD,
-                          how="left", maintain_order="left").with_columns(
-        pl.coalesce("comm_ptr", "carried").alias("comm_ptr")).drop("carried")
-    last = own.filter(pl.col("comm_ptr_own").is_not_null()).group_by(
-        THREAD, maintain_order=True).agg(pl.col("comm_ptr_own").last().alias("comm_ptr"))
-    state.threads = _keep_last(state.threads, last.select(state.threads.columns), THREAD)
-    return carried
+def _resolved(state: _State, frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
+    """A small table's rows with their pending communicators resolved; the last row
+    (in line order) of each key."""
+    rows = C.resolve(frame, state.segments).collect()
+    return rows.sort("line_no").unique(key, keep="last", maintain_order=True)
 
 
 def _finish(state: _State, long_lines: int) -> NcclLog:
     versions = sorted(state.versions)
-    comms = P.comms(state.done, state.topo, state.use_gdr, state.display)
-    processes = P.processes(comms, state.facts, state.gpu_gdr, versions, state.display)
+    use_gdr = _resolved(state, state.use_gdr, COMM).select("host", "pid", "comm_ptr",
+                                                            "use_gdr")
+    comms = P.comms(state.done, state.topo, use_gdr, state.display)
+    processes = P.processes(comms, state.facts, state.devs, state.gpu_gdr, versions,
+                            state.display)
     comms = comms.join(processes.select("host", "pid", "nccl_version", "network").unique(
         ["host", "pid"], keep="first", maintain_order=True), on=["host", "pid"], how="left",
         maintain_order="left").select(P.COMM_OUT_COLUMNS)
-    rings = state.rings.sort([*COMM, "channel"]).select(P.RING_OUT_COLUMNS)
-    tables = {"nccl_channels": state.out_dir / "nccl_channels.parquet",
-              "nccl_warnings": state.out_dir / "nccl_warnings.parquet"}
+    rings = _resolved(state, state.rings, [*COMM, "channel"]).sort(
+        [*COMM, "channel"]).select(P.RING_OUT_COLUMNS)
+    tables: dict[str, Path] = {}
     for table, frame in (("nccl_processes", processes), ("nccl_comms", comms),
                          ("nccl_rings", rings)):
         tables[table] = state.out_dir / f"{table}.parquet"
         frame.write_parquet(tables[table])
+    for table, schema in FINAL.items():
+        tables[table] = state.out_dir / f"{table}.parquet"
+        C.resolve(pl.scan_parquet(state.staged(table)), state.segments, dev="cuda_dev").select(
+            schema.names()).sink_parquet(tables[table])
+        state.staged(table).unlink()
     ranks = sorted({r for r in processes["global_rank"].to_list() if r is not None})
     return NcclLog(
         file=state.display, nccl_versions=versions, tables=tables,

@@ -24,6 +24,8 @@ COMM_PTR = rf"comm (0x{_HEX})\b"
 INIT_DONE = (rf"comm (0x{_HEX}) rank (\d{{1,9}}) nranks (\d{{1,9}}) cudaDev (\d{{1,5}})"
              rf"(?: nvmlDev (\d{{1,5}}))?(?: busId ({_HEX}))?(?: commId (0x{_HEX}))?"
              r".*Init COMPLETE")
+INIT_START = rf"comm (0x{_HEX}) rank \d{{1,9}} nranks \d{{1,9}} cudaDev .*Init START"  # >= 2.19
+TREES = r"^Trees \["
 TOPO = (rf"comm (0x{_HEX}) rank (\d{{1,9}}) nRanks (\d{{1,9}}) nNodes (\d{{1,9}}) "
         r"localRanks (\d{1,9}) localRank (\d{1,9})")
 # `Channel 07/0 : 0[0] -> 2[0] [receive] via NET/IB/3/GDRDMA`; before 2.7 `Ring 00 : ...`,
@@ -42,8 +44,8 @@ HCA_GDR = r"^NET/.{1,64}? ?: GPU Direct RDMA (Enabled|Disabled) for HCA"
 USE_GDR = r"^Connected all rings, use ring PXN (\d) GDR (\d)"
 
 I32, I64, STR, BOOL = pl.Int32, pl.Int64, pl.String, pl.Boolean
-THREAD_STATE = pl.Schema({"host": STR, "pid": I64, "tid": I64, "dev": I32, "comm_ptr": STR})
-FACTS = pl.Schema({"host": STR, "pid": I64, "first_dev": I32, "nccl_version": STR,
+DEVS = pl.Schema({"host": STR, "pid": I64, "dev": I32})
+FACTS = pl.Schema({"host": STR, "pid": I64, "nccl_version": STR,
                    "network": STR, "ib_devices": STR, "no_ib_device": BOOL, "hca_on": BOOL,
                    "hca_off": BOOL})
 GPU_GDR_ROWS = pl.Schema({"host": STR, "pid": I64, "bus_id": STR, "gdr": BOOL})
@@ -52,16 +54,24 @@ DONE = pl.Schema({"host": STR, "pid": I64, "comm_ptr": STR, "rank": I32, "nranks
                   "init_line": I64})
 TOPO_ROWS = pl.Schema({"host": STR, "pid": I64, "comm_ptr": STR, "nnodes": I32,
                        "local_ranks": I32, "local_rank": I32})
-USE_GDR_ROWS = pl.Schema({"host": STR, "pid": I64, "comm_ptr": STR, "use_gdr": BOOL})
-RING_ROWS = pl.Schema([("host", STR), ("pid", I64), ("comm_ptr", STR), ("channel", I32),
-                       ("n_channels", I32), ("ring", pl.List(I32))])
-CHANNEL_OUT = pl.Schema({
-    "host": STR, "pid": I64, "cuda_dev": I32, "comm_ptr": STR, "channel": I32,
-    "conn_index": I32, "src_rank": I32, "src_dev": STR, "dst_rank": I32, "dst_dev": STR,
-    "direction": STR, "transport": STR, "tier": STR, "gdr": BOOL, "source_file": STR})
-WARNING_OUT = pl.Schema({
-    "host": STR, "pid": I64, "cuda_dev": I32, "comm_ptr": STR, "logged_at": STR,
-    "source_location": STR, "message": STR, "source_file": STR})
+# Rows whose communicator may still be pending carry the line's thread and init segment
+# (ingest/nccl/log_comms.py) until the end of the log.
+PENDING = [("tid", I64), ("seg", I64), ("pending", BOOL), ("line_no", I64)]
+USE_GDR_ROWS = pl.Schema([("host", STR), ("pid", I64), ("dev", I32), ("comm_ptr", STR),
+                          ("use_gdr", BOOL), *PENDING])
+RING_ROWS = pl.Schema([("host", STR), ("pid", I64), ("dev", I32), ("comm_ptr", STR),
+                       ("channel", I32), ("n_channels", I32), ("ring", pl.List(I32)),
+                       *PENDING])
+CHANNEL_OUT = pl.Schema([
+    ("host", STR), ("pid", I64), ("cuda_dev", I32), ("comm_ptr", STR), ("channel", I32),
+    ("conn_index", I32), ("src_rank", I32), ("src_dev", STR), ("dst_rank", I32),
+    ("dst_dev", STR), ("direction", STR), ("transport", STR), ("tier", STR), ("gdr", BOOL),
+    ("source_file", STR)])
+WARNING_OUT = pl.Schema([
+    ("host", STR), ("pid", I64), ("cuda_dev", I32), ("comm_ptr", STR), ("logged_at", STR),
+    ("source_location", STR), ("message", STR), ("source_file", STR)])
+CHANNEL_ROWS = pl.Schema([*CHANNEL_OUT.items(), *PENDING])
+WARNING_ROWS = pl.Schema([*WARNING_OUT.items(), *PENDING])
 COMM_OUT_COLUMNS = ["comm_id", "comm_ptr", "host", "pid", "rank", "nranks", "nnodes",
                     "local_ranks", "local_rank", "cuda_dev", "nvml_dev", "bus_id", "use_gdr",
                     "init_line", "nccl_version", "network", "source_file"]
@@ -88,12 +98,11 @@ def _groups(nccl: pl.DataFrame, pattern: str, names: list[str],
 
 
 def facts(nccl: pl.DataFrame) -> pl.DataFrame:
-    """Per process in this block: first GPU seen, NCCL version, network, IB devices,
+    """Per process in this block: NCCL version, network, IB devices,
     no IB device, and whether an HCA reported GPUDirect RDMA Enabled / Disabled."""
     msg = pl.col("msg")
     hca = msg.str.extract(HCA_GDR)
     return nccl.group_by("host", "pid", maintain_order=True).agg(
-        pl.col("dev").first().alias("first_dev"),
         msg.str.extract(VERSION).drop_nulls().last().alias("nccl_version"),
         msg.str.extract(NETWORK).drop_nulls().last().alias("network"),
         msg.str.extract(IB_DEVICES).drop_nulls().last().alias("ib_devices"),
@@ -108,7 +117,6 @@ def merge_facts(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         return new
     both = pl.concat([old, new])
     return both.group_by("host", "pid", maintain_order=True).agg(
-        pl.col("first_dev").drop_nulls().first(),
         *(pl.col(c).drop_nulls().last() for c in ("nccl_version", "network", "ib_devices")),
         *(pl.col(c).any() for c in ("no_ib_device", "hca_on", "hca_off")))
 
@@ -144,22 +152,23 @@ def topo(nccl: pl.DataFrame) -> pl.DataFrame:
         TOPO_ROWS)
 
 
+LINE = ("host", "pid", "dev", "comm_ptr", "tid", "seg", "pending", "line_no")
+
+
 def use_gdr(nccl: pl.DataFrame) -> pl.DataFrame:
     """`Connected all rings, use ring PXN p GDR g` (NCCL >= 2.23): the communicator's
     useGdr, 0 once a network receive connection could not use GPUDirect RDMA."""
-    rows = _groups(nccl, USE_GDR, ["pxn", "g"], keep=("host", "pid", "comm_ptr"))
-    return rows.filter(pl.col("comm_ptr").is_not_null()).select(
-        "host", "pid", "comm_ptr", (pl.col("g") == "1").alias("use_gdr"))
+    rows = _groups(nccl, USE_GDR, ["pxn", "g"], keep=LINE)
+    return rows.with_columns((pl.col("g") == "1").alias("use_gdr")).select(
+        USE_GDR_ROWS.names()).cast(USE_GDR_ROWS)
 
 
 def rings(nccl: pl.DataFrame) -> pl.DataFrame:
-    rows = _groups(nccl, RING, ["channel", "n_channels", "order"],
-                   keep=("host", "pid", "comm_ptr"))
-    return rows.select(
-        "host", "pid", "comm_ptr", "channel", "n_channels",
+    rows = _groups(nccl, RING, ["channel", "n_channels", "order"], keep=LINE)
+    return rows.with_columns(
         pl.col("order").str.strip_chars().str.split(" ").list.eval(
             pl.element().filter(pl.element() != "")).alias("ring"),
-    ).cast(RING_ROWS)
+    ).select(RING_ROWS.names()).cast(RING_ROWS)
 
 
 TRANSPORT_TIER = (
@@ -177,19 +186,18 @@ TRANSPORT_TIER = (
 def channels(nccl: pl.DataFrame, display: str) -> pl.DataFrame:
     """One row per connection line (`Channel`/`Ring`), CollNet connection and NVLS
     buffer setup (`NVLS comm ...`: the communicator uses NVLink SHARP), in line order."""
-    keep = ("host", "pid", "dev", "comm_ptr")
     names = ["channel", "conn_index", "src_rank", "src_dev", "dst_rank", "dst_dev",
              "direction", "transport"]
-    p2p = _groups(nccl, CHANNEL, names, keep=keep)
+    p2p = _groups(nccl, CHANNEL, names, keep=LINE)
     coll = _groups(nccl, COLLNET, ["channel", "conn_index", "src_rank", "direction",
-                                   "transport"], keep=keep)
+                                   "transport"], keep=LINE)
     nvls = nccl.filter(pl.col("msg").str.contains(NVLS)).select(
-        *keep, pl.lit("NVLS").alias("transport"))
-    out = pl.concat([p2p, coll, nvls], how="diagonal_relaxed")
+        *LINE, pl.lit("NVLS").alias("transport"))
+    out = pl.concat([p2p, coll, nvls], how="diagonal_relaxed").sort("line_no")
     return out.with_columns(
         TRANSPORT_TIER.alias("tier"), pl.col("transport").str.contains("/GDRDMA").alias("gdr"),
         pl.lit(display).alias("source_file"), pl.col("dev").alias("cuda_dev"),
-    ).select(CHANNEL_OUT.names()).cast(CHANNEL_OUT)
+    ).select(CHANNEL_ROWS.names()).cast(CHANNEL_ROWS)
 
 
 def warnings(nccl: pl.DataFrame, display: str) -> pl.DataFrame:
@@ -197,7 +205,8 @@ def warnings(nccl: pl.DataFrame, display: str) -> pl.DataFrame:
         "host", "pid", pl.col("dev").alias("cuda_dev"), "comm_ptr",
         pl.col("time").alias("logged_at"), pl.col("src").alias("source_location"),
         pl.col("msg").alias("message"), pl.lit(display).alias("source_file"),
-    ).cast(WARNING_OUT)
+        "tid", "seg", "pending", "line_no",
+    ).cast(WARNING_ROWS)
 
 
 def comms(done: pl.DataFrame, topo_rows: pl.DataFrame, gdr: pl.DataFrame,
@@ -209,20 +218,25 @@ def comms(done: pl.DataFrame, topo_rows: pl.DataFrame, gdr: pl.DataFrame,
         pl.lit(display).alias("source_file")).sort("host", "pid", "init_line", "comm_ptr")
 
 
-def processes(comm_rows: pl.DataFrame, fact_rows: pl.DataFrame, gpu_gdr_rows: pl.DataFrame,
-              versions: list[str], display: str) -> pl.DataFrame:
+def devs(nccl: pl.DataFrame) -> pl.DataFrame:
+    """The [cudaDev] of the lines of each process."""
+    return nccl.select("host", "pid", "dev").unique(maintain_order=True)
+
+
+def processes(comm_rows: pl.DataFrame, fact_rows: pl.DataFrame, dev_rows: pl.DataFrame,
+              gpu_gdr_rows: pl.DataFrame, versions: list[str], display: str) -> pl.DataFrame:
     """One row per GPU a process drives (host, pid, cudaDev of its communicators), with
     the busId and global rank of its largest communicator (earliest initialised among
-    equals); a process that initialised none keeps one row on the first GPU it named."""
+    equals); a process that initialised none (no Init COMPLETE: a log cut short, NCCL
+    2.4's ncclCommInitAll) has one row per [cudaDev] its lines carry."""
     gpus = comm_rows.sort(["nranks", "init_line", "comm_ptr"], descending=[True, False, False]
                           ).group_by("host", "pid", "cuda_dev", maintain_order=True).agg(
         pl.col("nvml_dev").first(), pl.col("bus_id").first(),
         pl.col("rank").first().alias("global_rank"))
-    bare = fact_rows.join(gpus, on=["host", "pid"], how="anti").select(
-        "host", "pid", pl.col("first_dev").alias("cuda_dev"), pl.lit(None, I32).alias("nvml_dev"),
+    bare = dev_rows.join(gpus, on=["host", "pid"], how="anti").select(
+        "host", "pid", pl.col("dev").alias("cuda_dev"), pl.lit(None, I32).alias("nvml_dev"),
         pl.lit(None, STR).alias("bus_id"), pl.lit(None, I32).alias("global_rank"))
-    rows = pl.concat([gpus, bare]).join(fact_rows.drop("first_dev"), on=["host", "pid"],
-                                        how="left")
+    rows = pl.concat([gpus, bare]).join(fact_rows, on=["host", "pid"], how="left")
     rows = rows.join(gpu_gdr_rows, on=["host", "pid", "bus_id"], how="left").with_columns(
         pl.when(pl.col("hca_on")).then(True).when(pl.col("hca_off")).then(False)
         .otherwise(None).alias("gdr_hca"), pl.lit(display).alias("source_file"))

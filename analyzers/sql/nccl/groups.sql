@@ -1,5 +1,5 @@
 -- One row per NCCL communicator of run $run seen in NCCL_DEBUG logs: its members as global
--- ranks (each process's rank in the largest communicator it joined), hosts, the transports
+-- ranks (each GPU's rank in the largest communicator it joined), hosts, the transports
 -- of its channel connections, and the process group(s) with exactly those members.
 WITH members AS (
     SELECT c.comm_id, max(c.nranks) AS nranks, max(c.nnodes) AS nnodes,
@@ -8,6 +8,7 @@ WITH members AS (
            list(DISTINCT c.host ORDER BY c.host) AS hosts, count(*) AS n_logged
     FROM nccl_comms c
     LEFT JOIN nccl_processes p ON p.run = c.run AND p.host = c.host AND p.pid = c.pid
+                              AND p.cuda_dev = c.cuda_dev
     WHERE c.run = $run AND c.comm_id IS NOT NULL
     GROUP BY c.comm_id
 ),

@@ -1,13 +1,15 @@
 -- Measured bandwidth (NCCL Inspector, table nccl_ops) per communicator and collective of
 -- run $run: members as global ranks, the process group(s) with exactly those members,
 -- op count, median and 10th-percentile bus bandwidth, and the median per tenth of the
--- recording window (bandwidth over time).
+-- recording window (bandwidth over time; only ops with a wall-clock time, which the
+-- profiler plugin's ops lack: their over_time is empty).
 WITH ops AS (
     SELECT * FROM nccl_ops WHERE run = $run AND bus_bw_gbs IS NOT NULL
 ),
 members AS (
     SELECT comm_id, list(DISTINCT rank ORDER BY rank) FILTER (WHERE rank IS NOT NULL) AS ranks,
-           list(DISTINCT host ORDER BY host) AS hosts
+           coalesce(list(DISTINCT host ORDER BY host) FILTER (WHERE host IS NOT NULL),
+                    []) AS hosts
     FROM ops GROUP BY comm_id
 ),
 groups AS (
@@ -20,7 +22,7 @@ groups AS (
 span AS (
     SELECT min(dump_timestamp_us) AS t0,
            greatest(max(dump_timestamp_us) - min(dump_timestamp_us), 1) AS span
-    FROM ops
+    FROM ops WHERE dump_timestamp_us IS NOT NULL
 ),
 timed AS (
     SELECT o.comm_id, o.collective,
@@ -28,6 +30,7 @@ timed AS (
            w.t0 + least(9, (o.dump_timestamp_us - w.t0) * 10 // w.span) * w.span // 10 AS t_us,
            o.bus_bw_gbs
     FROM ops o, span w
+    WHERE o.dump_timestamp_us IS NOT NULL
 ),
 over_time AS (
     SELECT comm_id, collective,

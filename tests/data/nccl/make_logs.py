@@ -1,5 +1,6 @@
-"""Write the NCCL_DEBUG=INFO logs of tests/data/nccl/tp_across_nodes/ (run once; the
-output is committed). Every line follows a real line shape; README.md next to this file
+"""Write the NCCL_DEBUG=INFO logs of tests/data/nccl/tp_across_nodes/ and, through
+multi_gpu.py, of tests/data/nccl/nccl_tests/ (processes that drive several GPUs; run once,
+the output is committed). Every line follows a real line shape; README.md next to this file
 cites where each comes from. The job mirrors sample_traces/simulated/tp_across_nodes:
 8 ranks, 4 hosts (node000..node003) with 2 GPUs each, pid 1000 + rank, TP groups
 [0-3] and [4-7] (each spanning two hosts), DP pairs [r, r+4].
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import multi_gpu
 
 OUT = Path(__file__).parent / "tp_across_nodes" / "nccl-logs"
 VERSION = "2.21.5+cuda12.4"
@@ -156,6 +159,7 @@ def main() -> None:
         (OUT / f"nccl.{host(rank)}.{1000 + rank}.log").write_text(process_log(rank))
         (INSPECTOR_OUT / f"{host(rank)}-pid{1000 + rank}.log").write_text(
             inspector_lines(rank))
+    multi_gpu.write()
 
 
 if __name__ == "__main__":
