@@ -42,10 +42,14 @@ from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl import log_comms as C
 from stepscope.ingest.nccl import log_patterns as P
+from stepscope.ingest.nccl import log_stream
 from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
 from stepscope.ingest.reader import CancelToken
 
 COMM = ["host", "pid", "comm_ptr"]
+STREAMED: dict[str, pl.Schema] = {"nccl_channels": P.CHANNEL_ROWS,
+                                  "nccl_warnings": P.WARNING_ROWS}
+FINAL: dict[str, pl.Schema] = {"nccl_channels": P.CHANNEL_OUT, "nccl_warnings": P.WARNING_OUT}
 TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")
 
 
@@ -107,10 +111,6 @@ class _State:
         self.writers.clear()
 
 
-STREAMED = {"nccl_channels": P.CHANNEL_ROWS, "nccl_warnings": P.WARNING_ROWS}
-FINAL = {"nccl_channels": P.CHANNEL_OUT, "nccl_warnings": P.WARNING_OUT}
-
-
 def _empty(schema: pl.Schema) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
@@ -123,8 +123,8 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
     state = _State(out_dir, display)
     cutter = LineBlocks()
     try:
-        for block in line_blocks(text_chunks(path, display, max_trace_bytes(max_bytes)),
-                                 cutter):
+        chunks = text_chunks(path, display, max_trace_bytes(max_bytes))
+        for block in line_blocks(chunks, cutter, log_stream.BLOCK_BYTES):
             if cancel is not None:
                 cancel.check(display)
             _block(state, block)
