@@ -3,9 +3,10 @@ with NCCL lines mixed in) into process, communicator, channel, ring and warning 
 
 The log is streamed (ingest/nccl/log_stream.py): blocks of whole lines, each matched with
 vectorized polars regexes (no Python loop over lines). What spans blocks is carried in
-small state keyed by thread, process and communicator; channel and warning rows go to
-Parquet block by block, so memory depends on neither the log's size nor its line count.
-Line shapes (NCCL's own format strings, cited in tests/data/nccl/README.md):
+small state keyed by thread, process and communicator; connection lines go to Parquet
+block by block, each distinct one once, and WARN lines are counted per distinct message
+(ingest/nccl/log_state.py), so memory depends on neither the log's size nor how often a
+line repeats. Line shapes (NCCL's own format strings, cited in tests/data/nccl/README.md):
 
     <host>:<pid>:<tid> [<cudaDev>] NCCL INFO <msg>
     [<time>] <host>:<pid>:<tid> [<cudaDev>] <file>:<line> [(<func>) ]NCCL WARN <msg>
@@ -23,33 +24,30 @@ Line shapes (NCCL's own format strings, cited in tests/data/nccl/README.md):
 
 One process may drive several GPUs (nccl-tests `-g 2`, ncclCommInitAll): its lines carry
 each GPU's `[cudaDev]` and each communicator's init thread, so `nccl_processes` has one
-row per (host, pid, cudaDev), each with its own busId and global rank. Lines without a
-communicator pointer (channels, rings, warnings) belong to the communicator the same
-thread on the same GPU (host, pid, tid, cudaDev) named last. Every output is sorted, so
-the same log gives the same rows.
+row per (host, pid, cudaDev), each with its own busId and global rank. Which
+communicator a line without a pointer belongs to is worked out per thread and GPU
+(ingest/nccl/log_comms.py). Every output is sorted or in line order, so the same log
+gives the same rows.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl import log_comms as C
 from stepscope.ingest.nccl import log_patterns as P
 from stepscope.ingest.nccl import log_stream
+from stepscope.ingest.nccl.log_state import MAX_WARNINGS, LogState, resolved_channels
 from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
 from stepscope.ingest.reader import CancelToken
 
 COMM = ["host", "pid", "comm_ptr"]
-STREAMED: dict[str, pl.Schema] = {"nccl_channels": P.CHANNEL_ROWS,
-                                  "nccl_warnings": P.WARNING_ROWS}
-FINAL: dict[str, pl.Schema] = {"nccl_channels": P.CHANNEL_OUT, "nccl_warnings": P.WARNING_OUT}
 TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")
 
 
@@ -64,55 +62,10 @@ class NcclLog:
     hosts: list[str]
     ranks: list[int]                 # global ranks of its GPUs (rank in the largest comm)
     n_gpus: int                      # nccl_processes rows: (host, pid, cudaDev)
-    long_lines: int = 0              # lines past MAX_LINE_BYTES, skipped
-    max_line_bytes: int = MAX_LINE_BYTES
+    notes: list[str]                 # what was not stored (overlong lines, WARN overflow)
 
     def frame(self, table: str) -> pl.DataFrame:
         return pl.read_parquet(self.tables[table])
-
-
-@dataclass
-class _State:
-    """What the blocks seen so far leave for the next ones and for the end."""
-
-    out_dir: Path
-    display: str
-    line_no: int = 0
-    nccl_lines: int = 0
-    long_lines: int = 0
-    versions: set[str] = field(default_factory=set)
-    carry: pl.DataFrame = field(default_factory=lambda: _empty(C.CARRY))
-    segments: pl.DataFrame = field(default_factory=lambda: _empty(C.SEGMENTS))
-    facts: pl.DataFrame = field(default_factory=lambda: _empty(P.FACTS))
-    devs: pl.DataFrame = field(default_factory=lambda: _empty(P.DEVS))
-    gpu_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.GPU_GDR_ROWS))
-    done: pl.DataFrame = field(default_factory=lambda: _empty(P.DONE))
-    topo: pl.DataFrame = field(default_factory=lambda: _empty(P.TOPO_ROWS))
-    use_gdr: pl.DataFrame = field(default_factory=lambda: _empty(P.USE_GDR_ROWS))
-    rings: pl.DataFrame = field(default_factory=lambda: _empty(P.RING_ROWS))
-    writers: dict[str, pq.ParquetWriter] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMED, 0))
-
-    def staged(self, table: str) -> Path:
-        return self.out_dir / f"{table}.rows.parquet"
-
-    def write(self, table: str, frame: pl.DataFrame) -> None:
-        """Append rows to a streamed table's staging Parquet file."""
-        arrow = frame.to_arrow()
-        if table not in self.writers:
-            self.writers[table] = pq.ParquetWriter(self.staged(table), arrow.schema)
-        if frame.height:
-            self.writers[table].write_table(arrow)
-            self.rows[table] += frame.height
-
-    def close(self) -> None:
-        for writer in self.writers.values():
-            writer.close()
-        self.writers.clear()
-
-
-def _empty(schema: pl.Schema) -> pl.DataFrame:
-    return pl.DataFrame(schema=schema)
 
 
 def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None = None,
@@ -120,7 +73,7 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
     """Parse one log into Parquet files under `out_dir` (an existing folder of its own);
     raises TraceFileError (one line) when it holds no NCCL line at all, cannot be read,
     or has more than the per-file limit of text (`max_bytes`, ingest/limits.py)."""
-    state = _State(out_dir, display)
+    state = LogState(out_dir, display)
     cutter = LineBlocks()
     try:
         chunks = text_chunks(path, display, max_trace_bytes(max_bytes))
@@ -128,13 +81,12 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
             if cancel is not None:
                 cancel.check(display)
             _block(state, block)
-        for table, schema in STREAMED.items():
-            state.write(table, _empty(schema))
         state.close()
         if state.nccl_lines == 0 and not state.versions:
             raise TraceFileError(display, "no NCCL_DEBUG line in it (expected lines like "
                                  "'host:pid:tid [dev] NCCL INFO ...')")
-        return _finish(state, cutter.long_lines + state.long_lines)
+        state.long_lines += cutter.long_lines
+        return _finish(state)
     except pl.exceptions.PolarsError as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceFileError(display, f"unreadable NCCL log ({detail[:200]})") from None
@@ -150,30 +102,32 @@ def _lines(block: bytes, offset: int) -> pl.DataFrame:
         pl.col("line_no").cast(pl.Int64), pl.col("line").str.strip_chars_end("\r"))
 
 
-def _block(state: _State, block: bytes) -> None:
+def _block(state: LogState, block: bytes) -> None:
     lines = _lines(block, state.line_no)
     state.line_no += lines.height
-    short = pl.col("line").str.len_bytes() <= P.MAX_LINE_BYTES
+    short = pl.col("line").str.len_bytes() <= MAX_LINE_BYTES
     state.long_lines += lines.height - lines.filter(short | pl.col("line").is_null()).height
     lines = lines.filter(short)
     state.versions |= set(lines["line"].str.extract(P.BARE_VERSION).drop_nulls().to_list())
-    nccl = P.parse_prefix(lines.filter(pl.col("line").str.contains(P.NCCL_MARK)))
+    marked = lines.filter(pl.col("line").str.contains(P.NCCL_MARK))
+    devs, n_nccl = P.heads(marked)
+    state.nccl_lines += n_nccl
+    state.devs = pl.concat([state.devs, devs]).unique(maintain_order=True)
+    nccl = P.parse_prefix(marked.filter(pl.col("line").str.contains(P.INTERESTING)))
     if nccl.is_empty():
         return
-    state.nccl_lines += nccl.height
     nccl, state.carry, segments = C.assign(nccl, state.carry)
-    state.segments = pl.concat([state.segments, segments])
+    state.segments = _keep_last(state.segments, segments, [*C.THREAD, "seg"])
     state.versions |= set(nccl["msg"].str.extract(P.VERSION).drop_nulls().to_list())
     state.facts = P.merge_facts(state.facts, P.facts(nccl))
-    state.devs = pl.concat([state.devs, P.devs(nccl)]).unique(maintain_order=True)
     state.gpu_gdr = P.merge_gpu_gdr(state.gpu_gdr, P.gpu_gdr(nccl))
     state.done = _keep_last(state.done, P.init_done(nccl), COMM)
     state.topo = _keep_last(state.topo, P.topo(nccl), COMM)
     pending_key = ["host", "pid", "dev", "tid", "seg", "comm_ptr"]
     state.use_gdr = _keep_last(state.use_gdr, P.use_gdr(nccl), pending_key)
     state.rings = _keep_last(state.rings, P.rings(nccl), [*pending_key, "channel"])
-    state.write("nccl_channels", P.channels(nccl, state.display))
-    state.write("nccl_warnings", P.warnings(nccl, state.display))
+    state.add_channels(P.channels(nccl, state.display))
+    state.add_warnings(P.warnings(nccl, state.display))
 
 
 def _keep_last(old: pl.DataFrame, new: pl.DataFrame, key: list[str]) -> pl.DataFrame:
@@ -182,14 +136,25 @@ def _keep_last(old: pl.DataFrame, new: pl.DataFrame, key: list[str]) -> pl.DataF
     return pl.concat([old, new]).unique(key, keep="last", maintain_order=True)
 
 
-def _resolved(state: _State, frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
+def _resolved(state: LogState, frame: pl.DataFrame, key: list[str]) -> pl.DataFrame:
     """A small table's rows with their pending communicators resolved; the last row
     (in line order) of each key."""
     rows = C.resolve(frame, state.segments).collect()
     return rows.sort("line_no").unique(key, keep="last", maintain_order=True)
 
 
-def _finish(state: _State, long_lines: int) -> NcclLog:
+def _notes(state: LogState) -> list[str]:
+    notes = []
+    if state.long_lines:
+        notes.append(f"{state.long_lines} line(s) longer than {MAX_LINE_BYTES} bytes skipped "
+                     "(not NCCL's)")
+    if state.dropped_warnings:
+        notes.append(f"{state.dropped_warnings} WARN line(s) past {MAX_WARNINGS} distinct "
+                     "messages not stored")
+    return notes
+
+
+def _finish(state: LogState) -> NcclLog:
     versions = sorted(state.versions)
     use_gdr = _resolved(state, state.use_gdr, COMM).select("host", "pid", "comm_ptr",
                                                             "use_gdr")
@@ -201,19 +166,17 @@ def _finish(state: _State, long_lines: int) -> NcclLog:
         maintain_order="left").select(P.COMM_OUT_COLUMNS)
     rings = _resolved(state, state.rings, [*COMM, "channel"]).sort(
         [*COMM, "channel"]).select(P.RING_OUT_COLUMNS)
-    tables: dict[str, Path] = {}
+    warnings = C.resolve(state.warnings, state.segments, dev="cuda_dev").collect().select(
+        P.WARNING_OUT.names())
+    tables = {t: state.out_dir / f"{t}.parquet" for t in TABLES}
     for table, frame in (("nccl_processes", processes), ("nccl_comms", comms),
-                         ("nccl_rings", rings)):
-        tables[table] = state.out_dir / f"{table}.parquet"
+                         ("nccl_rings", rings), ("nccl_warnings", warnings)):
         frame.write_parquet(tables[table])
-    for table, schema in FINAL.items():
-        tables[table] = state.out_dir / f"{table}.parquet"
-        C.resolve(pl.scan_parquet(state.staged(table)), state.segments, dev="cuda_dev").select(
-            schema.names()).sink_parquet(tables[table])
-        state.staged(table).unlink()
+    resolved_channels(state, tables["nccl_channels"])
     ranks = sorted({r for r in processes["global_rank"].to_list() if r is not None})
+    n_warn = int(warnings["n_lines"].sum()) + state.dropped_warnings
     return NcclLog(
         file=state.display, nccl_versions=versions, tables=tables,
-        n_records=comms.height + state.rows["nccl_channels"] + state.rows["nccl_warnings"],
+        n_records=comms.height + state.channel_rows + n_warn,
         hosts=sorted(set(processes["host"].to_list())), ranks=ranks, n_gpus=processes.height,
-        long_lines=long_lines)
+        notes=_notes(state))

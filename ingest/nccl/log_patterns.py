@@ -15,6 +15,13 @@ __all__ = ["MAX_LINE_BYTES"]
 
 _HEX = r"[0-9a-fA-F]{1,16}"
 NCCL_MARK = r"NCCL (?:INFO|WARN) "
+# The lines any table below reads (every other NCCL line, e.g. one per collective with
+# NCCL_DEBUG_SUBSYS=COLL, only names its process and GPU): a cheap filter before the
+# prefix is parsed.
+INTERESTING = (r"NCCL WARN |NCCL INFO (?:NCCL version|Using network|NET/|GPU Direct RDMA|"
+               r"Channel |Ring |CollNet |NVLS comm|Trees |Connected all rings|comm 0x)|"
+               r"Init (?:COMPLETE|START)")
+HEAD = r"^(?:\[[^\]]{1,64}\] )?([^\s:\[]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,5})\]"
 PREFIX = (r"^(?:\[(?P<time>[^\]]{1,64})\] )?(?P<host>[^\s:\[]{1,255}):(?P<pid>\d{1,10}):"
           r"(?P<tid>\d{1,10}) \[(?P<dev>\d{1,5})\] (?:(?P<src>\S{1,256}:\d{1,9})"
           r"(?: \([^)]{0,256}\))? )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
@@ -67,11 +74,14 @@ CHANNEL_OUT = pl.Schema([
     ("conn_index", I32), ("src_rank", I32), ("src_dev", STR), ("dst_rank", I32),
     ("dst_dev", STR), ("direction", STR), ("transport", STR), ("tier", STR), ("gdr", BOOL),
     ("source_file", STR)])
-WARNING_OUT = pl.Schema([
-    ("host", STR), ("pid", I64), ("cuda_dev", I32), ("comm_ptr", STR), ("logged_at", STR),
-    ("source_location", STR), ("message", STR), ("source_file", STR)])
+WARNING_LINE = [("host", STR), ("pid", I64), ("cuda_dev", I32), ("comm_ptr", STR),
+                ("logged_at", STR), ("source_location", STR), ("message", STR),
+                ("source_file", STR)]
+WARNING_OUT = pl.Schema([*WARNING_LINE[:5], ("last_logged_at", STR), ("n_lines", I64),
+                         *WARNING_LINE[5:]])
 CHANNEL_ROWS = pl.Schema([*CHANNEL_OUT.items(), *PENDING])
-WARNING_ROWS = pl.Schema([*WARNING_OUT.items(), *PENDING])
+WARNING_ROWS = pl.Schema([*WARNING_LINE, *PENDING])
+WARNING_COUNTS = pl.Schema([*WARNING_OUT.items(), *PENDING])
 COMM_OUT_COLUMNS = ["comm_id", "comm_ptr", "host", "pid", "rank", "nranks", "nnodes",
                     "local_ranks", "local_rank", "cuda_dev", "nvml_dev", "bus_id", "use_gdr",
                     "init_line", "nccl_version", "network", "source_file"]
@@ -218,9 +228,17 @@ def comms(done: pl.DataFrame, topo_rows: pl.DataFrame, gdr: pl.DataFrame,
         pl.lit(display).alias("source_file")).sort("host", "pid", "init_line", "comm_ptr")
 
 
-def devs(nccl: pl.DataFrame) -> pl.DataFrame:
-    """The [cudaDev] of the lines of each process."""
-    return nccl.select("host", "pid", "dev").unique(maintain_order=True)
+def heads(marked: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """(host, pid, [cudaDev]) of every NCCL line, and how many lines have a valid prefix;
+    parsed once per distinct `host:pid:tid [dev]` prefix, not per line."""
+    line = pl.col("line")
+    prefixes = marked.group_by(line.str.slice(0, line.str.find(" NCCL ", literal=True))
+                               .alias("head"), maintain_order=True).len()
+    parsed = prefixes.with_columns(pl.col("head").str.extract_groups(HEAD).alias("g")).unnest(
+        "g").filter(pl.col("1").is_not_null())
+    devs = parsed.select(pl.col("1").alias("host"), pl.col("2").cast(I64).alias("pid"),
+                         pl.col("3").cast(I32).alias("dev")).unique(maintain_order=True)
+    return devs, int(parsed["len"].sum())
 
 
 def processes(comm_rows: pl.DataFrame, fact_rows: pl.DataFrame, dev_rows: pl.DataFrame,

@@ -20,8 +20,8 @@ from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size
 
 READ_BYTES = 1 << 20         # bytes read from the file per step
-INFLATE_BYTES = 4 << 20      # most decompressed bytes one step produces
-BLOCK_BYTES = 8 << 20        # text handed to the parser at a time
+INFLATE_BYTES = 1 << 20      # most decompressed bytes one step produces
+BLOCK_BYTES = 4 << 20        # text handed to the parser at a time
 # NCCL formats a line into a 1 KiB buffer plus its arguments: ring orders of thousands of
 # ranks are the longest real lines (~5 bytes a rank). Longer lines are not NCCL's.
 MAX_LINE_BYTES = 1 << 16

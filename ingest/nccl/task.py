@@ -85,8 +85,7 @@ def _flight_recorder(task: NcclTask, stage: Path, cancel: CancelToken | None) ->
 def _log(task: NcclTask, stage: Path, cancel: CancelToken | None) -> NcclParsed:
     log = read_nccl_log(Path(task.path), task.display, stage, task.max_bytes, cancel)
     rank = log.ranks[0] if len(log.ranks) == 1 and log.n_gpus == 1 else None
-    note = (f"{log.long_lines} line(s) longer than {log.max_line_bytes} bytes skipped (not "
-            "NCCL's)" if log.long_lines else None)
+    note = "; ".join(log.notes) or None
     source = _source(task, "text", rank=rank,
                      rank_source="world_comm" if rank is not None else None,
                      nccl_version=", ".join(log.nccl_versions) or None,

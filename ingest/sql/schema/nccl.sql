@@ -146,6 +146,8 @@ CREATE TABLE IF NOT EXISTS nccl_warnings (
     message VARCHAR,
     source_file VARCHAR
 );
+ALTER TABLE nccl_warnings ADD COLUMN IF NOT EXISTS last_logged_at VARCHAR;
+ALTER TABLE nccl_warnings ADD COLUMN IF NOT EXISTS n_lines BIGINT;
 
 CREATE TABLE IF NOT EXISTS nccl_ops (
     run VARCHAR,
