@@ -15,7 +15,8 @@ guards make loading safe:
 
 Plain data can still be hostile. The scan also estimates what building the value costs
 (each opcode that makes an object, and the bytes of its strings) and refuses a pickle
-past `MAX_BUILD_BYTES` before building it. And since the memo lets one object be
+past `MAX_BUILD_BYTES` before building it, or past `MAX_OPCODES` opcodes (the scan's
+own time). And since the memo lets one object be
 referenced any number of times, a few KB can describe a list nested 40 levels deep whose
 every level holds the one below twice: 2^40 values for any walk (`json.dumps`, a loop
 over entries). `check_bounded` measures what a walk would visit, counting every shared
@@ -46,7 +47,8 @@ _NO_OBJECT = frozenset({
 OBJECT_BYTES = 64                 # what one built object costs, roughly (CPython, 64-bit)
 # A real dump of 20,000 entries with 20 stack frames each (a large TORCH_FR_BUFFER_SIZE)
 # is 19 MB of pickle and ~6M opcodes: 130 MB by this estimate, ~250 MB of RSS once built.
-MAX_BUILD_BYTES = 512 << 20
+MAX_BUILD_BYTES = 256 << 20
+MAX_OPCODES = 12 << 20           # the scan's own time: ~0.5 us an opcode
 MAX_WALK_VALUES = 1 << 25
 MAX_WALK_CHARS = 1 << 30
 MAX_DEPTH = 64
@@ -88,8 +90,11 @@ def check_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> None:
     recent: list[str] = []
     cost = 0
     try:
-        for op, arg, _pos in pickletools.genops(data):
+        for count, (op, arg, _pos) in enumerate(pickletools.genops(data)):
             name = op.name
+            if count > MAX_OPCODES:
+                raise TooLargeError(f"it has more than {MAX_OPCODES} opcodes (a Flight "
+                                    "Recorder dump of 20,000 entries has about 6 million)")
             if name in _FORBIDDEN:
                 raise UnsafePickleError(_describe(name, arg, recent))
             if name in _NO_OBJECT:
