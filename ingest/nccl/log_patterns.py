@@ -133,7 +133,7 @@ def merge_facts(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 def gpu_gdr(nccl: pl.DataFrame) -> pl.DataFrame:
     """`GPU Direct RDMA Enabled|Disabled for GPU <busId> / HCA n`: per GPU, enabled for
-    some HCA (NCCL <= 2.2x prints it as INFO)."""
+    some HCA (NCCL 2.10-2.26 prints it as INFO)."""
     rows = _groups(nccl, GPU_GDR, ["state", "bus_id"])
     return rows.group_by("host", "pid", pl.col("bus_id").str.to_lowercase(),
                          maintain_order=True).agg((pl.col("state") == "Enabled").any()
