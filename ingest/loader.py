@@ -433,10 +433,19 @@ class _Batch:
                 f"{names}: could not be stored ({text}); run '{self.run}' was not ingested, "
                 "the database is unchanged (please report this file)") from None
         finally:
-            self.con.unregister("staged_files")
-            self.con.unregister("staged_rank_rows")
+            _unregister(self.con, "staged_files", "staged_rank_rows")
         shutil.rmtree(self.folder, ignore_errors=True)
         self.files, self.rows, self.bytes = [], [], 0
+
+
+def _unregister(con: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Drop registered views; after a failed statement DuckDB refuses even that
+    ("Current transaction is aborted"), which must not hide the error that failed it."""
+    for name in names:
+        try:
+            con.unregister(name)
+        except duckdb.Error:
+            pass
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
