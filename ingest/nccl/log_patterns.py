@@ -21,10 +21,12 @@ NCCL_MARK = r"NCCL (?:INFO|WARN) "
 INTERESTING = (r"NCCL WARN |NCCL INFO (?:NCCL version|Using network|NET/|GPU Direct RDMA|"
                r"Channel |Ring |CollNet |NVLS comm|Trees |Connected all rings|comm 0x)|"
                r"Init (?:COMPLETE|START)")
-HEAD = r"^(?:\[[^\]]{1,64}\] )?([^\s:\[]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,5})\]"
-PREFIX = (r"^(?:\[(?P<time>[^\]]{1,64})\] )?(?P<host>[^\s:\[]{1,255}):(?P<pid>\d{1,10}):"
-          r"(?P<tid>\d{1,10}) \[(?P<dev>\d{1,5})\] (?:(?P<src>\S{1,256}:\d{1,9})"
-          r"(?: \([^)]{0,256}\))? )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
+HEAD = r"^(?:\[[^\]]+\] )?([^\s:\[]+):(\d{1,10}):\d{1,10} \[(\d{1,5})\]"
+# Lengths are left open where only numbers need bounds (a bounded repetition of a class
+# is compiled as that many copies); lines are at most MAX_LINE_BYTES anyway.
+PREFIX = (r"^(?:\[(?P<time>[^\]]+)\] )?(?P<host>[^\s:\[]+):(?P<pid>\d{1,10}):"
+          r"(?P<tid>\d{1,10}) \[(?P<dev>\d{1,5})\] (?:(?P<src>\S+:\d{1,9})"
+          r"(?: \([^)]*\))? )?NCCL (?P<level>INFO|WARN) (?P<msg>.*)$")
 VERSION = r"^NCCL version (\d{1,4}\.\d{1,4}\.\d{1,4}\S{0,64})"
 BARE_VERSION = VERSION
 COMM_PTR = rf"comm (0x{_HEX})\b"
@@ -47,7 +49,7 @@ NETWORK = r"^Using network (.+?)\s*$"
 IB_DEVICES = r"^NET/IB ?: Using (\[\d+\].*?)(?: ?; OOB|$)"
 NO_IB = r"^NET/IB ?: No device found"
 GPU_GDR = rf"GPU Direct RDMA (Enabled|Disabled) for GPU ({_HEX}) / HCA"
-HCA_GDR = r"^NET/.{1,64}? ?: GPU Direct RDMA (Enabled|Disabled) for HCA"
+HCA_GDR = r"^NET/.+? ?: GPU Direct RDMA (Enabled|Disabled) for HCA"
 USE_GDR = r"^Connected all rings, use ring PXN (\d) GDR (\d)"
 
 I32, I64, STR, BOOL = pl.Int32, pl.Int64, pl.String, pl.Boolean
