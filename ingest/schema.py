@@ -46,6 +46,9 @@ MIGRATIONS = (
     Migration(3, ("migrations/0003_comm_graphs.sql",),
               "communication kernels' library, op and role; CUDA/HIP graph ids and links; "
               "the step window's source"),
+    Migration(4, ("migrations/0004_nccl_gpus.sql",),
+              "NCCL logs per GPU: busId, nvmlDev, GPUDirect RDMA status; communicators' "
+              "useGdr; channels' GPU; WARN lines counted"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

@@ -4,7 +4,7 @@ an `id`. COLL events carry {SeqNum, CommHash, Rank, Count, Datatype, Algorithm, 
 nChannels}; P2P events {CommHash, Rank, Peer, Count, Datatype, nChannels}
 (../shared/reference/trace-formats.md §3c). `ts` is µs on a steady clock from plugin
 init, so only durations are used. DuckDB parses the array and pairs begin and end in SQL
-(ingest/sql/nccl_profiler_read.sql): the k-th begin of an (id, cat, pid) with its k-th
+(ingest/sql/nccl/profiler_read.sql): the k-th begin of an (id, cat, pid) with its k-th
 end, a join on a unique key, so a file whose events all share one id stays linear.
 Message bytes = Count x the NCCL datatype's size (NULL past a BIGINT); bus bandwidth
 needs the communicator size, taken as the number of ranks seen for the CommHash

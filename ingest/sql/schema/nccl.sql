@@ -64,22 +64,18 @@ CREATE TABLE IF NOT EXISTS fr_entries (
     frames JSON
 );
 
-CREATE TABLE IF NOT EXISTS nccl_processes (   -- one row per (host, pid, cuda_dev): a GPU
+CREATE TABLE IF NOT EXISTS nccl_processes (
     run VARCHAR,
     host VARCHAR,
     pid BIGINT,
     cuda_dev INTEGER,
-    global_rank INTEGER,         -- this GPU's rank in the largest communicator it joined
+    global_rank INTEGER,         -- its rank in the largest communicator it joined
     nccl_version VARCHAR,
     network VARCHAR,             -- `Using network IB | Socket | ...`
     ib_devices VARCHAR,          -- `NET/IB : Using [0]mlx5_0:1/IB ...`
     no_ib_device BOOLEAN,        -- `NET/IB : No device found.`
     source_file VARCHAR
 );
-ALTER TABLE nccl_processes ADD COLUMN IF NOT EXISTS nvml_dev INTEGER;
-ALTER TABLE nccl_processes ADD COLUMN IF NOT EXISTS bus_id VARCHAR;
-ALTER TABLE nccl_processes ADD COLUMN IF NOT EXISTS gdr BOOLEAN;
-ALTER TABLE nccl_processes ADD COLUMN IF NOT EXISTS gdr_hca BOOLEAN;
 
 CREATE TABLE IF NOT EXISTS nccl_comms (
     run VARCHAR,
@@ -99,8 +95,6 @@ CREATE TABLE IF NOT EXISTS nccl_comms (
     network VARCHAR,
     source_file VARCHAR
 );
-ALTER TABLE nccl_comms ADD COLUMN IF NOT EXISTS use_gdr BOOLEAN;
-ALTER TABLE nccl_comms ADD COLUMN IF NOT EXISTS init_line BIGINT;
 
 CREATE TABLE IF NOT EXISTS nccl_channels (
     run VARCHAR,
@@ -120,7 +114,6 @@ CREATE TABLE IF NOT EXISTS nccl_channels (
     gdr BOOLEAN,
     source_file VARCHAR
 );
-ALTER TABLE nccl_channels ADD COLUMN IF NOT EXISTS cuda_dev INTEGER;
 
 CREATE TABLE IF NOT EXISTS nccl_rings (
     run VARCHAR,
@@ -146,8 +139,6 @@ CREATE TABLE IF NOT EXISTS nccl_warnings (
     message VARCHAR,
     source_file VARCHAR
 );
-ALTER TABLE nccl_warnings ADD COLUMN IF NOT EXISTS last_logged_at VARCHAR;
-ALTER TABLE nccl_warnings ADD COLUMN IF NOT EXISTS n_lines BIGINT;
 
 CREATE TABLE IF NOT EXISTS nccl_ops (
     run VARCHAR,
