@@ -3,7 +3,7 @@ standard formulas (docs/advisor.md). No recommendation without evidence, and non
 expected gain is under MIN_GAIN of the step.
 
 Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, exposed-ep-comm,
-exposed-a2a-comm, straggler, recompute, input-bound, launch-bound.
+exposed-a2a-comm, straggler, recompute, input-bound, host-bound, launch-bound.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from dataclasses import dataclass
 import duckdb
 
 from stepscope.analyzers._sql import install_macros, sql
-from stepscope.analyzers.collectives import median_kernel_us, step_gap_ms
+from stepscope.analyzers.collectives import median_kernel_us
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
+    HostActivity,
+    IdleBreakdown,
     Layout,
     Mfu,
     Pipeline,
@@ -45,9 +47,10 @@ class Evidence:
     stragglers: tuple[Straggler, ...]
     mfu: Mfu
     collectives: tuple[CollectiveStat, ...]
-    step_gap_ms: float
     median_kernel_us: float | None
     recompute_attention_share: float | None
+    idle: IdleBreakdown | None = None
+    graph_steps: int = 0            # rank steps that launched a CUDA/HIP graph
 
     @property
     def step_ms(self) -> float:
@@ -68,15 +71,20 @@ class Evidence:
 
 
 def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggler, ...],
-           mfu: Mfu, collectives: tuple[CollectiveStat, ...]) -> Evidence:
+           mfu: Mfu, collectives: tuple[CollectiveStat, ...],
+           idle: IdleBreakdown | None = None) -> Evidence:
     """The advisor's inputs: finished sections plus its own measurements of the run."""
     con, run = ctx.con, ctx.run
     return Evidence(
         ctx=ctx, layout=ctx.layout, pipeline=pipeline, stragglers=stragglers, mfu=mfu,
-        collectives=collectives,
-        step_gap_ms=step_gap_ms(con, run) if ctx.info.timeline == "gpu" else 0.0,
+        collectives=collectives, idle=idle, graph_steps=_graph_steps(con, run),
         median_kernel_us=median_kernel_us(con, run),
         recompute_attention_share=_recompute_attention_share(con, run))
+
+
+def _graph_steps(con: duckdb.DuckDBPyConnection, run: str) -> int:
+    (steps, _, _), = con.execute(sql("report/graph_steps.sql"), {"run": run}).fetchall()
+    return int(steps or 0)
 
 
 def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
@@ -298,32 +306,99 @@ def recompute(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
+def _activity(rows: tuple[HostActivity, ...], skip: str = "data_loader", n: int = 3) -> str:
+    shown = [f"{a.name} {a.ms:.2f} ms ({a.thread})" for a in rows
+             if a.kind != skip and a.ms >= 0.005][:n]
+    return "; meanwhile the host ran " + ", ".join(shown) if shown else ""
+
+
 def input_bound(ev: Evidence) -> list[Recommendation]:
-    step, gap = ev.step_ms, ev.step_gap_ms
-    if step <= 0 or ev.breakdown.idle < TRIGGER * step or gap < TRIGGER * step:
+    """The GPU waits for the host while the host is loading data (DataLoader)."""
+    step, idle = ev.step_ms, ev.idle
+    if idle is None or step <= 0 or idle.host_bound_data_loader_ms < TRIGGER * step:
         return []
-    rec = _rec(ev, "input-bound", "Feed the GPUs: the host delays every step",
-               "Between steps the GPU waits while the host prepares the next batch. Prefetch "
-               "and pin the next batch (DataLoader num_workers, pin_memory, "
-               "prefetch_factor, non_blocking copies) and move host work off the critical "
-               "path.",
-               f"GPU idle {gap:.2f} ms between consecutive steps ({_pct(gap, step)} of the "
-               f"step); total idle {ev.breakdown.idle:.2f} ms/step", gap)
+    loader = idle.host_bound_data_loader_ms
+    loaders = [a for a in idle.host_activity if a.kind == "data_loader"]
+    where = f" ({loaders[0].name}, thread {loaders[0].thread})" if loaders else ""
+    rec = _rec(ev, "input-bound", "Feed the GPUs: the host delays every step loading data",
+               "The GPU waits while the host fetches and collates the next batch in the "
+               "training process. Load in worker processes and prefetch (DataLoader "
+               "num_workers > 0, persistent_workers, prefetch_factor), pin the batch "
+               "(pin_memory) and copy it with non_blocking=True, and move decoding or "
+               "augmentation off the training loop.",
+               f"GPU idle waiting for the host {idle.split_ms.host_bound:.2f} ms/step "
+               f"({_pct(idle.split_ms.host_bound, step)} of the step), {loader:.2f} ms of it "
+               f"while the host was in the DataLoader{where}", loader)
+    return [rec] if rec else []
+
+
+SYNC_DETAIL = (
+    "Most of it follows a synchronization: the host waits for the GPU (.item(), .cpu(), "
+    ".tolist(), print(loss), torch.cuda.synchronize(), nonzero or boolean-mask indexing), "
+    "the GPU's queue drains, and the GPU then idles while the host runs the next Python. "
+    "Keep metrics on the GPU and read them every N steps, or copy them with "
+    "non_blocking=True into pinned memory. ")
+GRAPH_HOST_DETAIL = (
+    "The step already replays CUDA/HIP graphs, so this is host work between replays "
+    "(scheduling, sampling, input preparation, Python): overlap it with the previous "
+    "replay (asynchronous scheduling, a CPU-GPU pipeline of two batches), move the CPU work "
+    "named in the evidence off the critical path, or give each replay more work (a larger "
+    "batch).")
+SLOW_LAUNCH_DETAIL = (
+    "Launch calls themselves take much of it: a kernel's first launch loads its code (lazy "
+    "module loading) or compiles it, so profile steps after warm-up (torch.profiler "
+    "schedule with wait/warmup steps) or load eagerly (CUDA_MODULE_LOADING=EAGER, "
+    "HIP_ENABLE_DEFERRED_LOADING=0). ")
+HOST_DETAIL = (
+    "Cut the host work per step: capture the step or its static parts with CUDA graphs "
+    "(torch.cuda.graphs, torch.compile(mode='reduce-overhead')), let torch.compile fuse "
+    "small ops, give each launch more work (a larger micro-batch), move the CPU work named "
+    "in the evidence off the step's critical path, and check the host is not "
+    "oversubscribed (data-loader workers, OMP threads).")
+
+
+def host_bound(ev: Evidence) -> list[Recommendation]:
+    """The GPU waits for the host to launch work, outside data loading: Python, CPU ops,
+    synchronizations."""
+    step, idle = ev.step_ms, ev.idle
+    if idle is None or step <= 0:
+        return []
+    rest = idle.split_ms.host_bound - idle.host_bound_data_loader_ms
+    if rest < TRIGGER * step:
+        return []
+    synced = min(idle.host_bound_after_sync_ms, rest)
+    by_sync = synced >= 0.5 * rest
+    title = ("Stop synchronizing the host with the GPU inside the step" if by_sync
+             else "Feed the GPU faster: it waits for the host to launch work")
+    med = ev.median_kernel_us
+    kernels = f"; median compute kernel {med:.1f} us" if med is not None else ""
+    launches = sum(a.ms for a in idle.host_activity if a.kind == "launch")
+    slow = SLOW_LAUNCH_DETAIL if launches >= 0.25 * rest else ""
+    toolbox = GRAPH_HOST_DETAIL if ev.graph_steps else HOST_DETAIL
+    rec = _rec(ev, "host-bound", title, (SYNC_DETAIL if by_sync else "") + slow + toolbox,
+               f"GPU idle waiting for the host {rest:.2f} ms/step ({_pct(rest, step)} of the "
+               f"step) outside data loading, in {idle.gaps_per_step:.0f} gaps/step; "
+               f"{synced:.2f} ms of it right after a synchronization{kernels}"
+               + _activity(idle.host_activity), rest)
     return [rec] if rec else []
 
 
 def launch_bound(ev: Evidence) -> list[Recommendation]:
-    step = ev.step_ms
-    inner_idle = ev.breakdown.idle - ev.step_gap_ms
-    med = ev.median_kernel_us
-    if step <= 0 or med is None or med >= LAUNCH_BOUND_KERNEL_US or inner_idle < TRIGGER * step:
+    """Short gaps between back-to-back GPU ops (launch overhead) add up."""
+    step, idle = ev.step_ms, ev.idle
+    if idle is None or step <= 0 or idle.split_ms.launch_overhead < TRIGGER * step:
         return []
+    launch = idle.split_ms.launch_overhead
+    med = ev.median_kernel_us
+    kernels = f"; median compute kernel {med:.1f} us" if med is not None else ""
     rec = _rec(ev, "launch-bound", "Launch fewer, larger kernels",
-               "Most kernels run for a few microseconds and the GPU idles between them while "
-               "the CPU launches the next: capture the step with CUDA graphs, fuse "
+               "Many kernels run for a few microseconds and the GPU idles between them while "
+               "the next one is dispatched: capture the step with CUDA graphs, fuse "
                "elementwise work (torch.compile), or raise the work per kernel.",
-               f"median compute kernel {med:.1f} us; GPU idle inside steps "
-               f"{inner_idle:.2f} ms/step ({_pct(inner_idle, step)})", inner_idle * 0.8)
+               f"{idle.short_gaps_per_step:.0f} gaps/step of at most "
+               f"{idle.short_gap_us:.0f} us between GPU ops plus the dispatch after each "
+               f"launch: {launch:.2f} ms/step ({_pct(launch, step)} of the step){kernels}",
+               0.8 * launch)
     return [rec] if rec else []
 
 
@@ -353,7 +428,7 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
 
 
 CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_ep_comm,
-          exposed_model_exchange, straggler, recompute, input_bound, launch_bound)
+          exposed_model_exchange, straggler, recompute, input_bound, host_bound, launch_bound)
 
 
 def recommendations(ev: Evidence) -> tuple[Recommendation, ...]:

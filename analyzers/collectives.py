@@ -69,11 +69,6 @@ def collective_stats(ctx: RunContext,
                  for row in rows)
 
 
-def step_gap_ms(con: duckdb.DuckDBPyConnection, run: str) -> float:
-    (value,), = con.execute(sql("collectives/step_gaps.sql"), {"run": run}).fetchall()
-    return float(value or 0.0)
-
-
 def median_kernel_us(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
     (value,), = con.execute(sql("collectives/kernel_median.sql"), {"run": run}).fetchall()
     return float(value) if value is not None else None

@@ -10,10 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import duckdb
+import msgspec
 
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.layout import layout
-from stepscope.analyzers.model import CATEGORIES, Breakdown, Layout, RankTimes, RunInfo, StepTimes
+from stepscope.analyzers.model import (
+    CATEGORIES,
+    Breakdown,
+    FailedFile,
+    IdleSplit,
+    Layout,
+    RankTimes,
+    RunInfo,
+    StepTimes,
+)
 from stepscope.analyzers.peaks import DTYPES, RunDevice, run_device
 from stepscope.analyzers.pipeline import PipelineTopology, topology
 from stepscope.analyzers.spec import ModelSpec
@@ -71,6 +81,15 @@ def _breakdown(row: dict[str, float | None]) -> Breakdown:
     return Breakdown(**{cat: float(row[cat] or 0.0) for cat in CATEGORIES})
 
 
+def _idle_split(row: dict[str, float | None]) -> IdleSplit | None:
+    """The rank's idle split (None for a run attributed before the split existed)."""
+    parts = (row.get("idle_host"), row.get("idle_launch"), row.get("idle_other"))
+    if any(p is None for p in parts):
+        return None
+    host, launch, other = (float(p or 0.0) for p in parts)
+    return IdleSplit(host_bound=host, launch_overhead=launch, other=other)
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -79,7 +98,8 @@ def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
     """Per-rank and per-step means of the attribution, and their mean over ranks."""
     rank_rows = con.sql(sql("report/rank_means.sql"), params={"run": run}).pl().to_dicts()
     per_rank = tuple(RankTimes(rank=int(r["rank"]), host=r["host"], n_steps=int(r["n_steps"]),
-                               step_time_ms=float(r["step_time_ms"]), breakdown_ms=_breakdown(r))
+                               step_time_ms=float(r["step_time_ms"]), breakdown_ms=_breakdown(r),
+                               idle_split_ms=_idle_split(r))
                      for r in rank_rows)
     step_rows = con.sql(sql("report/step_means.sql"), params={"run": run}).pl().to_dicts()
     per_step = tuple(StepTimes(step=int(r["step"]), complete=bool(r["complete"]),
@@ -90,6 +110,11 @@ def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
     return Attribution(per_rank=per_rank, per_step=per_step,
                        step_time_ms=_mean([r.step_time_ms for r in per_rank]),
                        breakdown_ms=mean, by_rank={r.rank: r for r in per_rank})
+
+
+def _failed_files(raw: str | None) -> tuple[FailedFile, ...]:
+    """runs.failed_files (JSON text in the database) as typed entries."""
+    return msgspec.json.decode(raw, type=tuple[FailedFile, ...]) if raw else ()
 
 
 def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[str, ...]]:
@@ -104,7 +129,7 @@ def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[s
                    ranks=None if n_ranks is None else int(n_ranks), device=device,
                    hosts=tuple(hosts or ()), host_source=host_source,
                    step_source=", ".join(step_sources or []) or None, timeline=timeline,
-                   failed_files=failed, rank_subset=rank_subset)
+                   failed_files=_failed_files(failed), rank_subset=rank_subset)
     return info, tuple(step_sources or ())
 
 

@@ -1,46 +1,142 @@
-"""Parallel layout of a run: TP/PP/DP (CP/EP where visible), hosts and GPUs per node."""
+"""Parallel layout of a run: TP/PP/DP/CP/EP, GPUs per node and nodes, whose factors
+multiply out to the world size (docs/attribution.md, "Layout"); when the evidence
+conflicts, `Layout.notes` says which source won and why."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Iterable
 
 import duckdb
 
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.model import Layout
 
-# (layout key, substring of Megatron-style process-group descriptions)
-GROUP_MARKERS = (
-    ("tp", "TENSOR_MODEL_PARALLEL"),
-    ("pp", "PIPELINE_MODEL_PARALLEL"),
-    ("cp", "CONTEXT_PARALLEL"),
-    ("ep", "EXPERT_MODEL_PARALLEL"),
-    ("dp", "DATA_PARALLEL"),
-)
-
+# Process-group descriptions -> the degrees whose product is the group's size: Megatron-core
+# `group_desc` names, and torch DeviceMesh's `mesh_<dim name>` (torchtitan's dims).
+GROUP_FACTORS: dict[str, tuple[str, ...]] = {
+    "TENSOR_MODEL_PARALLEL_GROUP": ("tp",),
+    "PIPELINE_MODEL_PARALLEL_GROUP": ("pp",),
+    "CONTEXT_PARALLEL_GROUP": ("cp",),
+    "DATA_PARALLEL_GROUP": ("dp",),
+    "EXPERT_MODEL_PARALLEL_GROUP": ("ep",),
+    "DATA_PARALLEL_GROUP_WITH_CP": ("dp", "cp"),
+    "TENSOR_AND_CONTEXT_PARALLEL_GROUP": ("tp", "cp"),
+    "TENSOR_AND_DATA_PARALLEL_GROUP": ("tp", "dp"),
+    "TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP": ("tp", "dp", "cp"),
+    "MODEL_PARALLEL_GROUP": ("tp", "pp"),
+    "MESH_TP": ("tp",),
+    "MESH_PP": ("pp",),
+    "MESH_CP": ("cp",),
+    "MESH_EP": ("ep",),
+    "MESH_DP": ("dp",),
+    "MESH_DP_CP": ("dp", "cp"),
+    "MESH_DP_SHARD_CP": ("dp_shard", "cp"),
+    "MESH_DP_SHARD": ("dp_shard",),
+    "MESH_DP_REPLICATE": ("dp_replicate",),
+}
+MODEL_FACTORS = ("tp", "pp", "dp", "cp")  # their product is the world size
 
 
 def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
            pipeline_stages: int | None) -> Layout:
-    """Degrees from group descriptions when the framework labels them; otherwise PP from
-    the point-to-point pattern and DP as what is left of the world."""
+    """Degrees from process-group descriptions and sizes, PP from the point-to-point
+    pattern and DP from what is left of the world when no group names them; nodes from
+    the run_nodes view. Factors that do not multiply out are never shown as a layout."""
     groups = con.sql(sql("layout/groups.sql"), params={"run": run}).fetchall()
-    degrees: dict[str, int | None] = {"tp": None, "pp": None, "dp": None, "cp": None, "ep": None}
+    known, notes = group_degrees((str(d), int(s)) for d, s in groups if d and s)
+    degrees, source = _resolve(known, world_size, pipeline_stages, notes)
+    row = next(iter(con.execute(sql("layout/hosts.sql"), {"run": run}).fetchall()), None)
+    nodes, per_node, node_gpus, host_source, node_source = _nodes(row, world_size, notes)
+    host_notes = con.execute(sql("layout/host_notes.sql"), {"run": run}).fetchall()
+    notes += [note if n == 1 else f"{note} (and {n - 1} more rank(s) alike)"
+              for note, n in host_notes]
+    product = math.prod(degrees[k] for k in MODEL_FACTORS)
+    return Layout(tp=degrees["tp"], pp=degrees["pp"], dp=degrees["dp"], cp=degrees["cp"],
+                  ep=degrees["ep"], gpus_per_node=per_node, nodes=nodes,
+                  host_source=host_source, source=source,
+                  consistent=world_size <= 0 or product == world_size,
+                  node_gpus=node_gpus, node_source=node_source, notes=tuple(notes))
+
+
+def group_degrees(groups: Iterable[tuple[str, int]]) -> tuple[dict[str, int], list[str]]:
+    """Degrees named by group descriptions: single-factor groups first, then each
+    composite group gives its one unknown factor (size / the known ones); and a note per
+    composite group whose size disagrees with the degrees (the single-factor groups win)."""
+    sizes: dict[tuple[str, ...], int] = {}
     for desc, size in groups:
-        for key, marker in GROUP_MARKERS:
-            if desc and marker in desc.upper() and size:
-                if key == "dp" and "CONTEXT" in desc.upper():
-                    continue
-                degrees[key] = max(degrees[key] or 0, int(size))
-    source = "process_group_descriptions" if any(degrees.values()) else "inferred"
-    if degrees["pp"] is None:
-        degrees["pp"] = pipeline_stages or 1
-    for key in ("tp", "cp", "ep"):
-        degrees[key] = degrees[key] or 1
-    if degrees["dp"] is None:
-        model = (degrees["tp"] or 1) * (degrees["pp"] or 1) * (degrees["cp"] or 1)
-        degrees["dp"] = max(1, world_size // model)
-    nodes, per_node, host_source = next(
-        iter(con.execute(sql("layout/hosts.sql"), {"run": run}).fetchall()), (None, None, None))
-    return Layout(tp=degrees["tp"] or 1, pp=degrees["pp"] or 1, dp=degrees["dp"] or 1,
-                  cp=degrees["cp"] or 1, ep=degrees["ep"] or 1,
-                  gpus_per_node=None if per_node is None else int(per_node),
-                  nodes=int(nodes) if nodes else None, host_source=host_source, source=source)
+        factors = GROUP_FACTORS.get(desc.upper())
+        if factors:
+            sizes[factors] = max(sizes.get(factors, 0), size)
+    known = {f[0]: s for f, s in sizes.items() if len(f) == 1}
+    for _ in range(len(sizes)):
+        for factors, size in sizes.items():
+            unknown = [f for f in factors if f not in known]
+            rest = math.prod(known[f] for f in factors if f in known)
+            if len(unknown) == 1 and rest and size % rest == 0:
+                known[unknown[0]] = size // rest
+    if "dp" not in known and {"dp_shard", "dp_replicate"} & set(known):
+        known["dp"] = known.get("dp_shard", 1) * known.get("dp_replicate", 1)
+    notes = [f"a group of {' x '.join(f.upper() for f in factors)} has {size} ranks, not "
+             f"{math.prod(known[f] for f in factors)}: the degrees of the single groups win"
+             for factors, size in sizes.items()
+             if len(factors) > 1 and all(f in known for f in factors)
+             and math.prod(known[f] for f in factors) != size]
+    return known, notes
+
+
+def _resolve(known: dict[str, int], world: int, stages: int | None,
+             notes: list[str]) -> tuple[dict[str, int], str]:
+    """TP/PP/DP/CP/EP whose product TP*PP*DP*CP is the world size; the world size
+    (distributedInfo) wins over a group's size, and says so."""
+    source = "process_group_descriptions" if known else "inferred"
+    degrees = {k: known.get(k, 1) for k in ("tp", "cp", "ep")}
+    degrees["pp"] = known.get("pp") or stages or 1
+    model = degrees["tp"] * degrees["pp"] * degrees["cp"]
+    if "dp" in known:
+        degrees["dp"] = known["dp"]
+    else:
+        degrees["dp"] = max(1, world // model) if world > 0 else 1
+    product = model * degrees["dp"]
+    if world > 0 and product != world:
+        if world % model == 0:
+            named = "the DATA_PARALLEL group's size" if "dp" in known else "DP"
+            notes.append(f"TP {degrees['tp']} x PP {degrees['pp']} x DP {degrees['dp']} x "
+                         f"CP {degrees['cp']} = {product} is not the world size {world}: "
+                         f"the world size (distributedInfo) wins over {named}, DP = "
+                         f"{world // model}")
+            degrees["dp"] = world // model
+        else:
+            notes.append(f"TP {degrees['tp']} x PP {degrees['pp']} x CP {degrees['cp']} = "
+                         f"{model} does not divide the world size {world}: the process-group "
+                         "sizes contradict it, so no layout is shown")
+    if world > 0 and degrees["ep"] > 1 and world % degrees["ep"]:
+        notes.append(f"EP {degrees['ep']} does not divide the world size {world}")
+    return degrees, source
+
+
+def _nodes(row: tuple[object, ...] | None, world: int, notes: list[str]
+           ) -> tuple[int | None, int | None, int | None, str | None, str | None]:
+    """(nodes, gpus_per_node, node_gpus, host_source, node_source) from the run_nodes
+    row, with a note where the evidence conflicts or is partial."""
+    if row is None:
+        return None, None, None, None, None
+    nodes, per_node, node_gpus, host_source, node_source, seen, hosts, shared = row
+    n = None if nodes is None else int(str(nodes))
+    g = None if per_node is None else int(str(per_node))
+    gpus = None if node_gpus is None else int(str(node_gpus))
+    seen_n, hosts_n = int(str(seen or 0)), int(str(hosts or 0))
+    if n is not None and g is not None and world > 0 and n * g != world:
+        g = None  # never print factors that do not multiply out (run_nodes should not give it)
+    if node_source == "device_properties" and shared:
+        notes.append(f"the host names put ranks that use the same GPU index on one host, "
+                     f"but each node has {gpus} GPUs: deviceProperties win (two ranks do "
+                     f"not share a GPU), {n} node(s) of {g or '?'} GPUs")
+    elif node_source == "device_properties" and 0 < seen_n < world and (n or 0) > hosts_n:
+        notes.append(f"{n} node(s) of {g or '?'} GPUs from the world size {world} and the "
+                     f"{gpus} GPUs per node in deviceProperties; the {seen_n} rank(s) traced "
+                     f"ran on {hosts_n or '?'} host(s)")
+    elif node_source == "host_names_uneven":
+        notes.append(f"the {n} hosts hold different numbers of ranks: no GPUs per node")
+    return n, g, gpus, None if host_source is None else str(host_source), \
+        None if node_source is None else str(node_source)

@@ -19,7 +19,7 @@ from typing import Annotated, Literal, TypeAlias, TypeVar
 
 import msgspec
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2  # 2: run.failed_files an array; idle_split
 DIFF_SCHEMA_VERSION = 1
 PLAN_SCHEMA_VERSION = 1
 NIGHTLY_SCHEMA_VERSION = 1
@@ -57,6 +57,12 @@ class Breakdown(Model, frozen=True, kw_only=True):
         return {c: self.ms(c) for c in CATEGORIES}
 
 
+class FailedFile(Model, frozen=True, kw_only=True):
+    """A trace file that could not be ingested, and why (runs.failed_files)."""
+    file: str
+    error: str
+
+
 class RunInfo(Model, frozen=True, kw_only=True):
     """What was ingested: the run's name, ranks, device, hosts and timeline."""
     name: str
@@ -68,21 +74,59 @@ class RunInfo(Model, frozen=True, kw_only=True):
     host_source: str | None = None
     step_source: str | None = None
     timeline: str | None
-    failed_files: str | None
+    failed_files: tuple[FailedFile, ...] = ()   # an array (schema 1: a JSON string)
     rank_subset: str | None = None  # `--ranks` of the ingest; None: every rank found
 
 
 class Layout(Model, frozen=True, kw_only=True):
-    """Parallel degrees, ranks per host and hosts; `source` says how they were found."""
+    """Parallel degrees, ranks per node and nodes; `source` says how the degrees were
+    found, `node_source` the nodes (docs/attribution.md, "Layout"). TP x PP x DP x CP is
+    the world size unless `consistent` is false; nodes x gpus_per_node is the world size
+    whenever both are given. `notes` say which evidence won where sources conflict."""
     tp: int
     pp: int
     dp: int
     cp: int
     ep: int
-    gpus_per_node: int | None
+    gpus_per_node: int | None           # the job's ranks (GPUs) on each node
     nodes: int | None
     host_source: str | None = None
     source: str
+    consistent: bool = True             # TP x PP x DP x CP = world size
+    node_gpus: int | None = None        # GPUs each node has (len(deviceProperties))
+    node_source: str | None = None      # host_names | host_names_uneven | device_properties
+    notes: tuple[str, ...] = ()
+
+
+class IdleSplit(Model, frozen=True, kw_only=True):
+    """`idle` split by why the GPU waited (docs/attribution.md, "Idle: why the GPU
+    waited"), in ms: host_bound + launch_overhead + other = idle."""
+    host_bound: float          # the host had not launched the next GPU op yet
+    launch_overhead: float     # short gaps between back-to-back GPU ops
+    other: float               # launched but not running (waits outside the GPU work)
+
+    def ms(self, part: str) -> float:
+        """One part by name: host_bound, launch_overhead or other."""
+        return float(getattr(self, part))
+
+
+class HostActivity(Model, frozen=True, kw_only=True):
+    """What the host ran while the GPU waited for it: self time in host-bound gaps."""
+    name: str                  # CPU op, annotation, Python frame or runtime call
+    kind: str                  # sync | data_loader | launch | cpu_op | python | annotation
+    thread: str                # thread name(s) from the trace, else "tid N"
+    ms: float                  # per rank and step
+
+
+class IdleBreakdown(Model, frozen=True, kw_only=True):
+    """The run's idle split (means like breakdown_ms) with its evidence."""
+    split_ms: IdleSplit
+    host_bound_after_sync_ms: float    # of host_bound: gaps that began as a sync returned
+    host_bound_data_loader_ms: float   # of host_bound: while the DataLoader ran
+    gaps_per_step: float
+    short_gaps_per_step: float         # gaps of at most short_gap_us
+    short_gap_us: float
+    host_activity: tuple[HostActivity, ...] = ()   # largest first
 
 
 class RankTimes(Model, frozen=True, kw_only=True):
@@ -92,6 +136,7 @@ class RankTimes(Model, frozen=True, kw_only=True):
     n_steps: int
     step_time_ms: float
     breakdown_ms: Breakdown
+    idle_split_ms: IdleSplit | None = None
 
 
 class StepTimes(Model, frozen=True, kw_only=True):
@@ -290,6 +335,7 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     collectives: tuple[CollectiveStat, ...]
     recommendations: tuple[Recommendation, ...]
     nccl: NcclSection | None = None
+    idle_split: IdleBreakdown | None = None
 
 
 # ------------------------------------------------------------------ the diff
@@ -411,6 +457,7 @@ class Job(Model, frozen=True, kw_only=True):
     micro_batch: int = 1
     network_gbs: float = DEFAULT_NETWORK_GBS
     efficiency: float = DEFAULT_EFFICIENCY
+    dtype: str | None = None  # the matmul dtype; None: the device's (bf16, else fp16, fp32)
 
 
 class Plan(Model, frozen=True, kw_only=True):
@@ -444,16 +491,12 @@ class PlanResult(Model, frozen=True, kw_only=True):
     evaluated: int
     feasible: int
     plans: tuple[Plan, ...]
+    dtype: str = "bf16"                 # the peak the predictions use
+    dtype_reason: str | None = None     # why, when not the job's own choice
     schema_version: int = PLAN_SCHEMA_VERSION
 
 
 # ------------------------------------------------------------------ the nightly report
-class FailedFile(Model, frozen=True, kw_only=True):
-    """A trace file the night could not ingest, and why."""
-    file: str
-    error: str
-
-
 class NightlyInfo(Model, frozen=True, kw_only=True):
     """report.json's `nightly` section: which night, its verdict and exit code."""
     schema_version: int = NIGHTLY_SCHEMA_VERSION

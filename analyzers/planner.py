@@ -33,7 +33,7 @@ from stepscope.analyzers.peaks import DevicePeak
 from stepscope.ingest.errors import UsageError
 
 __all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "Plan", "PlanResult",
-           "bubble_theory", "evaluate", "make_job", "plan", "plan_result", "rank_of"]
+           "bubble_theory", "evaluate", "make_job", "plan", "plan_dtype", "plan_result", "rank_of"]
 MEMORY_HEADROOM = 0.9         # usable share of device memory
 MAX_INTERLEAVE = 4            # model chunks per stage (more costs P2P traffic)
 
@@ -64,7 +64,7 @@ def make_job(params: float, gpus: int, gpus_per_node: int, seq: int,
              global_batch_tokens: float, layers: int | None = None, hidden: int | None = None,
              heads: int | None = None, micro_batch: int = 1,
              network_gbs: float = DEFAULT_NETWORK_GBS,
-             efficiency: float = DEFAULT_EFFICIENCY) -> Job:
+             efficiency: float = DEFAULT_EFFICIENCY, dtype: str | None = None) -> Job:
     """A job from what the user gave; the shape not given is derived from the parameter
     count (default_shape), heads from the hidden size (128 per head)."""
     if params <= 0 or gpus <= 0 or seq <= 0 or gpus_per_node <= 0:
@@ -74,10 +74,29 @@ def make_job(params: float, gpus: int, gpus_per_node: int, seq: int,
     return Job(params=params, gpus=gpus, gpus_per_node=gpus_per_node, seq=seq,
                global_batch_tokens=global_batch_tokens, layers=layers or d_layers,
                hidden=width, heads=heads or max(1, width // 128), micro_batch=micro_batch,
-               network_gbs=network_gbs, efficiency=efficiency)
+               network_gbs=network_gbs, efficiency=efficiency, dtype=dtype)
 
 
 MAX_PLAN_GPUS = 1 << 20      # a million GPUs; bounds every loop of the planner
+TRAINING_DTYPES = ("bf16", "fp16", "fp32")  # mixed precision first, in order of preference
+
+
+def plan_dtype(job: Job, device: DevicePeak) -> tuple[str, str | None]:
+    """The dtype whose peak the plan uses, and why when the job did not choose it: the
+    job's `dtype`, else the first of bf16, fp16, fp32 the device has a peak for (V100:
+    fp16). A chosen dtype the device lacks is a usage error naming what to pass."""
+    has = [d for d in TRAINING_DTYPES if device.flops(d)]
+    if job.dtype is not None:
+        if not device.flops(job.dtype):
+            raise UsageError(f"plan: {device.name} has no {job.dtype} peak in the peak "
+                             f"table; pass --dtype {' or '.join(has) or 'with a peak'}")
+        return job.dtype, None
+    if not has:
+        raise UsageError(f"plan: {device.name} has no bf16, fp16 or fp32 peak in the peak "
+                         "table")
+    if has[0] == "bf16":
+        return "bf16", None
+    return has[0], f"{device.name} has no bf16 peak: planned at its {has[0]} peak"
 
 
 def _divisors(n: int) -> list[int]:
@@ -105,8 +124,9 @@ def check_job(job: Job) -> None:
 
 
 def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
-             recompute: str = "selective") -> Plan | None:
-    """The predicted step of one layout, or None when it is not a valid layout."""
+             recompute: str = "selective", dtype: str = "bf16") -> Plan | None:
+    """The predicted step of one layout at the `dtype` peak (plan_dtype), or None when it
+    is not a valid layout."""
     if job.gpus % (tp * pp) or job.heads % tp or pp > job.layers:
         return None
     dp = job.gpus // (tp * pp)
@@ -117,7 +137,9 @@ def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
     layers_per_stage = math.ceil(job.layers / pp)
     interleave = (min(MAX_INTERLEAVE, layers_per_stage)
                   if pp > 1 and microbatches % pp == 0 else 1)
-    peak = device.flops("bf16") or 0.0
+    peak = device.flops(dtype) or 0.0
+    if peak <= 0:
+        return None
     mem_total = (device_memory_gb(device) or 80.0) * 1e9
     shard = job.params / (tp * pp)
     state = zero_state_bytes_per_param(zero, dp) * shard
@@ -176,13 +198,14 @@ def plan(job: Job, device: DevicePeak) -> list[Plan]:
     the first setting that fits in the order selective recompute with ZeRO 0..3, then
     full recompute with ZeRO 0..3 (later settings only add traffic or compute)."""
     check_job(job)
+    dtype, _ = plan_dtype(job, device)
     tps = [t for t in (1, 2, 4, 8, 16, 32) if t <= max(job.gpus_per_node, 8) * 2]
     pps = [p for p in _divisors(job.gpus) if p <= job.layers]
     out: list[Plan] = []
     for tp in tps:
         for pp in pps:
             candidates = [p for rc in ("selective", "full") for z in (0, 1, 2, 3)
-                          if (p := evaluate(job, device, tp, pp, z, rc)) is not None]
+                          if (p := evaluate(job, device, tp, pp, z, rc, dtype)) is not None]
             if not candidates:
                 continue
             fitting = [p for p in candidates if p.fits]
@@ -203,5 +226,7 @@ def plan_result(job: Job, device: DevicePeak, top: int = 10) -> PlanResult:
     """The plan model: the `top` feasible layouts, best predicted MFU first."""
     plans = plan(job, device)
     feasible = [p for p in plans if p.fits]
+    dtype, reason = plan_dtype(job, device)
     return PlanResult(job=job, device=device.name, evaluated=len(plans),
-                      feasible=len(feasible), plans=tuple(feasible[:top]))
+                      feasible=len(feasible), plans=tuple(feasible[:top]), dtype=dtype,
+                      dtype_reason=reason)

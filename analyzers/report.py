@@ -14,6 +14,7 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
+from stepscope.analyzers.idle import idle_section
 from stepscope.analyzers.mfu import mfu_section
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
 from stepscope.analyzers.nccl import build_nccl_section
@@ -40,6 +41,7 @@ def report_from_context(ctx: RunContext) -> Report:
     late = stragglers(ctx, stage_of(pipe))
     mfu = mfu_section(ctx)
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
+    idle = idle_section(ctx)
     rows = ctx.con.execute(sql("report/match_methods.sql"), {"run": ctx.run}).fetchall()
     methods = {str(k): int(v) for k, v in rows}
     return Report(
@@ -49,8 +51,8 @@ def report_from_context(ctx: RunContext) -> Report:
         stragglers=late, pipeline=pipe, collective_matching=methods,
         notes=notes(ctx, methods) + shape_notes(ctx) + coverage_notes(ctx), mfu=mfu,
         collectives=stats,
-        recommendations=recommendations(gather(ctx, pipe, late, mfu, stats)),
-        nccl=build_nccl_section(ctx.con, ctx.run))
+        recommendations=recommendations(gather(ctx, pipe, late, mfu, stats, idle)),
+        nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle)
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from stepscope.analyzers.detail import KernelRow, RankStepGrid, StepTimeline
 from stepscope.analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
-from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.format import pct, short_names
 from stepscope.dashboard.render.format import points as fmt_points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 
@@ -177,8 +177,8 @@ def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
     """Top kernels by mean ms per step, with the range over ranks as error bars."""
     shown = list(rows)[:top]
     # numbered, so that two kernels whose names start alike keep their own bars
-    names = [f"{i}. " + (r.name if len(r.name) <= 56 else r.name[:53] + "…")
-             for i, r in enumerate(shown, start=1)]
+    names = [f"{i}. {name}" for i, name in
+             enumerate(short_names([r.name for r in shown], 56), start=1)]
     fig = _figure("Top GPU ops (mean over ranks; bars: min–max over ranks)",
                   xaxis_title="ms per step", height=max(260, 24 * len(shown) + 120),
                   showlegend=False)

@@ -49,6 +49,9 @@ MIGRATIONS = (
     Migration(4, ("migrations/0004_nccl_gpus.sql",),
               "NCCL logs per GPU: busId, nvmlDev, GPUDirect RDMA status; communicators' "
               "useGdr; channels' GPU; WARN lines counted"),
+    Migration(5, ("migrations/0005_layout_idle.sql",),
+              "ranks.host_note; the idle split (step_attribution.idle_*_ns, idle_gaps, "
+              "host_activity); run_nodes whose nodes x gpus_per_node is the world size"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

@@ -17,7 +17,10 @@ Model of one step on each rank:
   reentrant checkpointing) before each layer's backward;
 * DP gradient all-reduce per layer bucket on a separate stream, overlapping backward;
   the optimizer waits for all buckets;
-* an optional slow rank (its kernels take longer), per-host clock offsets.
+* an optional slow rank (its kernels take longer), per-host clock offsets;
+* optional host-bound shapes: a `.item()` after each microbatch's forward (the host
+  synchronizes, then runs CPU work before launching on), tiny elementwise kernels, and
+  an optimizer that waits for an event the host records after the gradients are in.
 
 Usage: python sample_traces/simulate_gpu.py [--out DIR] [--sets a,b]
 """
@@ -31,6 +34,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sim_idle import window_split
 
 # sim_shapes (the shapes of issue 20) imports this module; running as a script, share it
 sys.modules.setdefault("simulate_gpu", sys.modules[__name__])
@@ -83,6 +88,9 @@ class Config:
     device_offset: int = 0           # GPU events' device = local GPU + this (ROCm agents)
     device_props: int | None = None  # deviceProperties entries (default gpus_per_node)
     ep_imbalance: float = 0.0        # MoE: expert time of rank r is x (1 + r * this)
+    sync_host_us: float = 0.0  # .item() after each forward, then this much CPU work
+    small_kernels: int = 0  # tiny elementwise kernels per layer forward
+    host_event_us: float = 0.0  # the optimizer waits this long past its dependencies
 
     @property
     def world(self) -> int:
@@ -119,7 +127,7 @@ SETS: dict[str, Config] = {
     "hidden_straggler": Config("hidden_straggler", tp=8, pp=1, dp=4, microbatches=2,
                                layers_per_stage=2, hidden=4096, seq=4096, heads=32,
                                slow_rank=13, slow_factor=1.25, dp_bw_gbs=50.0),
-    # steps annotated with record_function("train_step"), no ProfilerStep#N.
+    # steps annotated with record_function("train_step"), no ProfilerStep#N;
     "no_profilerstep": Config("no_profilerstep", tp=2, pp=1, dp=2, microbatches=4,
                               step_marker="train_step"),
     # issue 20 (sample_traces/sim_shapes.py): MoE EP 4 with DeepEP kernels on their own
@@ -135,6 +143,14 @@ SETS: dict[str, Config] = {
                         device_props=1, layers_per_stage=12, steps=3, host_ms=4.0,
                         runtime="hip", device_offset=2, graph_link="none",
                         device_name="AMD Instinct MI300X", truth_peak_tflops=1307.4),
+    # a host-bound step (issue 20): syncs, tiny kernels, a wait on a host-recorded event.
+    "host_bound": Config("host_bound", tp=1, pp=1, dp=2, microbatches=3, layers_per_stage=2,
+                         hidden=1024, seq=1024, heads=8, sync_host_us=400.0, small_kernels=6,
+                         host_event_us=250.0),
+    # ... and one launch-bound: many tiny kernels, each gap between them short.
+    "launch_bound": Config("launch_bound", tp=1, pp=1, dp=2, microbatches=3,
+                           layers_per_stage=2, hidden=1024, seq=1024, heads=8,
+                           small_kernels=40),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {
@@ -166,6 +182,7 @@ class Op:
     step: int = 0
     launch_ns: int = 0
     flops: float = 0.0
+    gate_ns: int = 0  # starts no earlier than this long after its dependencies end
 
 
 def rank_coords(cfg: Config, rank: int) -> tuple[int, int, int]:
@@ -292,6 +309,9 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
                 add(Op("kernel", kname, COMPUTE_STREAM, cat, dur, flops=flops,
                        cpu={"op": cpu_op, "recompute": recompute, "layer": layer,
                             "shape": shape}))
+                for _ in range(cfg.small_kernels if cpu_op == "aten::gelu" else 0):
+                    add(Op("kernel", "vectorized_elementwise_kernel_add", COMPUTE_STREAM,
+                           cat, 1_500, cpu={"op": "aten::add", "recompute": recompute}))
             else:
                 add(Op("kernel", kname.replace("_tn_", "_nt_") + "_bwd", COMPUTE_STREAM,
                        "compute", dur, flops=2 * flops,
@@ -323,6 +343,10 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
                        f"act-s{step}-mb{mb}-{rank}-{pp_next}",
                        cpu={"peer": pp_next, "nelems": act_bytes // 2},
                        deps=[len(ops) - 1]))
+            if cfg.sync_host_us:  # loss.item(): a tiny copy the host waits for
+                add(Op("kernel", "Memcpy DtoH (Device -> Pageable)", COMPUTE_STREAM,
+                       "memory", 2_000, cpu={"op": "aten::item",
+                                             "sync_host_ns": int(cfg.sync_host_us * 1e3)}))
         else:
             if pp_next is not None:
                 i = add(Op("p2p", "recv", RECV_STREAM, "p2p", p2p_ns, (pp_next, rank),
@@ -352,7 +376,8 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
     dp_ops = [i for i, op in enumerate(ops) if op.stream == DP_STREAM]
     add(Op("kernel", "multi_tensor_apply_kernel_adam", COMPUTE_STREAM, "compute",
            kernel_ns(cfg, 12 * 12 * h * h * cfg.layers_per_stage / cfg.tp, rank),
-           deps=dp_ops, cpu={"op": "aten::_fused_adam_"}))
+           deps=dp_ops, cpu={"op": "aten::_fused_adam_"},
+           gate_ns=int(cfg.host_event_us * 1e3)))
     return ops
 
 
@@ -398,7 +423,11 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
                 blockers = op.deps + ([prev] if prev is not None else [])
                 if any(ops[d].end is None for d in blockers):
                     break
-                ready = max([op.launch_ns + 2_000] + [ops[d].end for d in blockers])  # type: ignore[misc]
+                if i and not _host_synced(ops, i):
+                    break
+                dep_end = max([ops[d].end or 0 for d in blockers], default=0)
+                gate = dep_end + op.gate_ns if op.deps and op.gate_ns else 0
+                ready = max([op.launch_ns + 2_000, gate] + [ops[d].end for d in blockers])  # type: ignore[misc]
                 last_on_stream[(r, op.stream)] = i
                 pos[r] += 1
                 progressed = True
@@ -415,6 +444,21 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
             raise RuntimeError("simulation deadlock")
 
 
+def _host_synced(ops: list[Op], i: int) -> bool:
+    """After a synchronizing op the host waits for it, runs its CPU work, then launches
+    the rest: shift the launches from op i on. False while the synced op is unfinished."""
+    synced = ops[i - 1]
+    host_ns = synced.cpu.get("sync_host_ns")
+    if not host_ns:
+        return True
+    if synced.end is None:
+        return False
+    delta = synced.end + 1_000 + host_ns + 8_000 - ops[i].launch_ns
+    for later in ops[i:] if delta > 0 else ():
+        later.launch_ns += delta
+    return True
+
+
 # ------------------------------------------------------------------ ground truth
 def program_builder(cfg: Config) -> Any:
     """build_program, or the builder of one of sim_shapes' shapes."""
@@ -426,11 +470,12 @@ def program_builder(cfg: Config) -> Any:
 
 def ground_truth(cfg: Config, programs: dict[int, list[Op]], quantum: int,
                  spans: dict[int, list[tuple[int, int]]] | None = None) -> dict[str, Any]:
-    """Attribution per rank and step from the simulator's own intervals (docs/attribution.md).
-    Graph launches the trace does not link to their kernels (graph_link none) make every
-    window the CPU step (`spans`)."""
+    """Attribution per rank and step from the simulator's own intervals (docs/attribution.md),
+    with the idle split (sample_traces/sim_idle.py). Graph launches the trace does not link
+    to their kernels (graph_link none) make every window the CPU step (`spans`)."""
     per_rank = {}
     for r, ops in programs.items():
+        idle_facts = _idle_facts(cfg, ops, quantum, (spans or {}).get(r, []))
         ivs: list[tuple[int, int, int]] = []
         for op in ops:
             s, e = _q(op.start, quantum), _q(op.end, quantum)
@@ -455,11 +500,32 @@ def ground_truth(cfg: Config, programs: dict[int, list[Op]], quantum: int,
             if cfg.graph_link == "none" and spans is not None:  # window_source cpu_step
                 ws, we = (_q(t, quantum) for t in spans[r][k - 1])
             rows.append({"step": k, "has_successor": has_next, "window_start_ns": ws,
-                         "window_end_ns": we, **_sweep(ivs, ws, we)})
+                         "window_end_ns": we, **_sweep(ivs, ws, we),
+                         **window_split(*idle_facts[:2], ws, we, *idle_facts[2:])})
         per_rank[str(r)] = rows
     return {"categories": list(CATEGORIES), "per_rank": per_rank}
 
 
+
+
+def _idle_facts(cfg: Config, ops: list[Op], quantum: int, spans: list[tuple[int, int]]
+                ) -> tuple[list[tuple[int, int]], dict[int, tuple[int, int]], set[int],
+                           list[tuple[int, int]]]:
+    """What the idle split needs of one rank: every GPU interval, the launch call (2 us,
+    as TraceWriter.launch writes it) of the ops starting at each time, the earliest first,
+    the ends of the ops the host synchronized on, and the DataLoader spans (as written by
+    write_set)."""
+    busy = [(_q(op.start, quantum), _q(op.end, quantum)) for op in ops]
+    starts: dict[int, tuple[int, int]] = {}
+    for op in ops:
+        s = _q(op.start, quantum)
+        call = (_q(op.launch_ns, quantum), _q(op.launch_ns + 2_000, quantum))
+        starts[s] = min(starts.get(s, call), call)
+    syncs = {_q(op.end, quantum) for op in ops if op.cpu.get("sync_host_ns")}
+    gap = int(cfg.host_gap_ms * 1e6)
+    loader = [(_q(s + 5_000, quantum), _q(s + 5_000 + gap, quantum)) for s, _ in spans] \
+        if gap else []
+    return busy, starts, syncs, loader
 
 
 def model_spec(cfg: Config) -> dict[str, Any]:
@@ -688,6 +754,8 @@ class TraceWriter:
             ext = (self.cpu_op(name, t + 1_500, t + 5_500, self.bwd_tid, **dims)
                    if name else outer)
             self.launch(op, t + 3_000, self.bwd_tid, ext)
+        elif c.get("sync_host_ns"):
+            self.write_sync(op, t)
         elif op.kind == "kernel":
             tid = self.tid
             self.seq += 1
@@ -717,6 +785,19 @@ class TraceWriter:
             self.ext += 1
             self.x("user_annotation", title, t + 1_000, t + 6_500, tid, {"External id": self.ext})
             self.launch(op, t + 3_000, tid, rpc)
+
+    def write_sync(self, op: Op, t: int) -> None:
+        """`loss.item()`: a tiny DtoH copy, cudaStreamSynchronize until it is done, then
+        CPU work (`aten::index`) before the host launches anything else."""
+        assert op.end is not None
+        done, host = op.end, op.cpu["sync_host_ns"]
+        self.cpu_op("aten::item", t, done + 3_000, self.tid)
+        ext = self.cpu_op("aten::_local_scalar_dense", t + 1_000, done + 2_000, self.tid)
+        self.launch(op, t + 3_000, self.tid, ext)
+        self.corr += 1  # a correlation no GPU op carries
+        self.x("cuda_runtime", "cudaStreamSynchronize", t + 5_500, done + 1_000, self.tid,
+               {"cbid": 131, "correlation": self.corr})
+        self.cpu_op("aten::index", done + 4_000, done + 4_000 + host, self.tid)
 
     def document(self) -> dict[str, Any]:
         cfg = self.cfg

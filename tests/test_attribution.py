@@ -154,7 +154,7 @@ def test_layout(db: Path) -> None:
 
 def test_report_json_shape(db: Path) -> None:
     r = report(db, "straggler")
-    assert r["schema_version"] == 1
+    assert r["schema_version"] == 2
     assert r["run"]["name"] == "straggler" and r["run"]["world_size"] == 8
     assert r["run"]["device"] == "NVIDIA H100 80GB HBM3"
     assert set(r["breakdown_ms"]) == set(CATEGORIES)

@@ -14,7 +14,7 @@ REPORT = {
     "mfu": {"mfu": 0.41, "hfu": None},
     "pipeline": None,
     "stragglers": [{"rank": 3}],
-    "run": {"world_size": 16, "failed_files": '[{"file": "rank9.json", "error": "x"}]'},
+    "run": {"world_size": 16, "failed_files": [{"file": "rank9.json", "error": "x"}]},
 }
 DIFF = {"a": {"step_time_ms": 8.0}, "mfu_delta_points": -3.2, "step_time_delta_ms": 2.0,
         "breakdown_delta_ms": {"exposed_comm": 1.5}}
@@ -50,6 +50,9 @@ def test_values() -> None:
     assert metric_value("breakdown_ms.idle", REPORT, None) == 0.3
     assert metric_value("count.stragglers", REPORT, None) == 1.0
     assert metric_value("count.failed_files", REPORT, None) == 1.0
+    # report schema 1 wrote the list as a JSON string
+    older = {**REPORT, "run": {"failed_files": '[{"file": "a", "error": "x"}, {"file": "b"}]'}}
+    assert metric_value("count.failed_files", older, None) == 2.0
     assert metric_value("run.world_size", REPORT, None) == 16.0
     assert metric_value("diff.step_time_delta_pct", REPORT, DIFF) == pytest.approx(25.0)
     assert metric_value("diff.breakdown_delta_ms.exposed_comm", REPORT, DIFF) == 1.5

@@ -28,6 +28,8 @@ TRIGGERS = {
     "recompute": "recompute",
     "recompute_reentrant": "recompute",
     "input_bound": "input-bound",
+    "host_bound": "host-bound",
+    "launch_bound": "launch-bound",
     "healthy": None,
     "tb_names": "tp-spans-nodes",
     "pipeline_torch23": "pipeline-bubble",

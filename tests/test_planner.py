@@ -80,3 +80,20 @@ def test_plan_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "TPU9000",
                  "--seq", "4096"]) == 2
     assert "--gpu TPU9000: not in the peak table" in capsys.readouterr().err
+
+
+def test_plan_uses_the_dtype_the_device_has(capsys: pytest.CaptureFixture[str]) -> None:
+    """V100 has no bf16 peak: the plan uses fp16 and says so; asking for bf16 is one line."""
+    args = ["plan", "--params", "1e9", "--gpus", "8", "--gpu", "V100-SXM2", "--seq", "2048"]
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dtype"] == "fp16" and "no bf16 peak" in out["dtype_reason"]
+    assert out["plans"] and all(0 < p["mfu"] < 1 for p in out["plans"])
+    assert main([*args, "--dtype", "fp32", "--format", "json"]) == 0
+    fp32 = json.loads(capsys.readouterr().out)
+    assert fp32["dtype"] == "fp32" and fp32["dtype_reason"] is None
+    # the same work at the 8x lower fp32 peak takes longer
+    assert fp32["plans"][0]["step_ms"] > out["plans"][0]["step_ms"]
+    assert main([*args, "--dtype", "bf16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no bf16 peak" in err and "--dtype fp16 or fp32" in err

@@ -40,10 +40,10 @@ def test_report_on_a_run_in_the_db(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_markdown_renders_every_section_of_the_model() -> None:
     model = {
-        "schema_version": 1,
+        "schema_version": 2,
         "run": {"name": "r", "status": "complete", "world_size": 2, "ranks": 2,
                 "device": "NVIDIA H100 80GB HBM3", "hosts": ["a"], "timeline": "gpu",
-                "failed_files": "[]"},
+                "failed_files": []},
         "layout": {"tp": 2, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "gpus_per_node": 2,
                    "nodes": 1, "source": "inferred"},
         "step_time_ms": 10.0,

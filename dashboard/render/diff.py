@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import Diff, to_json
-from stepscope.dashboard.render.format import num, pct
+from stepscope.dashboard.render.format import num, pct, short_names
 from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
 from stepscope.dashboard.render.report import recommendation_lines
 
@@ -69,7 +69,8 @@ def diff_markdown(d: Diff) -> str:
     out += _straggler_lines(d)
     out += ["", "## Largest changes per op (ms per rank and step)", "",
             "| op | a | b | change |", "|---|---:|---:|---:|"]
-    out += [f"| `{o.op[:80]}` | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
-            for o in d.top_ops]
+    shown = short_names([o.op for o in d.top_ops], 80)
+    out += [f"| `{name}` | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
+            for name, o in zip(shown, d.top_ops, strict=True)]
     out += recommendation_lines(d.recommendations)
     return "\n".join(out) + "\n"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stepscope.analyzers.model import Layout
+
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML
 
@@ -45,3 +47,75 @@ def rank_list_short(ranks: Sequence[int], limit: int = 12) -> str:
     '0, 1, 2' or (64 ranks, limit 2) '0, 1, … (64 ranks)'."""
     shown = ", ".join(map(str, ranks[:limit]))
     return shown + (f", … ({len(ranks)} ranks)" if len(ranks) > limit else "")
+
+
+ELLIPSIS = "…"
+
+
+def short_name(name: str, width: int = 80) -> str:
+    """A kernel or op name shortened for display, never cut from the end: templates'
+    `(anonymous namespace)` reads `(anon)`, then the middle gives way, so both the start
+    and the end (tile sizes, suffixes, argument lists) survive. JSON keeps full names."""
+    shown = name.replace("(anonymous namespace)", "(anon)")
+    if len(shown) <= width:
+        return shown
+    keep = max(2, width - len(ELLIPSIS))
+    head = (keep + 1) // 2
+    return shown[:head] + ELLIPSIS + shown[len(shown) - (keep - head):]
+
+
+def short_names(names: list[str], width: int = 80) -> list[str]:
+    """`short_name` of each; where two distinct names would read the same, each keeps the
+    text around its first difference from the others too, so distinct kernels never show
+    as one (eight GEMMs that differ only in a tile size in mid-name stay eight)."""
+    out = [short_name(n, width) for n in names]
+    full = [n.replace("(anonymous namespace)", "(anon)") for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, shown in enumerate(out):
+        groups.setdefault(shown, []).append(i)
+    for idx in groups.values():
+        if len({names[i] for i in idx}) < 2:
+            continue
+        for i in idx:
+            at = min(_first_difference(full[i], full[j]) for j in idx if names[j] != names[i])
+            out[i] = _keep_around(full[i], width, at)
+    if len(set(out)) < len(set(names)):  # still alike: the full names
+        out = [n if out.count(s) > 1 else s for n, s in zip(full, out, strict=True)]
+    return out
+
+
+def _first_difference(a: str, b: str) -> int:
+    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)))
+
+
+def _keep_around(name: str, width: int, at: int) -> str:
+    """`name` in about `width` characters: its start, the text around index `at`, its end."""
+    if len(name) <= width:
+        return name
+    third = max(4, (width - 2) // 3)
+    lo = min(max(third, at - third // 2), len(name) - 2 * third)
+    hi = lo + third
+    if lo <= third:
+        return name[:hi] + ELLIPSIS + name[len(name) - third:]
+    if hi >= len(name) - third:
+        return name[:third] + ELLIPSIS + name[lo:]
+    return name[:third] + ELLIPSIS + name[lo:hi] + ELLIPSIS + name[len(name) - third:]
+
+
+def layout_degrees(lay: Layout, times: str = "x") -> str:
+    """'TP 2 x PP 4 x DP 2 (CP 1, EP 4)', never a product that is not the world size."""
+    if not lay.consistent:
+        return (f"degrees do not multiply out to the world size (groups say TP {lay.tp}, "
+                f"PP {lay.pp}, CP {lay.cp}, EP {lay.ep})")
+    return (f"TP {lay.tp} {times} PP {lay.pp} {times} DP {lay.dp} "
+            f"(CP {lay.cp}, EP {lay.ep})")
+
+
+def layout_nodes(lay: Layout) -> str:
+    """'8 per node, 2 node(s)'; only the nodes when the ranks per node differ."""
+    if lay.nodes and lay.gpus_per_node:
+        return f"{lay.gpus_per_node} per node, {lay.nodes} node(s)"
+    if lay.nodes:
+        return f"{lay.nodes} node(s)"
+    return "nodes unknown"

@@ -5,7 +5,7 @@ nightly report for the change against its baseline."""
 from __future__ import annotations
 
 from stepscope.analyzers.model import CollectiveChange, Diff, StragglerChanges
-from stepscope.dashboard.render.format import EN_DASH, num, pct
+from stepscope.dashboard.render.format import EN_DASH, num, pct, short_names
 from stepscope.dashboard.render.html_page import esc, page, section, swatch, table
 from stepscope.dashboard.render.html_report import recommendations_section
 from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
@@ -66,8 +66,10 @@ def _details(d: Diff) -> list[str]:
     out += ["<h3>Stragglers</h3>", f"<ul>{''.join(items)}</ul>" if items
             else "<p>None on either run.</p>"]
     if d.top_ops:
-        rows = [[f"<code>{esc(o.op[:80])}</code>", f"{o.a_ms:.3f}", f"{o.b_ms:.3f}",
-                 f"{o.delta_ms:+.3f}"] for o in d.top_ops]
+        shown = short_names([o.op for o in d.top_ops], 80)
+        rows = [[f"<code title=\"{esc(o.op)}\">{esc(name)}</code>", f"{o.a_ms:.3f}",
+                 f"{o.b_ms:.3f}", f"{o.delta_ms:+.3f}"]
+                for name, o in zip(shown, d.top_ops, strict=True)]
         out.append("<details><summary>Largest changes per op (ms per rank and step)</summary>"
                    + table(["op", "a", "b", "change"], rows, numeric=(1, 2, 3))
                    + "</details>")

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
-from stepscope.dashboard.render.format import EN_DASH, num, pct, rank_list_short, share
+from stepscope.dashboard.render.format import (
+    EN_DASH,
+    layout_degrees,
+    layout_nodes,
+    num,
+    pct,
+    rank_list_short,
+    share,
+)
 from stepscope.dashboard.render.html_nccl import nccl_section
 from stepscope.dashboard.render.html_page import (
     card,
@@ -23,7 +31,13 @@ from stepscope.dashboard.render.html_page import (
     swatch,
     table,
 )
-from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS
+from stepscope.dashboard.render.labels import (
+    CATEGORIES,
+    IDLE_LABELS,
+    IDLE_PARTS,
+    STAGE_LABELS,
+    idle_shown,
+)
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
@@ -36,10 +50,9 @@ STEP_ROWS_OPEN = 20
 def _header(report: Report) -> str:
     run, lay = report.run, report.layout
     meta = (f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
-            f"host(s) · {run.device} · TP {lay.tp} × PP {lay.pp} × DP {lay.dp} "
-            f"(CP {lay.cp}, EP {lay.ep}) · timeline {run.timeline or EN_DASH} · "
-            f"status {run.status}")
-    notes = "".join(f"<li>{esc(n)}</li>" for n in report.notes)
+            f"host(s) · {run.device} · {layout_degrees(lay, '×')} · {layout_nodes(lay)} · "
+            f"timeline {run.timeline or EN_DASH} · status {run.status}")
+    notes = "".join(f"<li>{esc(n)}</li>" for n in (*report.notes, *lay.notes))
     return (f"<h1>stepscope report: {esc(run.name)}</h1><p class=\"meta\">{esc(meta)}</p>"
             + (f"<ul>{notes}</ul>" if notes else ""))
 
@@ -76,7 +89,22 @@ def _breakdown(report: Report) -> str:
     rows.append(["<b>step</b>", f"<b>{step:.2f}</b>", "100%"])
     return section(f"Where the step time went ({step:.2f} ms/step)", chart,
                    table(["category", "ms/step", "share"], rows, numeric=(1, 2)),
-                   anchor="breakdown")
+                   _idle(report), anchor="breakdown")
+
+
+def _idle(report: Report) -> str:
+    """The idle split and what the host ran while the GPU waited."""
+    idle, step = report.idle_split, report.step_time_ms
+    if idle is None or not idle_shown(report):
+        return ""
+    rows = [[esc(IDLE_LABELS[p]), f"{idle.split_ms.ms(p):.2f}",
+             share(idle.split_ms.ms(p), step, missing=EN_DASH)] for p in IDLE_PARTS]
+    host = [[f"<code>{esc(a.name)}</code>", esc(a.kind), esc(a.thread), f"{a.ms:.2f}"]
+            for a in idle.host_activity[:5]]
+    return ("<h3>Idle: why the GPU waited</h3>"
+            + table(["part of idle", "ms/step", "share"], rows, numeric=(1, 2))
+            + (table(["the host ran meanwhile", "kind", "thread", "ms/step"], host,
+                     numeric=(3,)) if host else ""))
 
 
 def _mfu_facts(mfu: Mfu) -> list[str]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import CATEGORIES, STAGES
+from stepscope.analyzers.model import CATEGORIES, STAGES, Report
 
 CATEGORY_LABELS = {
     "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
@@ -13,5 +13,19 @@ CATEGORY_LABELS = {
 STAGE_LABELS = {"kernel_efficiency": "kernel efficiency", **CATEGORY_LABELS}
 WATERFALL_LABELS = {"kernel_efficiency": "kernel efficiency (compute below peak)",
                     **CATEGORY_LABELS}
+# the parts of idle (analyzers.model.IdleSplit), in order
+IDLE_PARTS = ("host_bound", "launch_overhead", "other")
+IDLE_LABELS = {"host_bound": "waiting for the host", "launch_overhead": "launch overhead",
+               "other": "other (launched, not running)"}
+IDLE_SHOWN_SHARE = 0.01  # the renderers show the idle split from this share of the step
 
-__all__ = ["CATEGORIES", "CATEGORY_LABELS", "STAGES", "STAGE_LABELS", "WATERFALL_LABELS"]
+
+def idle_shown(report: Report) -> bool:
+    """Whether the renderers explain idle (the JSON always has the split): a GPU timeline
+    (on a CPU timeline all of idle is `other`) whose idle is at least 1% of the step."""
+    step, idle = report.step_time_ms, report.breakdown_ms.idle
+    return (report.idle_split is not None and report.run.timeline != "cpu" and step > 0
+            and idle >= IDLE_SHOWN_SHARE * step)
+
+__all__ = ["CATEGORIES", "CATEGORY_LABELS", "IDLE_LABELS", "IDLE_PARTS", "IDLE_SHOWN_SHARE",
+           "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "idle_shown"]

@@ -17,8 +17,9 @@ def plan_markdown(model: PlanResult) -> str:
            f"- model: {job.layers} layers, hidden {job.hidden}, {job.heads} heads, "
            f"sequence {job.seq}, global batch {job.global_batch_tokens / 2**20:.1f} Mi "
            f"tokens, micro-batch {job.micro_batch}",
-           f"- assumptions: kernel efficiency {job.efficiency:.0%}, network "
-           f"{job.network_gbs:.0f} GB/s per GPU, NVLink from the peak table",
+           f"- assumptions: kernel efficiency {job.efficiency:.0%} of the {model.dtype} "
+           f"peak, network {job.network_gbs:.0f} GB/s per GPU, NVLink from the peak table",
+           *([f"- note: {model.dtype_reason}"] if model.dtype_reason else []),
            f"- {model.feasible} feasible layouts of {model.evaluated} evaluated", "",
            "| # | TP | PP | DP | ZeRO | recompute | v | M | memory GB | bubble ms | TP comm ms "
            "| DP exposed ms | step ms | MFU |",

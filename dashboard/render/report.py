@@ -20,8 +20,15 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
-from stepscope.dashboard.render.format import num, pct, share
-from stepscope.dashboard.render.labels import CATEGORIES, CATEGORY_LABELS, WATERFALL_LABELS
+from stepscope.dashboard.render.format import layout_degrees, layout_nodes, num, pct, share
+from stepscope.dashboard.render.labels import (
+    CATEGORIES,
+    CATEGORY_LABELS,
+    IDLE_LABELS,
+    IDLE_PARTS,
+    WATERFALL_LABELS,
+    idle_shown,
+)
 from stepscope.dashboard.render.nccl import nccl_lines
 
 LABELS = CATEGORY_LABELS
@@ -38,6 +45,29 @@ def _breakdown_table(breakdown: Breakdown, step_ms: float) -> list[str]:
         lines.append(f"| {LABELS[cat]} | {ms:.2f} | {share(ms, step_ms)} |")
     lines.append(f"| **step** | **{step_ms:.2f}** | 100% |")
     return lines
+
+
+def idle_lines(report: Report) -> list[str]:
+    """Why the GPU was idle (docs/attribution.md): the split, its evidence and what the
+    host ran meanwhile; nothing unless `idle_shown` (a GPU run idle >= 1% of the step)."""
+    idle, step_ms = report.idle_split, report.step_time_ms
+    if idle is None or not idle_shown(report):
+        return []
+    split = idle.split_ms
+    out = ["", "### Idle: why the GPU waited", "", "| part of idle | ms/step | share |",
+           "|---|---:|---:|"]
+    out += [f"| {IDLE_LABELS[p]} | {split.ms(p):.2f} | {share(split.ms(p), step_ms)} |"
+            for p in IDLE_PARTS]
+    out += ["", f"- {idle.gaps_per_step:.0f} idle gaps per step, "
+                f"{idle.short_gaps_per_step:.0f} of them at most {idle.short_gap_us:.0f} us; "
+                f"of the wait for the host, {idle.host_bound_after_sync_ms:.2f} ms right after "
+                f"a synchronization and {idle.host_bound_data_loader_ms:.2f} ms in the "
+                "DataLoader"]
+    if idle.host_activity:
+        out += ["", "| the host ran meanwhile | kind | thread | ms/step |", "|---|---|---|---:|"]
+        out += [f"| `{a.name}` | {a.kind} | {a.thread} | {a.ms:.2f} |"
+                for a in idle.host_activity[:5]]
+    return out
 
 
 def _mfu_lines(mfu: Mfu) -> list[str]:
@@ -149,13 +179,14 @@ def report_markdown(report: Report) -> str:
                f"status: {run.status}")
     if run.rank_subset is not None:
         out.append(f"- subset: ranks {run.rank_subset} only (--ranks)")
-    out.append(f"- layout: TP {lay.tp} x PP {lay.pp} x DP {lay.dp}"
-               f" (CP {lay.cp}, EP {lay.ep}); {lay.gpus_per_node or '?'} per node, "
-               f"{lay.nodes or '?'} node(s) ({lay.source})")
+    out.append(f"- layout: {layout_degrees(lay)}; {layout_nodes(lay)} ({lay.source}"
+               + (f"; nodes: {lay.node_source}" if lay.node_source else "") + ")")
+    out += [f"- layout note: {note}" for note in lay.notes]
     out += [f"- note: {note}" for note in report.notes]
     step = report.step_time_ms
     out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
     out += _breakdown_table(report.breakdown_ms, step)
+    out += idle_lines(report)
     out += _mfu_lines(report.mfu)
     out += recommendation_lines(report.recommendations)
     out += collective_lines(report.collectives)

@@ -10,9 +10,15 @@ import streamlit as st
 from stepscope.analyzers.model import CATEGORIES, Report
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext, deep_link
-from stepscope.dashboard.render.format import pct
-from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.render.format import layout_degrees, layout_nodes, pct
+from stepscope.dashboard.render.labels import (
+    CATEGORY_LABELS,
+    IDLE_LABELS,
+    IDLE_PARTS,
+    STAGE_LABELS,
+    idle_shown,
+)
+from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Overview"
 HEADER = "Overview"
@@ -34,8 +40,8 @@ def headline(report: Report) -> None:
     cols[4].metric("Stragglers", named or "none")
     run = report.run
     st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "
-               f"{run.device} · layout TP {report.layout.tp} × PP {report.layout.pp} × "
-               f"DP {report.layout.dp} · status {run.status} · "
+               f"{run.device} · layout {layout_degrees(report.layout, '×')} · "
+               f"{layout_nodes(report.layout)} · status {run.status} · "
                f"[link to this view]({deep_link('overview', run.name)})")
 
 
@@ -47,6 +53,26 @@ def step_table(report: Report) -> pl.DataFrame:
               **{CATEGORY_LABELS[c]: s.breakdown_ms.ms(c) for c in CATEGORIES}}
              for s in report.per_step]
     return pl.DataFrame(rows).with_columns(pl.selectors.numeric().round(3))
+
+
+def idle_split(report: Report) -> None:
+    """Why the GPU was idle: the three parts of idle, then what the host ran meanwhile."""
+    idle = report.idle_split
+    step = report.step_time_ms
+    if idle is None or not idle_shown(report):
+        return
+    st.markdown("**Idle: why the GPU waited** (the parts sum to idle)")
+    table(pl.DataFrame([{"part of idle": IDLE_LABELS[p], "ms/step": round(idle.split_ms.ms(p), 3),
+                         "share of step": pct(idle.split_ms.ms(p) / step if step else None)}
+                        for p in IDLE_PARTS]), "idle split", "idle_split")
+    st.caption(f"{idle.gaps_per_step:.0f} idle gaps per step, {idle.short_gaps_per_step:.0f} "
+               f"of them at most {idle.short_gap_us:.0f} µs; of the wait for the host, "
+               f"{idle.host_bound_after_sync_ms:.2f} ms right after a synchronization and "
+               f"{idle.host_bound_data_loader_ms:.2f} ms in the DataLoader.")
+    if idle.host_activity:
+        table(pl.DataFrame([{"the host ran meanwhile": a.name, "kind": a.kind,
+                             "thread": a.thread, "ms/step": round(a.ms, 3)}
+                            for a in idle.host_activity]), "host activity", "host_activity")
 
 
 def waterfall_table(report: Report) -> pl.DataFrame:
@@ -67,6 +93,7 @@ def render(ctx: PageContext) -> None:
     headline(report)
     st.subheader("Where the step time went")
     chart_and_table(charts.step_breakdown(report), step_table(report), "per step", "steps")
+    idle_split(report)
     st.subheader("How far from the hardware")
     mfu = report.mfu
     if mfu.mfu is None:
@@ -82,9 +109,9 @@ def render(ctx: PageContext) -> None:
         if mfu.message:
             st.caption(mfu.message)
     _recommendations(report)
-    if report.notes:
+    if report.notes or report.layout.notes:
         st.subheader("Notes")
-        for note in report.notes:
+        for note in (*report.notes, *report.layout.notes):
             st.caption(f"• {note}")
 
 

@@ -57,6 +57,8 @@ def render(ctx: PageContext) -> None:
     peak = by_id(device)
     assert peak is not None  # chosen from the table
     result = plan_result(job, peak, 15)
+    if result.dtype_reason:
+        st.caption(result.dtype_reason)
     if not result.plans:
         st.warning(f"No feasible layout among {result.evaluated} evaluated: the model does not "
                    "fit; add GPUs or choose a device with more memory.")

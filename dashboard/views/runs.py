@@ -3,11 +3,12 @@ which files of a partial run failed and why; open or delete a run."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 
 import polars as pl
 import streamlit as st
 
+from stepscope.analyzers.model import FailedFile
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
 from stepscope.dashboard.render.format import pct
@@ -18,11 +19,9 @@ TITLE = "Runs"
 HEADER = "Runs"
 
 
-def failed_files(raw: str | None) -> list[tuple[str, str]]:
-    """(file, one-line reason) of each failed file, from runs.failed_files (JSON)."""
-    if not raw:
-        return []
-    return [(str(f.get("file")), str(f.get("error"))) for f in json.loads(raw)]
+def failed_files(files: Sequence[FailedFile]) -> list[tuple[str, str]]:
+    """(file, one-line reason) of each failed file of the report's run."""
+    return [(f.file, f.error) for f in files]
 
 
 def runs_table(ctx: PageContext) -> pl.DataFrame:

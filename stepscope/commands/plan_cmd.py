@@ -9,6 +9,7 @@ from stepscope.analyzers.planner import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
     MAX_PLAN_GPUS,
+    TRAINING_DTYPES,
     make_job,
     plan_result,
 )
@@ -54,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--efficiency", type=EFFICIENCY, default=DEFAULT_EFFICIENCY,
                    help=f"kernel efficiency, share of peak in (0, 1] "
                         f"(default {DEFAULT_EFFICIENCY})")
+    p.add_argument("--dtype", choices=TRAINING_DTYPES,
+                   help="matmul dtype of the peak (default: bf16, else the device's fp16, fp32)")
     p.add_argument("--top", type=TOP, default=10, help="layouts to show (default 10)")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
     p.add_argument("--out", type=output_file, help="write the plan here (its folder must exist)")
@@ -62,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     job = make_job(args.params, args.gpus, args.gpus_per_node, args.seq,
                    args.global_batch_tokens, args.layers, args.hidden, args.heads,
-                   args.micro_batch, args.network_gbs, args.efficiency)
+                   args.micro_batch, args.network_gbs, args.efficiency, args.dtype)
     model = plan_result(job, resolve_device(args.gpu), args.top)
     write_output(RENDERERS[args.format](model), args.out)
     return EXIT_OK if model.feasible else EXIT_NOTHING

@@ -1,11 +1,12 @@
--- ms per rank and step of each kernel name (CPU-only runs: leaf CPU ops) over the
--- complete steps of run $run, for the diff's top ops. Reads complete_steps,
+-- ms per rank and step of each kernel (full name: distinct kernels, e.g. templates in an
+-- `(anonymous namespace)`, are never merged; CPU-only runs: leaf CPU ops)
+-- over the complete steps of run $run, for the diff's top ops. Reads complete_steps,
 -- gpu_ops, cpu_ops. Parameter: $run.
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), n AS (SELECT count(*) AS n FROM complete),
 gpu AS (
-    SELECT regexp_replace(g.name, '\(.*$', '') AS op, sum(g.dur_ns) AS t
+    SELECT g.name AS op, sum(g.dur_ns) AS t
     FROM gpu_ops g JOIN complete c ON c.rank = g.rank AND c.step = g.step
     WHERE g.run = $run GROUP BY 1
 ), cpu AS (

@@ -1,10 +1,11 @@
 -- Top GPU kernels of a run by time per step, with their spread over ranks.
--- Reads: gpu_ops, step_attribution. Parameters: $run, $limit.
--- Per rank: a kernel's time in the rank's complete steps divided by their number
+-- Reads: gpu_ops, complete_steps. Parameters: $run, $limit.
+-- Per rank: a kernel's time in the rank's complete steps (the complete_steps view, the
+-- one definition) divided by their number
 -- (ms per step); then mean, min, max and standard deviation over the ranks that ran it
 -- (ranks that never ran it count as 0 ms).
 WITH complete AS (
-    SELECT rank, step FROM step_attribution WHERE run = $run AND has_successor
+    SELECT rank, step FROM complete_steps WHERE run = $run
 ), n_steps AS (
     SELECT rank, count(*) AS n FROM complete GROUP BY rank
 ), per_rank AS (
