@@ -91,6 +91,10 @@ class Config:
     sync_host_us: float = 0.0  # .item() after each forward, then this much CPU work
     small_kernels: int = 0  # tiny elementwise kernels per layer forward
     host_event_us: float = 0.0  # the optimizer waits this long past its dependencies
+    step_sync: bool = False  # cudaDeviceSynchronize at the end of each step (loss.item())
+    # (pattern, k): ops whose kernel name (or `all_reduce:tp`, `send`...) contains pattern
+    # run k x faster; what-if re-simulations (sample_traces/sim_critical_path.py)
+    speedups: tuple[tuple[str, float], ...] = ()
 
     @property
     def world(self) -> int:
@@ -151,6 +155,12 @@ SETS: dict[str, Config] = {
     "launch_bound": Config("launch_bound", tp=1, pp=1, dp=2, microbatches=3,
                            layers_per_stage=2, hidden=1024, seq=1024, heads=8,
                            small_kernels=40),
+    # a known critical path across ranks (docs/critical_path.md): TP2 x PP2 x DP2 with a
+    # slow rank in stage 1, a sync at each step's end; the path crosses from stage 0 to
+    # the straggler and back at every microbatch. Ground truth: the path and what-if
+    # re-simulations (sample_traces/sim_critical_path.py).
+    "critical_path": Config("critical_path", tp=2, pp=2, dp=2, microbatches=4, steps=4,
+                            slow_rank=5, slow_factor=1.4, step_sync=True, dp_bw_gbs=50.0),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {
@@ -165,7 +175,7 @@ BENCH_SETS: dict[str, Config] = {
 }
 
 
-@dataclass
+@dataclass(eq=False)  # identity: ops point at each other (why, last)
 class Op:
     """One GPU activity in program order on a rank."""
     kind: str  # kernel | coll | p2p
@@ -183,6 +193,9 @@ class Op:
     launch_ns: int = 0
     flops: float = 0.0
     gate_ns: int = 0  # starts no earlier than this long after its dependencies end
+    rank: int = -1
+    why: Any = None  # what set its start: "launch", or the Op whose end it waited for
+    last: Any = None  # collectives: the member Op that arrived last (it set the end)
 
 
 def rank_coords(cfg: Config, rank: int) -> tuple[int, int, int]:
@@ -283,7 +296,7 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
     last_recv: dict[tuple[str, int], int] = {}
 
     def add(op: Op) -> int:
-        op.step = step
+        op.step, op.rank = step, rank
         ops.append(op)
         return len(ops) - 1
 
@@ -378,6 +391,19 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
            kernel_ns(cfg, 12 * 12 * h * h * cfg.layers_per_stage / cfg.tp, rank),
            deps=dp_ops, cpu={"op": "aten::_fused_adam_"},
            gate_ns=int(cfg.host_event_us * 1e3)))
+    return _sped_up(cfg, ops)
+
+
+
+def _sped_up(cfg: Config, ops: list[Op]) -> list[Op]:
+    """Apply the config's what-if speedups: an op whose name (collectives:
+    `all_reduce:tp`, `all_reduce:dp`; point-to-point: `send` / `recv`) contains a pattern
+    runs k x faster."""
+    for op in ops:
+        label = f"{op.name}:{op.cpu.get('pg')}" if op.kind == "coll" else op.name
+        for pattern, k in cfg.speedups:
+            if pattern in label:
+                op.dur_ns = max(1, int(op.dur_ns / k))
     return ops
 
 
@@ -420,7 +446,7 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
                 i = pos[r]
                 op = ops[i]
                 prev = last_on_stream.get((r, op.stream))
-                blockers = op.deps + ([prev] if prev is not None else [])
+                blockers = ([prev] if prev is not None else []) + op.deps
                 if any(ops[d].end is None for d in blockers):
                     break
                 if i and not _host_synced(ops, i):
@@ -428,6 +454,12 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
                 dep_end = max([ops[d].end or 0 for d in blockers], default=0)
                 gate = dep_end + op.gate_ns if op.deps and op.gate_ns else 0
                 ready = max([op.launch_ns + 2_000, gate] + [ops[d].end for d in blockers])  # type: ignore[misc]
+                # what set the start: the stream, then the dependencies (a gate counts from
+                # the latest of them), then the launch
+                gated = gate == ready and bool(gate)
+                op.why = next((ops[d] for d in blockers if ops[d].end == ready),
+                              max((ops[d] for d in op.deps), key=lambda o: o.end or 0)
+                              if gated else "launch")
                 last_on_stream[(r, op.stream)] = i
                 pos[r] += 1
                 progressed = True
@@ -438,8 +470,11 @@ def _run_gpu(progs: dict[int, list[Op]]) -> None:
                 members[r] = (ready, op)
                 if len(members) == len(op.group):
                     last = max(t for t, _ in members.values())
+                    lasts = [mop for t, mop in members.values() if t == last]
                     for t, mop in members.values():
                         mop.start, mop.end = t, last + mop.dur_ns
+                        # in a tie the path stays on the member's own rank
+                        mop.last = mop if mop in lasts else min(lasts, key=lambda o: o.rank)
         if not progressed:
             raise RuntimeError("simulation deadlock")
 
@@ -798,6 +833,15 @@ class TraceWriter:
         self.x("cuda_runtime", "cudaStreamSynchronize", t + 5_500, done + 1_000, self.tid,
                {"cbid": 131, "correlation": self.corr})
         self.cpu_op("aten::index", done + 4_000, done + 4_000 + host, self.tid)
+    def step_sync(self, ops: list[Op]) -> None:
+        """`loss.item()` after the step's last launch: the CPU blocks in
+        cudaDeviceSynchronize until the step's GPU work ends (+5 us)."""
+        t0 = max(op.launch_ns for op in ops) + 6_000
+        t1 = max(op.end for op in ops if op.end is not None) + 5_000
+        self.cpu_op("aten::item", t0, t1 + 1_000, self.tid)
+        self.corr += 1
+        self.x("cuda_runtime", "cudaDeviceSynchronize", t0 + 500, t1, self.tid,
+               {"cbid": 165, "correlation": self.corr})
 
     def document(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -859,6 +903,8 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
                 w.x("user_annotation", DATALOADER,
                     s + 5_000, s + 5_000 + int(cfg.host_gap_ms * 1e6), w.tid,
                     {"External id": w.ext})
+            if cfg.step_sync:
+                w.step_sync([op for op in ops if op.step == k])
         for op in ops:
             w.write_op(op)
         with gzip.open(out / w.file_name, "wt", compresslevel=9) as fh:
@@ -870,6 +916,10 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         facts["mfu"] = mfu_truth(cfg, programs, facts)
         facts["config"] = dict(vars(cfg))
         facts["world_size"] = cfg.world
+        if cfg.step_sync:
+            from sim_critical_path import critical_path_truth
+            facts["critical_path"] = critical_path_truth(cfg, programs, facts, simulate,
+                                                         BASE_NS)
         (out / "ground_truth.json").write_text(json.dumps(facts, indent=1) + "\n")
     return out
 

@@ -1,0 +1,176 @@
+"""The dependency graph of a run as compact arrays, and the critical path of each step.
+
+analyzers/sql/critical_path/graph.sql builds the graph set-based in DuckDB (nodes: every
+GPU activity and collective call; edges: stream order, launch, the issue and consume
+semantics of communication, inferred cross-stream waits, CPU waits at syncs; collective
+instances and send/recv pairs). Here it becomes numpy arrays, and the path of a step is
+the chain of what set each start, followed backwards from the end of the reference rank's
+window (docs/critical_path.md). The chain is found by pointer doubling over the step's
+nodes (O(n log depth) vectorized), never by a Python loop over events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analyzers._sql import run_script, sql
+
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+OBJ = npt.NDArray[np.object_]
+
+# docs/critical_path.md: a start within XS_TOL of another stream's end that nothing else
+# explains waited for it; a CPU that resumed within SYNC_TOL of a GPU op's end waited for
+# it; an idle thread gap of GAP_MIN at a step boundary is an unrecorded wait.
+XS_TOL_NS = 10_000
+SYNC_TOL_NS = 100_000
+GAP_MIN_NS = 20_000
+
+EDGE_KINDS = ("stream", "issue", "consume", "inferred", "sync", "launch")
+GPU_EDGES = frozenset({"stream", "issue", "consume", "inferred"})
+PATH_CATEGORIES = ("compute", "recompute", "memory", "collective", "p2p", "launch", "cpu",
+                   "idle")
+NONE = -1
+NEG = np.iinfo(np.int64).min // 4  # "no constraint" in max-plus sums
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One run's graph. Nodes are numbered 0..n-1; `inst` is the collective instance of a
+    node (-1: none) and `inst_t` that instance's transfer time (the last member's
+    duration). Edges: src (-1 for a launch), dst, kind, the time t it allowed the start
+    (on dst's clock), binding (it set the start), wait (syncs: how long the CPU waited)."""
+    rank: I64
+    step: I64          # -1: launched outside any step
+    stream: I64
+    s: I64
+    e: I64
+    cat: OBJ
+    kind: OBJ
+    name: OBJ
+    op: OBJ
+    launch_s: I64      # NEG: no launch call linked
+    inst: I64
+    inst_t: I64
+    src: I64
+    dst: I64
+    ekind: OBJ
+    t: I64
+    binding: BOOL
+    wait: I64
+    w_rank: I64
+    w_step: I64
+    w_ws: I64
+    w_we: I64
+    w_succ: BOOL
+    w_probe: I64
+
+    @property
+    def n(self) -> int:
+        return int(self.rank.size)
+
+
+def _col(cols: dict[str, npt.NDArray[np.generic]], name: str, fill: int = NONE) -> I64:
+    col = cols[name]
+    if isinstance(col, np.ma.MaskedArray):
+        col = col.filled(fill)
+    return np.asarray(col, dtype=np.int64)
+
+
+def _obj(cols: dict[str, npt.NDArray[np.generic]], name: str) -> OBJ:
+    col = cols[name]
+    if isinstance(col, np.ma.MaskedArray):
+        col = col.filled(None)  # type: ignore[arg-type]
+    return np.asarray(col, dtype=object)
+
+
+def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
+    """Build the graph of `run` in DuckDB (critical_path/graph.sql) and read it back."""
+    run_script(con, "critical_path/graph.sql", {
+        "run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
+        "gap_min_ns": GAP_MIN_NS})
+    nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
+    edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
+    wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
+    return Graph(
+        rank=_col(nodes, "rank"), step=_col(nodes, "step"), stream=_col(nodes, "stream"),
+        s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_obj(nodes, "cat"),
+        kind=_obj(nodes, "kind"), name=_obj(nodes, "name"), op=_obj(nodes, "op"),
+        launch_s=_col(nodes, "launch_s", NEG), inst=_col(nodes, "inst"),
+        inst_t=_col(nodes, "inst_t"),
+        src=_col(edges, "src"), dst=_col(edges, "dst"), ekind=_obj(edges, "kind"),
+        t=_col(edges, "t"), binding=np.asarray(edges["binding"], dtype=bool),
+        wait=_col(edges, "wait", 0),
+        w_rank=_col(wins, "rank"), w_step=_col(wins, "step"), w_ws=_col(wins, "ws"),
+        w_we=_col(wins, "we"), w_succ=np.asarray(wins["has_successor"], dtype=bool),
+        w_probe=_col(wins, "probe"))
+
+
+# ------------------------------------------------------------------ what set each start
+@dataclass(frozen=True)
+class Causes:
+    """Per node, the binding edge's kind, source (-1: none) and time t; and per member of
+    an instance, the member that arrived last (the one that set the end: the shortest
+    duration; the member itself when it ties)."""
+    kind: OBJ
+    src: I64
+    t: I64
+    wait: I64
+    last: I64
+
+
+def causes(g: Graph) -> Causes:
+    """What set each node's start and each collective's end, from the binding edges."""
+    kind = np.full(g.n, None, dtype=object)
+    src = np.full(g.n, NONE, dtype=np.int64)
+    t = np.full(g.n, NEG, dtype=np.int64)
+    wait = np.zeros(g.n, dtype=np.int64)
+    b = np.flatnonzero(g.binding)
+    kind[g.dst[b]], src[g.dst[b]], t[g.dst[b]] = g.ekind[b], g.src[b], g.t[b]
+    wait[g.dst[b]] = g.wait[b]
+    return Causes(kind=kind, src=src, t=t, wait=wait, last=last_arrivers(g))
+
+
+def last_arrivers(g: Graph) -> I64:
+    """For each member of an instance, the member that arrived last (shortest duration,
+    lowest rank on a tie) unless the member itself is one of the last; -1 off instances."""
+    last = np.full(g.n, NONE, dtype=np.int64)
+    members = np.flatnonzero(g.inst >= 0)
+    if members.size == 0:
+        return last
+    dur = g.e[members] - g.s[members]
+    order = np.lexsort((g.rank[members], dur, g.inst[members]))
+    first = members[order][np.r_[True, np.diff(g.inst[members][order]) != 0]]
+    by_inst = np.full(int(g.inst.max()) + 1, NONE, dtype=np.int64)
+    by_inst[g.inst[first]] = first
+    chosen = by_inst[g.inst[members]]
+    own = dur == g.inst_t[members]
+    last[members] = np.where(own, members, chosen)
+    return last
+
+
+# ------------------------------------------------------------------ chains
+def chain(parent: I64, start: int) -> I64:
+    """The items start, parent[start], parent[parent[start]], ... up to the first -1, in
+    that order, by pointer doubling: O(n log depth) vectorized work."""
+    n = parent.size
+    up = np.append(np.where(parent < 0, n, parent), n)  # n: the sentinel root
+    jumps = [up]
+    while jumps[-1][start] != n:
+        jumps.append(jumps[-1][jumps[-1]])
+    # depth of start: the largest d with the d-th ancestor not the sentinel
+    depth, at = 0, start
+    for level in range(len(jumps) - 1, -1, -1):
+        nxt = jumps[level][at]
+        if nxt != n:
+            depth, at = depth + (1 << level), int(nxt)
+    k = np.arange(depth + 1)
+    idx = np.full(depth + 1, start, dtype=np.int64)
+    for level, jump in enumerate(jumps):
+        bit = (k >> level) & 1 == 1
+        idx[bit] = jump[idx[bit]]
+    return idx

@@ -1,0 +1,209 @@
+-- The dependency graph of run $run for the critical path and what-if
+-- (docs/critical_path.md). Reads gpu_ops, cpu_ops, collectives, collective_waits,
+-- recompute_ops, steps, step_attribution, complete_steps; writes the temporary tables
+-- cp_nodes, cp_inst, cp_edges, cp_windows (read by critical_path/*_arrays.sql).
+-- Parameters: $run; xs_tol_ns (a start within this of another stream's end, that nothing
+-- else explains, waited for it); sync_tol_ns (a CPU that resumed within this of a GPU
+-- op's end waited for it); gap_min_ns (shortest idle gap of a thread taken as an
+-- unrecorded wait at a step boundary).
+
+-- ------------------------------------------------------------------ nodes
+-- Every GPU activity of the GPU ranks: kernels, memcpy, memset (gpu_ops) and every
+-- collective / send / recv that ran on a GPU (collectives: the span of its comm kernels),
+-- with the runtime call that launched it (its first comm kernel's, for a collective).
+CREATE OR REPLACE TEMP TABLE cp_raw AS
+WITH launch AS (
+    SELECT rank, op_id, tid, start_ns FROM cpu_ops WHERE run = $run AND correlation IS NOT NULL
+), kern AS (
+    SELECT g.rank, g.stream, g.start_ns AS s, g.end_ns AS e, g.step,
+        CASE WHEN g.kind IN ('memcpy', 'memset') THEN 'memory'
+             WHEN rc.op_id IS NOT NULL THEN 'recompute' ELSE 'compute' END AS cat,
+        'kernel' AS kind, g.name, c.name AS op, l.start_ns AS launch_s, l.tid AS launch_tid,
+        NULL::BIGINT AS coll_id
+    FROM gpu_ops g
+    LEFT JOIN launch l ON l.rank = g.rank AND l.op_id = g.launch_op_id
+    LEFT JOIN cpu_ops c ON c.run = g.run AND c.rank = g.rank AND c.op_id = g.cpu_op_id
+    LEFT JOIN recompute_ops rc ON rc.run = g.run AND rc.rank = g.rank AND rc.op_id = g.launch_op_id
+    WHERE g.run = $run AND g.kind <> 'comm' AND g.end_ns >= g.start_ns
+), first_comm AS (
+    SELECT rank, stream, start_ns, min(launch_op_id) AS launch_op_id
+    FROM gpu_ops WHERE run = $run AND kind = 'comm' GROUP BY ALL
+), coll AS (
+    SELECT c.rank, c.stream, c.work_start_ns AS s, c.work_end_ns AS e, c.step,
+        CASE WHEN c.is_p2p THEN 'p2p' ELSE 'collective' END AS cat,
+        CASE WHEN c.is_p2p THEN 'p2p' ELSE 'coll' END AS kind,
+        c.collective AS name, coalesce(c.pg_desc, c.pg_name) AS op,
+        l.start_ns AS launch_s, l.tid AS launch_tid, c.coll_id
+    FROM collectives c
+    LEFT JOIN first_comm k ON k.rank = c.rank AND k.stream = c.stream AND k.start_ns = c.kernel_start_ns
+    LEFT JOIN launch l ON l.rank = c.rank AND l.op_id = k.launch_op_id
+    WHERE c.run = $run AND c.kernel_start_ns IS NOT NULL AND c.work_start_ns IS NOT NULL
+      AND c.work_end_ns >= c.work_start_ns
+)
+SELECT * FROM kern UNION ALL SELECT * FROM coll;
+
+CREATE OR REPLACE TEMP TABLE cp_nodes AS
+SELECT (row_number() OVER (ORDER BY rank, s, e, kind, coll_id, name) - 1)::BIGINT AS node, *
+FROM cp_raw;
+
+-- ------------------------------------------------------------------ instances
+-- Members of one collective instance (collective_waits.instance_key), and the two sides
+-- of a send/recv: the n-th send from a to b pairs with the n-th receive on b from a.
+CREATE OR REPLACE TEMP TABLE cp_member AS
+WITH coll AS (
+    SELECT n.node, w.instance_key AS ikey
+    FROM cp_nodes n
+    JOIN collective_waits w ON w.run = $run AND w.rank = n.rank AND w.coll_id = n.coll_id
+    WHERE n.kind = 'coll' AND w.instance_key IS NOT NULL AND w.n_ranks > 1
+      AND w.match_method <> 'unmatched'
+), p2p AS (
+    SELECT n.node, c.rank, c.peer_rank, c.collective,
+        row_number() OVER (PARTITION BY c.rank, c.peer_rank, c.collective
+                           ORDER BY c.work_start_ns, c.coll_id) AS nth
+    FROM cp_nodes n JOIN collectives c ON c.run = $run AND c.rank = n.rank AND c.coll_id = n.coll_id
+    WHERE n.kind = 'p2p' AND c.collective IN ('send', 'recv') AND c.peer_rank IS NOT NULL
+), pairs AS (
+    SELECT node, CASE WHEN collective = 'send' THEN rank ELSE peer_rank END || '->'
+        || CASE WHEN collective = 'send' THEN peer_rank ELSE rank END || ' #' || nth AS ikey
+    FROM p2p
+), keyed AS (
+    SELECT node, 'c ' || ikey AS ikey FROM coll
+    UNION ALL SELECT node, 'p ' || ikey FROM pairs
+), sized AS (
+    SELECT *, count(*) OVER (PARTITION BY ikey) AS n_members FROM keyed
+)
+SELECT node, ikey, dense_rank() OVER (ORDER BY ikey) - 1 AS inst
+FROM sized WHERE n_members > 1;
+
+CREATE OR REPLACE TEMP TABLE cp_inst AS
+SELECT m.inst, count(*) AS n_members, min(n.e - n.s) AS t_ns
+FROM cp_member m JOIN cp_nodes n USING (node) GROUP BY m.inst;
+
+-- ------------------------------------------------------------------ syncs
+-- A CPU thread that waited for the GPU: a synchronizing runtime call whose end follows a
+-- GPU op's end within $sync_tol_ns; else, at a step boundary, an idle gap of the thread
+-- (no op, runtime call or annotation but the step's own) of at least $gap_min_ns that
+-- ends within $sync_tol_ns of a GPU op's end (loss.item() and friends not recorded).
+CREATE OR REPLACE TEMP TABLE cp_syncs AS
+WITH calls AS (
+    SELECT rank, tid, start_ns AS wait_from, end_ns AS resumed, 'sync_call' AS how
+    FROM cpu_ops
+    WHERE run = $run AND category IN ('cuda_runtime', 'Runtime')
+      AND name IN ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
+                   'cudaMemcpy', 'hipDeviceSynchronize', 'hipStreamSynchronize',
+                   'hipEventSynchronize', 'hipMemcpy')
+), busy AS (
+    SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
+    WHERE o.run = $run AND o.category IN ('cpu_op', 'cuda_runtime', 'cuda_driver',
+                                          'user_annotation', 'Operator', 'Runtime')
+      AND NOT EXISTS (SELECT 1 FROM steps st WHERE st.run = $run AND st.rank = o.rank
+                      AND st.tid = o.tid AND st.start_ns = o.start_ns AND st.end_ns = o.end_ns)
+), reach AS (
+    SELECT *, max(end_ns) OVER (PARTITION BY rank, tid ORDER BY start_ns, end_ns
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS busy_to
+    FROM busy
+), gaps AS (
+    SELECT r.rank, r.tid, r.busy_to AS wait_from, r.start_ns AS resumed, 'idle_thread' AS how
+    FROM reach r
+    WHERE r.start_ns - r.busy_to >= $gap_min_ns
+      AND EXISTS (SELECT 1 FROM steps st WHERE st.run = $run AND st.rank = r.rank
+                  AND st.start_ns BETWEEN r.busy_to AND r.start_ns)
+), waits AS (
+    SELECT * FROM calls UNION ALL SELECT * FROM gaps
+), ends AS (
+    SELECT rank, e, node FROM cp_nodes
+)
+SELECT w.rank, w.tid, w.wait_from, w.resumed, w.how, g.node AS src, g.e AS src_e
+FROM waits w ASOF JOIN ends g ON g.rank = w.rank AND g.e <= w.resumed
+WHERE w.resumed - g.e <= $sync_tol_ns AND g.e >= w.wait_from;
+
+-- ------------------------------------------------------------------ edges
+-- Candidate causes of each node's start, with the time t each allowed it (on the node's
+-- own clock). kind: stream (the previous op on the stream), issue (a collective waits for
+-- the op launched before it on the issuing stream), consume (the op launched after a
+-- receive waits for it), inferred (a start nothing else explains, just after another
+-- stream's op ended), sync (a launch after a CPU wait: the GPU op the CPU waited for),
+-- launch (the runtime call; no source node). `binding` marks the latest (ties: in that
+-- order): what set the start.
+CREATE OR REPLACE TEMP TABLE cp_cand AS
+WITH by_launch AS (
+    SELECT node, rank, stream, kind, launch_s FROM cp_nodes WHERE launch_s IS NOT NULL
+), stream AS (
+    SELECT lag(node) OVER w AS src, node AS dst, lag(e) OVER w AS t, 'stream' AS kind, 1 AS pri
+    FROM cp_nodes WINDOW w AS (PARTITION BY rank, stream ORDER BY s, e, node)
+), issue AS (
+    SELECT p.node AS src, c.node AS dst, p.stream AS p_stream, c.stream AS c_stream
+    FROM (SELECT * FROM by_launch WHERE kind <> 'kernel') c
+    ASOF JOIN by_launch p ON p.rank = c.rank AND p.launch_s < c.launch_s
+), consume AS (
+    SELECT r.node AS src, n.node AS dst, r.stream AS r_stream, n.stream AS n_stream
+    FROM (SELECT b.* FROM by_launch b JOIN cp_nodes x USING (node)
+          WHERE x.kind = 'p2p' AND x.name = 'recv') r
+    ASOF JOIN (SELECT * FROM by_launch WHERE kind = 'kernel') n
+        ON n.rank = r.rank AND n.launch_s > r.launch_s
+), anchor AS (
+    SELECT x.node AS dst, y.src, x.launch_s AS t, y.resumed - y.wait_from AS wait
+    FROM (SELECT node, rank, launch_s, launch_tid FROM cp_nodes WHERE launch_s IS NOT NULL) x
+    ASOF JOIN cp_syncs y ON y.rank = x.rank AND y.tid = x.launch_tid AND y.resumed <= x.launch_s
+), gpu AS (
+    SELECT src, dst, t, kind, pri, NULL::BIGINT AS wait FROM stream WHERE src IS NOT NULL
+    UNION ALL
+    SELECT i.src, i.dst, n.e, 'issue', 2, NULL FROM issue i JOIN cp_nodes n ON n.node = i.src
+    WHERE i.p_stream <> i.c_stream
+    UNION ALL
+    SELECT c.src, c.dst, n.e, 'consume', 2, NULL FROM consume c
+    JOIN cp_nodes n ON n.node = c.src
+    WHERE c.r_stream <> c.n_stream
+    UNION ALL
+    SELECT src, dst, t, 'sync', 4, wait FROM anchor
+    UNION ALL
+    SELECT NULL, node, launch_s, 'launch', 5, NULL FROM cp_nodes WHERE launch_s IS NOT NULL
+)
+-- a cause after the start is not one (timestamps out of order): only the stream keeps it
+SELECT g.* FROM gpu g JOIN cp_nodes d ON d.node = g.dst
+WHERE g.kind = 'stream' OR g.t <= d.s;
+
+-- inferred: the latest end on another stream of the rank, up to the start
+CREATE OR REPLACE TEMP TABLE cp_inferred AS
+WITH streams AS (
+    SELECT DISTINCT rank, stream FROM cp_nodes
+), probe AS (
+    SELECT x.node, x.rank, x.s, st.stream AS other
+    FROM cp_nodes x JOIN streams st ON st.rank = x.rank AND st.stream <> x.stream
+), hit AS (
+    SELECT p.node AS dst, o.node AS src, o.e AS t, p.s
+    FROM probe p ASOF JOIN cp_nodes o ON o.rank = p.rank AND o.stream = p.other AND o.e <= p.s
+), best AS (
+    SELECT dst, arg_max(src, t) AS src, max(t) AS t, any_value(s) AS s FROM hit GROUP BY dst
+), explained AS (
+    SELECT dst, max(t) AS t FROM cp_cand GROUP BY dst
+)
+SELECT b.src, b.dst, b.t, 'inferred' AS kind, 3 AS pri, NULL::BIGINT AS wait
+FROM best b LEFT JOIN explained x USING (dst)
+WHERE b.s - b.t <= $xs_tol_ns AND b.t > coalesce(x.t, -9223372036854775807);
+
+CREATE OR REPLACE TEMP TABLE cp_edges AS
+WITH e AS (
+    SELECT * FROM cp_cand UNION ALL SELECT * FROM cp_inferred
+)
+SELECT e.*, row_number() OVER (PARTITION BY e.dst ORDER BY e.t DESC, e.pri, e.src) = 1
+    AS binding
+FROM e;
+
+-- ------------------------------------------------------------------ windows
+-- The complete steps' windows (step_attribution, docs/attribution.md) and the node whose
+-- start ends each one (the first GPU op of the next step), else the node ending it.
+CREATE OR REPLACE TEMP TABLE cp_windows AS
+WITH w AS (
+    SELECT a.rank, a.step, a.window_start_ns AS ws, a.window_end_ns AS we, a.has_successor
+    FROM step_attribution a JOIN complete_steps c USING (run, rank, step)
+    WHERE a.run = $run AND a.timeline = 'gpu'
+), probe AS (
+    SELECT w.rank, w.step, min(n.node) FILTER (WHERE n.step = w.step + 1 AND n.s = w.we)
+        AS start_node,
+        min(n.node) FILTER (WHERE n.step = w.step AND n.e = w.we) AS end_node
+    FROM w JOIN cp_nodes n ON n.rank = w.rank AND n.step IN (w.step, w.step + 1)
+    GROUP BY w.rank, w.step
+)
+SELECT w.*, CASE WHEN w.has_successor THEN p.start_node ELSE p.end_node END AS probe
+FROM w JOIN probe p USING (rank, step);
