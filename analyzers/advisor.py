@@ -2,8 +2,9 @@
 standard formulas (docs/advisor.md). No recommendation without evidence, and none whose
 expected gain is under MIN_GAIN of the step.
 
-Ids (stable): tp-spans-nodes, pipeline-bubble, exposed-dp-comm, exposed-ep-comm,
-exposed-a2a-comm, straggler, recompute, input-bound, host-bound, launch-bound.
+Ids (stable): tp-spans-nodes, pipeline-bubble, pipeline-imbalance, exposed-dp-comm,
+exposed-ep-comm, exposed-a2a-comm, straggler, recompute, input-bound, host-bound,
+launch-bound.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
+    CriticalPath,
     HostActivity,
     IdleBreakdown,
     Layout,
@@ -26,6 +28,7 @@ from stepscope.analyzers.model import (
     Pipeline,
     Recommendation,
     Straggler,
+    WhatIfResult,
 )
 from stepscope.analyzers.planner import bubble_theory, zero_state_bytes_per_param
 from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, EXPERT_ROLES, MODEL_EXCHANGE_ROLES
@@ -51,6 +54,13 @@ class Evidence:
     recompute_attention_share: float | None
     idle: IdleBreakdown | None = None
     graph_steps: int = 0            # rank steps that launched a CUDA/HIP graph
+    critical_path: CriticalPath | None = None
+
+    def whatif(self, reason: str, target: str | None = None) -> WhatIfResult | None:
+        """The critical path's what-if made for `reason` (and `target`), if any."""
+        found = [w for w in (self.critical_path.whatifs if self.critical_path else ())
+                 if w.reason == reason and (target is None or w.target == target)]
+        return found[0] if found else None
 
     @property
     def step_ms(self) -> float:
@@ -72,10 +82,12 @@ class Evidence:
 
 def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggler, ...],
            mfu: Mfu, collectives: tuple[CollectiveStat, ...],
-           idle: IdleBreakdown | None = None) -> Evidence:
+           idle: IdleBreakdown | None = None,
+           critical_path: CriticalPath | None = None) -> Evidence:
     """The advisor's inputs: finished sections plus its own measurements of the run."""
     con, run = ctx.con, ctx.run
     return Evidence(
+        critical_path=critical_path,
         ctx=ctx, layout=ctx.layout, pipeline=pipeline, stragglers=stragglers, mfu=mfu,
         collectives=collectives, idle=idle, graph_steps=_graph_steps(con, run),
         median_kernel_us=median_kernel_us(con, run),
@@ -120,15 +132,20 @@ def _pct(part: float, whole: float) -> str:
 
 # ------------------------------------------------------------------ the checks
 def straggler(ev: Evidence) -> list[Recommendation]:
+    """Gain: the critical path's what-if (the rank at the median speed, recomputed on the
+    dependency graph), else what each waiting rank loses."""
     out = []
     for s in ev.stragglers:
-        gain = s.slowdown * ev.step_ms
+        gain, evidence = s.slowdown * ev.step_ms, s.evidence
+        what = ev.whatif("straggler", str(s.rank))
+        if what is not None:
+            gain, evidence = what.gain_ms, f"{evidence}; critical path: {what.sentence}"
         rec = _rec(ev, "straggler", f"Fix or replace straggling rank {s.rank} "
                    f"(host {s.host or 'unknown'})",
                    "The other ranks wait for this rank at their collectives. Check its host "
                    "(thermals, clocks, ECC/XID errors, a noisy neighbour, a slow data shard); "
                    "if it persists, cordon the host and restart from the checkpoint.",
-                   s.evidence, gain)
+                   evidence, gain)
         if rec:
             out.append(rec)
     return out
@@ -159,6 +176,21 @@ def pipeline_bubble(ev: Evidence) -> list[Recommendation]:
                f"measured bubble {bubble:.2f} ms/step ({_pct(bubble, step)} of the step) on "
                f"{pipe.pipelines} pipeline(s) of {s} stages, theory {100 * now:.1f}%",
                gain)
+    return [rec] if rec else []
+
+
+def pipeline_imbalance(ev: Evidence) -> list[Recommendation]:
+    """The slowest pipeline stage sets every stage's pace: its gain is the critical path's
+    what-if of that stage at the median stage's speed."""
+    what = ev.whatif("pipeline_stage")
+    if ev.pipeline is None or what is None:
+        return []
+    rec = _rec(ev, "pipeline-imbalance", "Rebalance the pipeline stages",
+               "In a pipeline every stage waits for the slowest one at each microbatch: move "
+               "layers off the slow stage (Megatron's uneven first/last stage layer counts, "
+               "or a layer split by measured time rather than by count), or check its ranks' "
+               "hosts if they do the same work as the others.",
+               f"ranks {what.target}: critical path: {what.sentence}", what.gain_ms)
     return [rec] if rec else []
 
 
@@ -427,8 +459,9 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
-CHECKS = (tp_spans_nodes, pipeline_bubble, exposed_dp_comm, exposed_ep_comm,
-          exposed_model_exchange, straggler, recompute, input_bound, host_bound, launch_bound)
+CHECKS = (tp_spans_nodes, pipeline_bubble, pipeline_imbalance, exposed_dp_comm,
+          exposed_ep_comm, exposed_model_exchange, straggler, recompute, input_bound,
+          host_bound, launch_bound)
 
 
 def recommendations(ev: Evidence) -> tuple[Recommendation, ...]:

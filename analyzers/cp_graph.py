@@ -68,6 +68,7 @@ class Graph:
     w_we: I64
     w_succ: BOOL
     w_probe: I64
+    syncs: dict[str, int]  # CPU waits found: sync_call, idle_thread
 
     @property
     def n(self) -> int:
@@ -96,6 +97,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
     nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
     edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
     wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
+    syncs = dict(con.execute(sql("critical_path/syncs.sql")).fetchall())
     return Graph(
         rank=_col(nodes, "rank"), step=_col(nodes, "step"), stream=_col(nodes, "stream"),
         s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_obj(nodes, "cat"),
@@ -107,7 +109,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
         wait=_col(edges, "wait", 0),
         w_rank=_col(wins, "rank"), w_step=_col(wins, "step"), w_ws=_col(wins, "ws"),
         w_we=_col(wins, "we"), w_succ=np.asarray(wins["has_successor"], dtype=bool),
-        w_probe=_col(wins, "probe"))
+        w_probe=_col(wins, "probe"), syncs={str(k): int(v) for k, v in syncs.items()})
 
 
 # ------------------------------------------------------------------ what set each start

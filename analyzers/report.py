@@ -14,6 +14,7 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
+from stepscope.analyzers.critical_path import critical_path_section
 from stepscope.analyzers.idle import idle_section
 from stepscope.analyzers.mfu import mfu_section
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
@@ -39,6 +40,7 @@ def report_from_context(ctx: RunContext) -> Report:
     attr = ctx.attribution
     pipe = pipeline(ctx.topology, attr.by_rank)
     late = stragglers(ctx, stage_of(pipe))
+    path = critical_path_section(ctx, late, ctx.topology)
     mfu = mfu_section(ctx)
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
     idle = idle_section(ctx)
@@ -51,8 +53,9 @@ def report_from_context(ctx: RunContext) -> Report:
         stragglers=late, pipeline=pipe, collective_matching=methods,
         notes=notes(ctx, methods) + shape_notes(ctx) + coverage_notes(ctx), mfu=mfu,
         collectives=stats,
-        recommendations=recommendations(gather(ctx, pipe, late, mfu, stats, idle)),
-        nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle)
+        recommendations=recommendations(gather(ctx, pipe, late, mfu, stats, idle,
+                                               critical_path=path)),
+        nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path)
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

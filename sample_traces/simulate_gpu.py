@@ -161,6 +161,9 @@ SETS: dict[str, Config] = {
     # re-simulations (sample_traces/sim_critical_path.py).
     "critical_path": Config("critical_path", tp=2, pp=2, dp=2, microbatches=4, steps=4,
                             slow_rank=5, slow_factor=1.4, step_sync=True, dp_bw_gbs=50.0),
+    # one slow stage of four (a rank each): the others wait for it at every microbatch
+    "pipeline_imbalance": Config("pipeline_imbalance", tp=1, pp=4, dp=1, microbatches=8,
+                                 slow_rank=2, slow_factor=1.3, step_sync=True),
 }
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {

@@ -1,0 +1,297 @@
+"""What-if: a step's time recomputed on its dependency graph with some ops faster
+(docs/critical_path.md, "What-if").
+
+Every start becomes the latest of what it depends on (max-plus): its launch (shifted with
+the CPU when the CPU had waited for a GPU op of the step), the previous op on its stream,
+the communication it waits for (issue, consume, inferred waits), each with the gap
+observed when that dependency set the start and none otherwise; a kernel ends its
+duration later; a collective or send/recv ends the transfer time (the last member's
+duration) after its last member arrives. Arrivals are compared through the instance's
+observed end, which every member saw at the same instant, so no clock needs aligning.
+With no change the evaluation reproduces every observed time exactly.
+
+The graph of a step is evaluated level by level in topological order (Kahn): each round
+handles, vectorized, every item whose inputs are known; the rounds are as many as the
+longest chain of dependencies in items, the work linear in nodes and edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analyzers.cp_graph import I64, NEG, Graph
+
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Duration multipliers of one what-if: per node (kernels) and per instance (the
+    transfer time of a collective or send/recv); 1.0 = unchanged."""
+    node: F64
+    inst: F64
+
+
+def launch_latency(g: Graph) -> I64:
+    """Per node, the launch delay it would have if its launch set its start: the one
+    observed when it did, else the median of its rank's launch-bound starts (0 if none)."""
+    delay = np.where(g.launch_s > NEG, g.s - g.launch_s, 0)
+    b = np.flatnonzero(g.binding & np.isin(g.ekind, ["launch", "sync"]))
+    bound = g.dst[b]
+    typical = np.zeros(int(g.rank.max()) + 1 if g.n else 1, dtype=np.int64)
+    if bound.size:  # the median per rank, by sorting
+        r, dl = g.rank[bound], delay[bound]
+        order = np.lexsort((dl, r))
+        r, dl = r[order], dl[order]
+        first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        count = np.diff(np.r_[first, r.size])
+        typical[r[first]] = (dl[first + (count - 1) // 2] + dl[first + count // 2]) // 2
+    own = np.zeros(g.n, dtype=bool)
+    own[bound] = True
+    return np.where(own, delay, np.minimum(delay, typical[g.rank]))
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    """The max-plus graph of one step: items (node starts, node ends, instances) with
+    constants c, durations d (instances only), and weighted edges src -> dst."""
+    nodes: I64        # global node ids of the step (the first `n_own`) and its end probes
+    n_own: int
+    inst: I64         # global instance ids
+    c: I64
+    esrc: I64
+    edst: I64
+    ew: I64
+    kernel_edges: I64  # the start -> end edges of kernels (weights: the durations)
+    kernel_nodes: I64
+    inst_items: I64
+    base_d: I64        # observed kernel durations, aligned with kernel_items
+    base_t: I64        # observed transfer times, aligned with inst_items
+
+
+def _local(g: Graph, step: int) -> tuple[I64, int, I64]:
+    own = np.flatnonzero(g.step == step)
+    probes = g.w_probe[(g.w_step == step) & g.w_succ & (g.w_probe >= 0)]
+    nodes = np.concatenate([own, probes])
+    loc = np.full(g.n, -1, dtype=np.int64)
+    loc[own] = np.arange(own.size)  # probes count as outside: only their start is used
+    return nodes, own.size, loc
+
+
+def step_graph(g: Graph, step: int, delay: I64) -> StepGraph:
+    """The max-plus graph of `step` (see the module docstring)."""
+    nodes, n_own, loc = _local(g, step)
+    n_loc = nodes.size
+    start_item = np.arange(n_loc)          # starts first, then ends, then instances
+    own_nodes = nodes[:n_own]
+    is_member = g.inst[own_nodes] >= 0
+    insts = np.unique(g.inst[own_nodes][is_member])
+    inst_item = np.full(int(g.inst.max()) + 2 if g.n else 1, -1, dtype=np.int64)
+    inst_item[insts] = 2 * n_loc + np.arange(insts.size)
+    n_items = 2 * n_loc + insts.size
+    c = np.full(n_items, NEG, dtype=np.int64)
+    pos = np.full(g.n, -1, dtype=np.int64)
+    pos[nodes] = np.arange(n_loc)
+    # ---- edges into starts
+    take = np.flatnonzero(pos[g.dst] >= 0)
+    src, dst, kind, t = g.src[take], g.dst[take], g.ekind[take], g.t[take]
+    binding = g.binding[take]
+    lag = np.where(binding, g.s[dst] - t, np.minimum(0, g.s[dst] - t))
+    cpu = np.isin(kind, ["launch", "sync"])
+    lag = np.where(cpu, delay[dst], lag)
+    wait = np.zeros(g.n, dtype=np.int64)
+    sync = kind == "sync"
+    np.maximum.at(wait, dst[sync], g.wait[take][sync])
+    inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
+    # constants: launches (the CPU floor after a wait), and causes outside the step
+    floor = np.where(kind == "launch", t - wait[dst], t) + lag
+    outside = ~inside
+    np.maximum.at(c, start_item[pos[dst[outside]]], floor[outside])
+    w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
+    es = [n_loc + loc[src[inside]]]
+    ed = [start_item[pos[dst[inside]]]]
+    ew = [w[inside]]
+    # ---- starts to ends: kernels by their duration, members through their instance
+    kern = np.flatnonzero(~is_member)
+    es.append(kern)
+    ed.append(n_loc + kern)
+    ew.append(g.e[own_nodes[kern]] - g.s[own_nodes[kern]])
+    mem = np.flatnonzero(is_member)
+    mi = inst_item[g.inst[own_nodes[mem]]]
+    es += [mem, mi]
+    ed += [mi, n_loc + mem]
+    ew += [-g.e[own_nodes[mem]], g.e[own_nodes[mem]]]
+    # members of those instances outside the step keep their observed arrival
+    away = np.flatnonzero((g.inst >= 0) & (loc < 0) & (inst_item[np.maximum(g.inst, 0)] >= 0))
+    np.maximum.at(c, inst_item[g.inst[away]], -(g.e[away] - g.s[away]))
+    esrc, edst = np.concatenate(es), np.concatenate(ed)
+    # a start with no known cause stays where it was
+    loose = np.flatnonzero((np.bincount(edst, minlength=n_items)[:n_loc] == 0) & (c[:n_loc] == NEG))
+    c[loose] = g.s[nodes[loose]]
+    first_kernel_edge = es[0].size
+    return StepGraph(
+        nodes=nodes, n_own=n_own, inst=insts, c=c, esrc=esrc, edst=edst, ew=np.concatenate(ew),
+        kernel_edges=first_kernel_edge + np.arange(kern.size),
+        kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
+        base_d=ew[1].copy(), base_t=np.asarray(g.inst_t[_first_member(g, insts)],
+                                                dtype=np.int64))
+
+
+def _first_member(g: Graph, insts: I64) -> I64:
+    """One member node of each instance (they share inst_t)."""
+    members = np.flatnonzero(g.inst >= 0)
+    first = np.full(int(g.inst.max()) + 1 if g.n else 1, 0, dtype=np.int64)
+    first[g.inst[members[::-1]]] = members[::-1]
+    return first[insts]
+
+
+def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64) -> I64:
+    """value(x) = d[x] + max(c[x], max over edges src->x of value(src) + w), for every
+    item of a DAG, level by level (Kahn); NEG where an item is on a cycle."""
+    order = np.argsort(src, kind="stable")
+    src, dst, w = src[order], dst[order], w[order]
+    start = np.searchsorted(src, np.arange(n + 1))
+    indeg = np.bincount(dst, minlength=n)
+    best = c.copy()
+    value = np.full(n, NEG, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    while frontier.size:
+        v = np.maximum(best[frontier], NEG) + d[frontier]
+        value[frontier] = v
+        first, count = start[frontier], start[frontier + 1] - start[frontier]
+        total = int(count.sum())
+        if total == 0:
+            break
+        idx = np.repeat(first - np.cumsum(count) + count, count) + np.arange(total)
+        to = dst[idx]
+        np.maximum.at(best, to, np.repeat(v, count) + w[idx])
+        np.subtract.at(indeg, to, 1)
+        touched = np.unique(to)
+        frontier = touched[indeg[touched] == 0]
+    return value
+
+
+def run_step(sg: StepGraph, scale: Scaling | None) -> I64:
+    """Every item's value with the what-if applied (None: the observed durations)."""
+    ew = sg.ew.copy()
+    d = np.zeros(sg.c.size, dtype=np.int64)
+    if scale is None:
+        d[sg.inst_items] = sg.base_t
+    else:
+        ew[sg.kernel_edges] = np.rint(sg.base_d * scale.node[sg.kernel_nodes]).astype(np.int64)
+        d[sg.inst_items] = np.rint(sg.base_t * scale.inst[sg.inst]).astype(np.int64)
+    return evaluate(sg.c.size, sg.c, d, sg.esrc, sg.edst, ew)
+
+
+def step_windows(g: Graph, sg: StepGraph, values: I64, step: int) -> tuple[I64, I64, I64]:
+    """Per window of `step`: rank, and the window's new start and end (the first start
+    of the rank's ops of the step; the start of the next step's first op, or the last
+    end of the step's ops when there is no next step)."""
+    n_loc = sg.nodes.size
+    own = sg.nodes[:sg.n_own]
+    starts, ends = values[:n_loc], values[n_loc:2 * n_loc]
+    top = int(g.rank.max()) + 1
+    ws = np.full(top, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(top, NEG, dtype=np.int64)
+    np.minimum.at(ws, g.rank[own], starts[:sg.n_own])
+    np.maximum.at(last, g.rank[own], ends[:sg.n_own])
+    sel = np.flatnonzero(g.w_step == step)
+    ranks = g.w_rank[sel]
+    pos = np.full(g.n, -1, dtype=np.int64)
+    pos[sg.nodes] = np.arange(n_loc)
+    probe = g.w_probe[sel]
+    succ = g.w_succ[sel] & (probe >= 0)
+    we = np.where(succ, starts[np.maximum(pos[np.maximum(probe, 0)], 0)], last[ranks])
+    return ranks, ws[ranks], we
+
+
+
+# ------------------------------------------------------------------ what-if specs
+COMPUTE_CATS = ("compute", "recompute")
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """What to make faster: ranks' GPU compute, the kernels of an op kind (a kernel or
+    launching CPU op name containing `op`), or a collective (`all_reduce`, or
+    `all_reduce:GROUP` with GROUP in the process group's name or description); by
+    `speedup` x, or (ranks only) to the median rank's speed, kernel by kernel."""
+    ranks: tuple[int, ...] = ()
+    op: str | None = None
+    collective: str | None = None
+    speedup: float | None = None  # None: the median speed (ranks only)
+
+    @property
+    def kind(self) -> Literal["rank", "op", "collective"]:
+        return "rank" if self.ranks else "op" if self.op is not None else "collective"
+
+    @property
+    def target(self) -> str:
+        if self.ranks:
+            return ",".join(map(str, self.ranks))
+        return str(self.op if self.op is not None else self.collective)
+
+    @property
+    def label(self) -> str:
+        how = "at the median speed" if self.speedup is None else f"{self.speedup:.3g}x faster"
+        if self.ranks:
+            who = "rank" if len(self.ranks) == 1 else "ranks"
+            return f"{who} {self.target} {how}"
+        if self.op is not None:
+            return f"ops matching '{self.op}' {how}"
+        return f"collective {self.collective} {how}"
+
+
+def _contains(values: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.bool_]:
+    text = np.char.lower(np.asarray([str(v) if v is not None else "" for v in values],
+                                    dtype=str))
+    return np.char.find(text, pattern.lower()) >= 0
+
+
+def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F64) -> F64:
+    """Set, per node of `rank`, the factor that brings each of its kernels to the median
+    over ranks of the mean duration of that kernel name."""
+    idx = np.flatnonzero(kernels)
+    names, code = np.unique(g.name[idx].astype(str), return_inverse=True)
+    ranks, rcode = np.unique(g.rank[idx], return_inverse=True)
+    key = code * ranks.size + rcode
+    total = np.bincount(key, weights=(g.e - g.s)[idx], minlength=names.size * ranks.size)
+    count = np.bincount(key, minlength=names.size * ranks.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (total / count).reshape(names.size, ranks.size)
+    typical = np.nanmedian(np.where(count.reshape(mean.shape) > 0, mean, np.nan), axis=1)
+    mine = np.searchsorted(ranks, rank)
+    if mine >= ranks.size or ranks[mine] != rank:
+        return factor
+    own = idx[g.rank[idx] == rank]
+    ratio = typical[code[g.rank[idx] == rank]] / mean[code[g.rank[idx] == rank], mine]
+    factor[own] = np.where(np.isfinite(ratio), ratio, 1.0)
+    return factor
+
+
+def scaling(g: Graph, spec: WhatIf) -> Scaling:
+    """The duration multipliers of a what-if."""
+    node = np.ones(g.n)
+    inst = np.ones(int(g.inst.max()) + 1 if g.n else 1)
+    k = 1.0 / spec.speedup if spec.speedup else 1.0
+    kernels = (g.kind == "kernel") & np.isin(g.cat, COMPUTE_CATS)
+    if spec.ranks:
+        for rank in spec.ranks:  # the ranks asked for, not events
+            if spec.speedup is None:
+                _median_speed(g, rank, kernels, node)
+            else:
+                node[kernels & (g.rank == rank)] = k
+    elif spec.op is not None:
+        hit = (g.kind == "kernel") & (_contains(g.name, spec.op) | _contains(g.op, spec.op))
+        node[hit] = k
+    elif spec.collective is not None:
+        name, _, group = spec.collective.partition(":")
+        hit = (g.kind != "kernel") & (g.inst >= 0) & (g.name == name)
+        if group:
+            hit &= _contains(g.op, group)
+        inst[g.inst[hit]] = k
+    return Scaling(node=node, inst=inst)

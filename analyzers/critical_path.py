@@ -1,0 +1,291 @@
+"""The report's critical-path section and the what-if (docs/critical_path.md).
+
+`Analysis` holds one run's dependency graph (analyzers/cp_graph.py): the path of each
+complete step (analyzers/cp_path.py) and what-if recomputations of every step on its
+graph (analyzers/cp_whatif.py). `critical_path_section` builds the typed section, with the
+what-ifs the advisor uses: each straggler at the median speed, the slowest pipeline stage
+at the median stage's speed, and the op and the collective with most time on the path 2x
+faster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from statistics import median
+
+import duckdb
+import numpy as np
+
+from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.cp_graph import (
+    PATH_CATEGORIES,
+    SYNC_TOL_NS,
+    XS_TOL_NS,
+    Graph,
+    causes,
+    load,
+)
+from stepscope.analyzers.cp_path import Path, parents, step_path
+from stepscope.analyzers.cp_whatif import (
+    StepGraph,
+    WhatIf,
+    launch_latency,
+    run_step,
+    scaling,
+    step_graph,
+    step_windows,
+)
+from stepscope.analyzers.model import (
+    CriticalPath,
+    PathOp,
+    PathRun,
+    PathShare,
+    StepPath,
+    Straggler,
+    WhatIfResult,
+)
+from stepscope.analyzers.pipeline import PipelineTopology
+
+MAX_RUNS = 200         # runs of one step kept in the report (the rest counted)
+TOP_OPS = 10
+TOP_RANKS = 8
+MAX_STRAGGLER_WHATIFS = 4
+MIN_STAGE_IMBALANCE = 1.05  # slowest stage's compute over the median stage's
+LABELS = {"cpu": "host (CPU before a launch)", "launch": "kernel launch",
+          "idle": "idle (waiting)"}
+
+
+class Analysis:
+    """One run's graph, the path of each complete step, and what-ifs on it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str) -> None:
+        self.g: Graph = load(con, run)
+        self.why = causes(self.g)
+        self.parent = parents(self.g, self.why)
+        self.delay = launch_latency(self.g)
+        self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in self.g.w_step}))
+        self._graphs: dict[int, StepGraph] = {}
+        self._observed: dict[int, dict[int, int]] | None = None
+
+    def path(self, step: int) -> Path | None:
+        return step_path(self.g, self.why, self.parent, step)
+
+    def step_graph(self, step: int) -> StepGraph:
+        if step not in self._graphs:
+            self._graphs[step] = step_graph(self.g, step, self.delay)
+        return self._graphs[step]
+
+    def windows(self, spec: WhatIf | None) -> dict[int, dict[int, int]]:
+        """Per step, per rank: the window length (ns) with the what-if applied (None:
+        as observed); a step whose graph has a cycle is left out."""
+        scale = None if spec is None else scaling(self.g, spec)
+        out: dict[int, dict[int, int]] = {}
+        for step in self.steps:  # a few steps, each evaluated vectorized
+            sg = self.step_graph(step)
+            values = run_step(sg, scale)
+            ranks, ws, we = step_windows(self.g, sg, values, step)
+            if (values[: sg.nodes.size] < 0).any():
+                continue
+            out[step] = {int(r): int(b - a) for r, a, b in zip(ranks, ws, we, strict=True)}
+        return out
+
+    def whatif(self, spec: WhatIf, measured_ms: float, what: str | None = None,
+               reason: str | None = None) -> WhatIfResult:
+        """The step time with `spec` applied, as the report measures it: the mean over
+        ranks of each rank's mean complete step."""
+        if self._observed is None:
+            self._observed = self.windows(None)
+        after = self.windows(spec)
+        base = _mean_step({k: w for k, w in self._observed.items() if k in after})
+        predicted = measured_ms - (base - _mean_step(after)) / 1e6
+        label = what or spec.label
+        sentence = (f"if {label}, the step would be {predicted:.2f} ms instead of "
+                    f"{measured_ms:.2f} ms ({predicted - measured_ms:+.2f} ms)")
+        per_step = {str(k): sum(w.values()) / len(w) / 1e6 for k, w in after.items() if w}
+        return WhatIfResult(
+            what=label, kind=spec.kind, target=spec.target, speedup=spec.speedup, step_time_ms=measured_ms,
+            predicted_step_time_ms=predicted, gain_ms=measured_ms - predicted,
+            per_step_ms=per_step, sentence=sentence, reason=reason)
+
+
+def _mean_step(windows: dict[int, dict[int, int]]) -> float:
+    """Mean over ranks of each rank's mean window (ns), over the steps given."""
+    per_rank: dict[int, list[int]] = {}
+    for by_rank in windows.values():
+        for rank, ns in by_rank.items():
+            per_rank.setdefault(rank, []).append(ns)
+    means = [sum(v) / len(v) for v in per_rank.values()]
+    return sum(means) / len(means) if means else 0.0
+
+
+# ------------------------------------------------------------------ one step's summary
+def _shares(keys: np.ndarray, ns: np.ndarray, total: float, n_steps: int = 1
+            ) -> list[tuple[str, float, float]]:
+    uniq, inv = np.unique(keys.astype(str), return_inverse=True)
+    sums = np.bincount(inv, weights=ns, minlength=uniq.size)
+    order = np.argsort(-sums, kind="stable")
+    return [(str(uniq[i]), float(sums[i]) / 1e6 / n_steps,
+             float(sums[i]) / total if total else 0.0) for i in order]
+
+
+def _top_ops(paths: Sequence[Path], n_steps: int) -> tuple[PathOp, ...]:
+    labels = np.concatenate([p.label for p in paths]).astype(str)
+    cats = np.concatenate([p.cat for p in paths]).astype(str)
+    ranks = np.concatenate([p.rank for p in paths])
+    ns = np.concatenate([p.e - p.s for p in paths]).astype(float)
+    shown = np.array([LABELS.get(c, lb) for c, lb in zip(cats, labels, strict=True)], dtype=str)
+    total = float(ns.sum())
+    out = []
+    for key, ms, share in _shares(shown, ns, total, n_steps)[:TOP_OPS]:
+        hit = shown == key
+        out.append(PathOp(op=key, category=str(cats[hit][0]), ms=ms, share=share,
+                          count=int(hit.sum()) // n_steps or 1,
+                          ranks=tuple(int(r) for r in np.unique(ranks[hit]))))
+    return tuple(out)
+
+
+def _runs(p: Path) -> tuple[tuple[PathRun, ...], int]:
+    """Consecutive segments on one rank, in time order; capped at MAX_RUNS."""
+    rank, cat = p.rank[::-1], p.cat[::-1].astype(str)
+    s, e = p.s[::-1], p.e[::-1]
+    if rank.size == 0:
+        return (), 0
+    first = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+    bounds = np.r_[first, rank.size]
+    runs = []
+    for a, b in zip(bounds[:-1][:MAX_RUNS], bounds[1:][:MAX_RUNS], strict=True):
+        top = _shares(cat[a:b], (e[a:b] - s[a:b]).astype(float), 1.0)[0][0]
+        runs.append(PathRun(rank=int(rank[a]), start_ms=float(s[a] - p.ws) / 1e6,
+                            ms=float(e[b - 1] - s[a]) / 1e6, category=top, segments=int(b - a)))
+    return tuple(runs), max(0, first.size - MAX_RUNS)
+
+
+def step_summary(p: Path, mean_step_ms: float) -> StepPath:
+    ns = (p.e - p.s).astype(float)
+    total = float(ns.sum())
+    by_rank = _shares(p.rank, ns, total)
+    cats = dict.fromkeys(PATH_CATEGORIES, 0.0)
+    for key, ms, _share in _shares(p.cat, ns, total):
+        cats[key] = ms
+    runs, left = _runs(p)
+    return StepPath(
+        step=p.step, reference_rank=p.reference_rank, window_ms=(p.we - p.ws) / 1e6,
+        path_ms=total / 1e6, mean_step_ms=mean_step_ms,
+        jumps=int((p.rank[1:] != p.rank[:-1]).sum()) if p.rank.size else 0,
+        ranks=tuple(int(k) for k, _ms, _s in by_rank), by_category_ms=cats,
+        by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
+        top_ops=_top_ops([p], 1), runs=runs, runs_left_out=left)
+
+
+# ------------------------------------------------------------------ the section
+def _stage_whatif(ctx: RunContext, topo: PipelineTopology | None) -> tuple[WhatIf, str] | None:
+    """The slowest pipeline stage at the median stage's compute speed, when it is
+    slower by MIN_STAGE_IMBALANCE."""
+    if topo is None or topo.stages < 2:
+        return None
+    by_rank = ctx.attribution.by_rank
+    stages: dict[int, list[float]] = {}
+    for rank, stage in topo.stage_of.items():
+        if rank in by_rank:
+            b = by_rank[rank].breakdown_ms
+            stages.setdefault(stage, []).append(b.compute + b.recompute)
+    # the median rank of each stage: one slow rank is a straggler, not a slow stage
+    means = {s: median(v) for s, v in stages.items() if v}
+    if len(means) < 2:
+        return None
+    slowest = max(means, key=lambda s: means[s])
+    typical = median(means.values())
+    if typical <= 0 or means[slowest] < MIN_STAGE_IMBALANCE * typical:
+        return None
+    k = means[slowest] / typical
+    ranks = tuple(sorted(r for r, s in topo.stage_of.items() if s == slowest))
+    return (WhatIf(ranks=ranks, speedup=k),
+            f"pipeline stage {slowest} ran at the median stage's speed ({k:.2f}x faster)")
+
+
+def _hot(paths: Sequence[Path], cats: Iterable[str]) -> str | None:
+    """The label of the op with most path time among the categories `cats`."""
+    cat = np.concatenate([p.cat for p in paths]).astype(str)
+    hit = np.isin(cat, list(cats))
+    if not hit.any():
+        return None
+    labels = np.concatenate([p.label for p in paths])[hit]
+    ns = np.concatenate([p.e - p.s for p in paths])[hit].astype(float)
+    return _shares(labels, ns, 1.0)[0][0]
+
+
+def _default_whatifs(ctx: RunContext, paths: Sequence[Path], late: Sequence[Straggler],
+                     topo: PipelineTopology | None) -> list[tuple[WhatIf, str | None, str]]:
+    """(what-if, its wording, reason): each straggler at the median speed, the slowest
+    stage at the median stage's, the op and the collective with most path time 2x."""
+    specs: list[tuple[WhatIf, str | None, str]] = [
+        (WhatIf(ranks=(s.rank,)), None, "straggler") for s in late[:MAX_STRAGGLER_WHATIFS]]
+    stage = _stage_whatif(ctx, topo)
+    if stage is not None:
+        specs.append((*stage, "pipeline_stage"))
+    kernel = _hot(paths, ("compute", "recompute"))
+    if kernel is not None:
+        specs.append((WhatIf(op=kernel, speedup=2.0), f"'{kernel}' ran 2x faster", "top_op"))
+    label = _hot(paths, ("collective", "p2p"))
+    if label is not None:
+        name, _, group = label.partition(" (")
+        spec = name + (f":{group.rstrip(')')}" if group else "")
+        specs.append((WhatIf(collective=spec, speedup=2.0), f"{label} ran 2x faster",
+                      "top_collective"))
+    return specs
+
+
+def _notes(a: Analysis, ctx: RunContext) -> tuple[str, ...]:
+    g = a.g
+    out = []
+    n_ranks, world = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
+    if len(np.unique(g.rank)) == 1:
+        out.append("one rank traced: the path stays on it (no collective instance to follow "
+                   "to another rank)")
+    if 0 < n_ranks < world:
+        out.append(f"{n_ranks} of {world} ranks traced: a collective whose other members are "
+                   "missing ends when observed, so the path cannot jump to untraced ranks")
+    inferred = int((g.ekind == "inferred").sum())
+    if inferred:
+        out.append(f"{inferred} cross-stream waits inferred (a start within "
+                   f"{XS_TOL_NS // 1000} us after another stream's op ended, that nothing "
+                   "else explains)")
+    idle = g.syncs.get("idle_thread", 0)
+    if idle:
+        out.append(f"{idle} CPU waits inferred at step boundaries (a thread idle until "
+                   f"{SYNC_TOL_NS // 1000} us after a GPU op ended; no sync call recorded)")
+    return tuple(out)
+
+
+def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
+                          topo: PipelineTopology | None) -> CriticalPath:
+    """The section: the path of every complete step and the default what-ifs."""
+    if ctx.info.timeline == "cpu":
+        return CriticalPath(message="CPU-only traces: the critical path follows GPU kernels, "
+                                    "their launches and collectives; there are none here")
+    a = Analysis(ctx.con, ctx.run)
+    if a.g.n == 0 or not a.steps:
+        return CriticalPath(message="no complete step with GPU ops: nothing to follow")
+    means = {s.step: s.step_time_ms for s in ctx.attribution.per_step}
+    paths = [p for p in (a.path(k) for k in a.steps) if p is not None]
+    if not paths:
+        return CriticalPath(message="no step window ends at a GPU op of the graph")
+    steps = tuple(step_summary(p, means.get(p.step, 0.0)) for p in paths)
+    n = len(paths)
+    ns = np.concatenate([p.e - p.s for p in paths]).astype(float)
+    total = float(ns.sum())
+    cats = dict.fromkeys(PATH_CATEGORIES, 0.0)
+    for key, ms, _sh in _shares(np.concatenate([p.cat for p in paths]), ns, total, n):
+        cats[key] = ms
+    by_rank = _shares(np.concatenate([p.rank for p in paths]), ns, total, n)
+    measured = ctx.attribution.step_time_ms
+    whatifs = tuple(a.whatif(spec, measured, what, reason) for spec, what, reason in
+                    _default_whatifs(ctx, paths, late, topo))
+    return CriticalPath(
+        steps=steps, path_ms=total / 1e6 / n, by_category_ms=cats,
+        by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
+        top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=int(a.g.src.size),
+        inferred={"cross_stream_waits": int((a.g.ekind == "inferred").sum()),
+                  "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
+                  "sync_calls": int(a.g.syncs.get("sync_call", 0))},
+        notes=_notes(a, ctx))
