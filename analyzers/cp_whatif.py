@@ -240,10 +240,10 @@ class WhatIf:
         how = "at the median speed" if self.speedup is None else f"{self.speedup:.3g}x faster"
         if self.ranks:
             who = "rank" if len(self.ranks) == 1 else "ranks"
-            return f"{who} {self.target} {how}"
+            return f"{who} {self.target} ran {how}"
         if self.op is not None:
-            return f"ops matching '{self.op}' {how}"
-        return f"collective {self.collective} {how}"
+            return f"the kernels matching '{self.op}' ran {how}"
+        return f"{self.collective} ran {how}"
 
 
 def _contains(values: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.bool_]:

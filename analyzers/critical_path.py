@@ -45,6 +45,7 @@ from stepscope.analyzers.model import (
     WhatIfResult,
 )
 from stepscope.analyzers.pipeline import PipelineTopology
+from stepscope.ingest.errors import UsageError
 
 MAX_RUNS = 200         # runs of one step kept in the report (the rest counted)
 TOP_OPS = 10
@@ -103,9 +104,41 @@ class Analysis:
                     f"{measured_ms:.2f} ms ({predicted - measured_ms:+.2f} ms)")
         per_step = {str(k): sum(w.values()) / len(w) / 1e6 for k, w in after.items() if w}
         return WhatIfResult(
-            what=label, kind=spec.kind, target=spec.target, speedup=spec.speedup, step_time_ms=measured_ms,
+            what=label, kind=spec.kind, target=spec.target, speedup=spec.speedup,
+            step_time_ms=measured_ms,
             predicted_step_time_ms=predicted, gain_ms=measured_ms - predicted,
             per_step_ms=per_step, sentence=sentence, reason=reason)
+
+
+def check(a: Analysis, spec: WhatIf) -> None:
+    """UsageError (one line) when the what-if names nothing in the run."""
+    g = a.g
+    if spec.speedup is None and not spec.ranks:
+        raise UsageError("--speedup median applies to --rank; give a factor (e.g. 2)")
+    if spec.speedup is not None and not 0 < spec.speedup <= 1e6:
+        raise UsageError("--speedup must be a factor in (0, 1e6], or median")
+    known = {int(r) for r in np.unique(g.rank)}
+    missing = sorted(set(spec.ranks) - known)
+    if missing:
+        raise UsageError(f"rank(s) {', '.join(map(str, missing))} have no GPU ops in this run "
+                         f"(ranks {min(known, default=0)}-{max(known, default=0)})")
+    if spec.op is not None and not (scaling(g, spec).node != 1.0).any():
+        raise UsageError(f"no kernel or launching op matches '{spec.op}'")
+    if spec.collective is not None and not (scaling(g, spec).inst != 1.0).any():
+        names = sorted({str(n) for n in g.name[(g.kind != "kernel") & (g.inst >= 0)]})
+        raise UsageError(f"no matched collective '{spec.collective}' in this run (have: "
+                         f"{', '.join(names) or 'none'}; NAME:GROUP picks a group)")
+
+
+def what_if(ctx: RunContext, spec: WhatIf) -> WhatIfResult:
+    """The step time of the run with `spec` applied (`stepscope whatif`)."""
+    if ctx.info.timeline == "cpu":
+        raise UsageError("CPU-only traces: the what-if works on GPU kernels and collectives")
+    a = Analysis(ctx.con, ctx.run)
+    if not a.steps:
+        raise UsageError("no complete step with GPU ops in this run: nothing to recompute")
+    check(a, spec)
+    return a.whatif(spec, ctx.attribution.step_time_ms)
 
 
 def _mean_step(windows: dict[int, dict[int, int]]) -> float:

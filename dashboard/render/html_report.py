@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
+from stepscope.dashboard.render.critical_path import critical_path_html
 from stepscope.dashboard.render.format import (
     EN_DASH,
     layout_degrees,
@@ -275,7 +276,7 @@ def report_sections(report: Report) -> list[str]:
     return [_header(report), _cards(report), _breakdown(report), _mfu(report),
             recommendations_section(report.recommendations), _stragglers(report),
             _communication(report), nccl_section(report.nccl), _pipeline(report),
-            _per_rank(report), _per_step(report)]
+            critical_path_html(report.critical_path), _per_rank(report), _per_step(report)]
 
 
 def report_html(report: Report) -> str:

@@ -20,6 +20,7 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
+from stepscope.dashboard.render.critical_path import critical_path_markdown
 from stepscope.dashboard.render.format import layout_degrees, layout_nodes, num, pct, share
 from stepscope.dashboard.render.labels import (
     CATEGORIES,
@@ -193,6 +194,7 @@ def report_markdown(report: Report) -> str:
     out += nccl_lines(report.nccl)
     out += straggler_lines(report.stragglers)
     out += pipeline_lines(report.pipeline)
+    out += critical_path_markdown(report.critical_path)
     out += per_rank_lines(report.per_rank)
     out += per_step_lines(report.per_step)
     return "\n".join(out) + "\n"

@@ -10,6 +10,7 @@ from stepscope.commands import (
     plan_cmd,
     report_cmd,
     summary_cmd,
+    whatif_cmd,
 )
 
 COMMANDS = {
@@ -18,6 +19,7 @@ COMMANDS = {
     "report": report_cmd,
     "diff": diff_cmd,
     "plan": plan_cmd,
+    "whatif": whatif_cmd,
     "hang": hang_cmd,
     "nightly": nightly_cmd,
     "history": history_cmd,
