@@ -158,21 +158,24 @@ def last_arrivers(g: Graph) -> I64:
 # ------------------------------------------------------------------ chains
 def chain(parent: I64, start: int) -> I64:
     """The items start, parent[start], parent[parent[start]], ... up to the first -1, in
-    that order, by pointer doubling: O(n log depth) vectorized work."""
+    that order, by pointer doubling: O(n log depth) vectorized work. On a cycle (only
+    inconsistent matches make one) it stops before the first item seen twice."""
     n = parent.size
     up = np.append(np.where(parent < 0, n, parent), n)  # n: the sentinel root
     jumps = [up]
-    while jumps[-1][start] != n:
+    while jumps[-1][start] != n and (1 << (len(jumps) - 1)) <= n:
         jumps.append(jumps[-1][jumps[-1]])
-    # depth of start: the largest d with the d-th ancestor not the sentinel
+    # depth of start: the largest d with the d-th ancestor not the sentinel (at most n)
     depth, at = 0, start
     for level in range(len(jumps) - 1, -1, -1):
         nxt = jumps[level][at]
-        if nxt != n:
+        if nxt != n and depth + (1 << level) <= n:
             depth, at = depth + (1 << level), int(nxt)
-    k = np.arange(depth + 1)
-    idx = np.full(depth + 1, start, dtype=np.int64)
+    k = np.arange(min(depth, n) + 1)
+    idx = np.full(k.size, start, dtype=np.int64)
     for level, jump in enumerate(jumps):
         bit = (k >> level) & 1 == 1
         idx[bit] = jump[idx[bit]]
-    return idx
+    idx = idx[idx < n]
+    # on a cycle every item after the first repeat repeats: keep the distinct prefix
+    return idx[:np.unique(idx).size]

@@ -71,20 +71,25 @@ class StepGraph:
     inst_items: I64
     base_d: I64        # observed kernel durations, aligned with kernel_items
     base_t: I64        # observed transfer times, aligned with inst_items
+    hint: I64          # each item's observed time (which stuck item goes first)
 
 
-def _local(g: Graph, step: int) -> tuple[I64, int, I64]:
-    own = np.flatnonzero(g.step == step)
-    probes = g.w_probe[(g.w_step == step) & g.w_succ & (g.w_probe >= 0)]
+def _local(g: Graph, steps: I64) -> tuple[I64, int, I64]:
+    """The nodes of `steps`, then the nodes whose start ends one of their windows but
+    lie outside them (the next step's first op: only its start is used)."""
+    own = np.flatnonzero(np.isin(g.step, steps))
+    probe = g.w_probe[np.isin(g.w_step, steps) & g.w_succ & (g.w_probe >= 0)]
+    probes = np.unique(probe[~np.isin(g.step[probe], steps)])
     nodes = np.concatenate([own, probes])
     loc = np.full(g.n, -1, dtype=np.int64)
-    loc[own] = np.arange(own.size)  # probes count as outside: only their start is used
+    loc[own] = np.arange(own.size)
     return nodes, own.size, loc
 
 
-def step_graph(g: Graph, step: int, delay: I64) -> StepGraph:
-    """The max-plus graph of `step` (see the module docstring)."""
-    nodes, n_own, loc = _local(g, step)
+def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
+    """The max-plus graph of the ops of `steps` (see the module docstring): what happened
+    before them stays as observed."""
+    nodes, n_own, loc = _local(g, steps)
     n_loc = nodes.size
     start_item = np.arange(n_loc)          # starts first, then ends, then instances
     own_nodes = nodes[:n_own]
@@ -138,7 +143,9 @@ def step_graph(g: Graph, step: int, delay: I64) -> StepGraph:
         kernel_edges=first_kernel_edge + np.arange(kern.size),
         kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
         base_d=ew[1].copy(), base_t=np.asarray(g.inst_t[_first_member(g, insts)],
-                                                dtype=np.int64))
+                                                dtype=np.int64),
+        hint=np.concatenate([g.s[nodes], g.e[nodes],
+                             g.e[_first_member(g, insts)]]).astype(np.int64))
 
 
 def _first_member(g: Graph, insts: I64) -> I64:
@@ -149,34 +156,46 @@ def _first_member(g: Graph, insts: I64) -> I64:
     return first[insts]
 
 
-def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64) -> I64:
+def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64,
+             hint: I64 | None = None) -> tuple[I64, int]:
     """value(x) = d[x] + max(c[x], max over edges src->x of value(src) + w), for every
-    item of a DAG, level by level (Kahn); NEG where an item is on a cycle."""
+    item, level by level (Kahn). A cycle (only inconsistent matches make one: observed
+    times are causal) stalls it; with `hint` (each item's observed time) the earliest
+    stuck item is then taken with the inputs known so far, and the count of such breaks
+    is returned; without, the items on cycles stay NEG."""
     order = np.argsort(src, kind="stable")
     src, dst, w = src[order], dst[order], w[order]
     start = np.searchsorted(src, np.arange(n + 1))
     indeg = np.bincount(dst, minlength=n)
     best = c.copy()
     value = np.full(n, NEG, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
     frontier = np.flatnonzero(indeg == 0)
-    while frontier.size:
+    breaks = 0
+    while True:
+        if frontier.size == 0:
+            stuck = np.flatnonzero(~done)
+            if stuck.size == 0 or hint is None:
+                break
+            frontier = stuck[[int(np.argmin(hint[stuck]))]]
+            breaks += 1
         v = np.maximum(best[frontier], NEG) + d[frontier]
         value[frontier] = v
+        done[frontier] = True
         first, count = start[frontier], start[frontier + 1] - start[frontier]
         total = int(count.sum())
-        if total == 0:
-            break
         idx = np.repeat(first - np.cumsum(count) + count, count) + np.arange(total)
         to = dst[idx]
         np.maximum.at(best, to, np.repeat(v, count) + w[idx])
         np.subtract.at(indeg, to, 1)
         touched = np.unique(to)
-        frontier = touched[indeg[touched] == 0]
-    return value
+        frontier = touched[(indeg[touched] == 0) & ~done[touched]]
+    return value, breaks
 
 
-def run_step(sg: StepGraph, scale: Scaling | None) -> I64:
-    """Every item's value with the what-if applied (None: the observed durations)."""
+def run_step(sg: StepGraph, scale: Scaling | None) -> tuple[I64, int]:
+    """Every item's value with the what-if applied (None: the observed durations), and
+    how many dependency cycles had to be broken."""
     ew = sg.ew.copy()
     d = np.zeros(sg.c.size, dtype=np.int64)
     if scale is None:
@@ -184,30 +203,37 @@ def run_step(sg: StepGraph, scale: Scaling | None) -> I64:
     else:
         ew[sg.kernel_edges] = np.rint(sg.base_d * scale.node[sg.kernel_nodes]).astype(np.int64)
         d[sg.inst_items] = np.rint(sg.base_t * scale.inst[sg.inst]).astype(np.int64)
-    return evaluate(sg.c.size, sg.c, d, sg.esrc, sg.edst, ew)
+    return evaluate(sg.c.size, sg.c, d, sg.esrc, sg.edst, ew, sg.hint)
 
 
-def step_windows(g: Graph, sg: StepGraph, values: I64, step: int) -> tuple[I64, I64, I64]:
-    """Per window of `step`: rank, and the window's new start and end (the first start
-    of the rank's ops of the step; the start of the next step's first op, or the last
-    end of the step's ops when there is no next step)."""
+def window_times(g: Graph, sg: StepGraph, values: I64) -> tuple[I64, I64]:
+    """Every window's new start and end, aligned with g's window arrays: the first start
+    of its rank's ops of its step; the start of the next step's first op, or the last end
+    of the step's ops when there is no next step. -1 for a window outside the graph."""
     n_loc = sg.nodes.size
     own = sg.nodes[:sg.n_own]
     starts, ends = values[:n_loc], values[n_loc:2 * n_loc]
-    top = int(g.rank.max()) + 1
-    ws = np.full(top, np.iinfo(np.int64).max, dtype=np.int64)
-    last = np.full(top, NEG, dtype=np.int64)
-    np.minimum.at(ws, g.rank[own], starts[:sg.n_own])
-    np.maximum.at(last, g.rank[own], ends[:sg.n_own])
-    sel = np.flatnonzero(g.w_step == step)
-    ranks = g.w_rank[sel]
+    key_of = {(int(r), int(k)): i for i, (r, k) in enumerate(zip(g.w_rank, g.w_step,
+                                                                 strict=True))}
+    # window index of each own node, by (rank, step) codes: ranks x steps is small
+    top_r, top_k = int(g.rank.max()) + 1, int(max(g.step.max(), g.w_step.max())) + 2
+    table = np.full(top_r * top_k, -1, dtype=np.int64)
+    for (r, k), i in key_of.items():  # one entry per window (ranks x steps, not events)
+        table[r * top_k + k] = i
+    win = table[g.rank[own] * top_k + np.maximum(g.step[own], 0)]
+    hit = win >= 0
+    ws = np.full(g.w_rank.size, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(g.w_rank.size, NEG, dtype=np.int64)
+    np.minimum.at(ws, win[hit], starts[:sg.n_own][hit])
+    np.maximum.at(last, win[hit], ends[:sg.n_own][hit])
     pos = np.full(g.n, -1, dtype=np.int64)
     pos[sg.nodes] = np.arange(n_loc)
-    probe = g.w_probe[sel]
-    succ = g.w_succ[sel] & (probe >= 0)
-    we = np.where(succ, starts[np.maximum(pos[np.maximum(probe, 0)], 0)], last[ranks])
-    return ranks, ws[ranks], we
-
+    probe = g.w_probe
+    at = pos[np.maximum(probe, 0)]
+    succ = g.w_succ & (probe >= 0) & (at >= 0)
+    we = np.where(succ, starts[np.maximum(at, 0)], last)
+    bad = (ws == np.iinfo(np.int64).max) | (we <= NEG)
+    return np.where(bad, -1, ws), np.where(bad, -1, we)
 
 
 # ------------------------------------------------------------------ what-if specs
@@ -290,8 +316,9 @@ def scaling(g: Graph, spec: WhatIf) -> Scaling:
         node[hit] = k
     elif spec.collective is not None:
         name, _, group = spec.collective.partition(":")
-        hit = (g.kind != "kernel") & (g.inst >= 0) & (g.name == name)
+        hit = (g.kind != "kernel") & (g.name == name)
         if group:
             hit &= _contains(g.op, group)
-        inst[g.inst[hit]] = k
+        inst[g.inst[hit & (g.inst >= 0)]] = k
+        node[hit & (g.inst < 0)] = k  # calls matched to no other rank: their own duration
     return Scaling(node=node, inst=inst)

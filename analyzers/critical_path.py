@@ -18,6 +18,7 @@ import numpy as np
 
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.cp_graph import (
+    NEG,
     PATH_CATEGORIES,
     SYNC_TOL_NS,
     XS_TOL_NS,
@@ -33,7 +34,7 @@ from stepscope.analyzers.cp_whatif import (
     run_step,
     scaling,
     step_graph,
-    step_windows,
+    window_times,
 )
 from stepscope.analyzers.model import (
     CriticalPath,
@@ -65,29 +66,33 @@ class Analysis:
         self.parent = parents(self.g, self.why)
         self.delay = launch_latency(self.g)
         self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in self.g.w_step}))
-        self._graphs: dict[int, StepGraph] = {}
+        self._graph: StepGraph | None = None
+        self.cycles = 0  # dependency cycles the last evaluation broke
         self._observed: dict[int, dict[int, int]] | None = None
 
     def path(self, step: int) -> Path | None:
         return step_path(self.g, self.why, self.parent, step)
 
-    def step_graph(self, step: int) -> StepGraph:
-        if step not in self._graphs:
-            self._graphs[step] = step_graph(self.g, step, self.delay)
-        return self._graphs[step]
+    def graph(self) -> StepGraph:
+        """The max-plus graph of every complete step together (a faster step k-1 moves
+        where step k starts), built once."""
+        if self._graph is None:
+            self._graph = step_graph(self.g, np.asarray(self.steps, dtype=np.int64),
+                                     self.delay)
+        return self._graph
 
     def windows(self, spec: WhatIf | None) -> dict[int, dict[int, int]]:
         """Per step, per rank: the window length (ns) with the what-if applied (None:
-        as observed); a step whose graph has a cycle is left out."""
+        as observed); windows on a cycle of the graph are left out."""
         scale = None if spec is None else scaling(self.g, spec)
+        sg = self.graph()
+        values, self.cycles = run_step(sg, scale)
+        ws, we = window_times(self.g, sg, values)
         out: dict[int, dict[int, int]] = {}
-        for step in self.steps:  # a few steps, each evaluated vectorized
-            sg = self.step_graph(step)
-            values = run_step(sg, scale)
-            ranks, ws, we = step_windows(self.g, sg, values, step)
-            if (values[: sg.nodes.size] < 0).any():
-                continue
-            out[step] = {int(r): int(b - a) for r, a, b in zip(ranks, ws, we, strict=True)}
+        ok = (ws >= 0) & (we >= 0)
+        for step, rank, a, b in zip(self.g.w_step[ok], self.g.w_rank[ok], ws[ok], we[ok],
+                                    strict=True):  # one per window (ranks x steps)
+            out.setdefault(int(step), {})[int(rank)] = int(b - a)
         return out
 
     def whatif(self, spec: WhatIf, measured_ms: float, what: str | None = None,
@@ -124,8 +129,10 @@ def check(a: Analysis, spec: WhatIf) -> None:
                          f"(ranks {min(known, default=0)}-{max(known, default=0)})")
     if spec.op is not None and not (scaling(g, spec).node != 1.0).any():
         raise UsageError(f"no kernel or launching op matches '{spec.op}'")
-    if spec.collective is not None and not (scaling(g, spec).inst != 1.0).any():
-        names = sorted({str(n) for n in g.name[(g.kind != "kernel") & (g.inst >= 0)]})
+    scale = scaling(g, spec)
+    if spec.collective is not None and not ((scale.inst != 1.0).any()
+                                            or (scale.node != 1.0).any()):
+        names = sorted({str(n) for n in g.name[g.kind != "kernel"]})
         raise UsageError(f"no matched collective '{spec.collective}' in this run (have: "
                          f"{', '.join(names) or 'none'}; NAME:GROUP picks a group)")
 
@@ -268,9 +275,18 @@ def _default_whatifs(ctx: RunContext, paths: Sequence[Path], late: Sequence[Stra
     return specs
 
 
-def _notes(a: Analysis, ctx: RunContext) -> tuple[str, ...]:
+def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ...]:
     g = a.g
     out = []
+    ns = np.concatenate([p.e - p.s for p in paths]).astype(float)
+    idle = float(ns[np.concatenate([p.cat for p in paths]) == "idle"].sum())
+    if ns.sum() > 0 and idle > 0.1 * ns.sum():
+        unlinked = int((g.launch_s <= NEG).sum())
+        out.append(f"{100 * idle / ns.sum():.0f}% of the path is unexplained waiting: ops that "
+                   "started later than anything recorded allowed (another stream's work "
+                   "holding the GPU, an event wait not in the trace"
+                   + (f"; {unlinked} GPU ops have no launch call linked" if unlinked else "")
+                   + ")")
     n_ranks, world = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
     if len(np.unique(g.rank)) == 1:
         out.append("one rank traced: the path stays on it (no collective instance to follow "
@@ -312,8 +328,13 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         cats[key] = ms
     by_rank = _shares(np.concatenate([p.rank for p in paths]), ns, total, n)
     measured = ctx.attribution.step_time_ms
+    a.windows(None)
+    cycles = a.cycles
     whatifs = tuple(a.whatif(spec, measured, what, reason) for spec, what, reason in
                     _default_whatifs(ctx, paths, late, topo))
+    notes = _notes(a, ctx, paths) + ((
+        f"{cycles} dependency cycle(s) broken in the what-if: collective matches that "
+        "contradict the recorded times",) if cycles else ())
     return CriticalPath(
         steps=steps, path_ms=total / 1e6 / n, by_category_ms=cats,
         by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
@@ -321,4 +342,4 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         inferred={"cross_stream_waits": int((a.g.ekind == "inferred").sum()),
                   "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
                   "sync_calls": int(a.g.syncs.get("sync_call", 0))},
-        notes=_notes(a, ctx))
+        notes=notes)

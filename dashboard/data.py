@@ -22,6 +22,8 @@ import streamlit as st
 
 from stepscope.analyzers import run_summary
 from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.cp_whatif import WhatIf
+from stepscope.analyzers.critical_path import Analysis, check
 from stepscope.analyzers.detail import (
     KernelRow,
     RankStepGrid,
@@ -33,7 +35,7 @@ from stepscope.analyzers.detail import (
 from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.history import jobs as history_jobs
 from stepscope.analyzers.history import read_history
-from stepscope.analyzers.model import Diff, Report
+from stepscope.analyzers.model import Diff, Report, WhatIfResult
 from stepscope.analyzers.report import build_report
 from stepscope.ingest import DatabaseBusyError, connect_read_only
 from stepscope.ingest import run_tokens as read_tokens
@@ -163,3 +165,17 @@ def _history(db: str, tokens: tuple[tuple[str, str], ...]) -> dict[str, pl.DataF
 def history(db: Path) -> dict[str, pl.DataFrame]:
     """The nightly history of every job ({} before the first `stepscope nightly`)."""
     return _history(str(db), tuple(sorted(run_tokens(db).items())))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _path_graph(db: str, run: str, token: str) -> Analysis:
+    return with_connection(Path(db), lambda con: Analysis(con, run))
+
+
+def whatif(db: Path, run: str, spec: WhatIf) -> WhatIfResult:
+    """A what-if on the run's dependency graph (the graph is read once per run and kept;
+    UsageError when the what-if names nothing in the run)."""
+    token = _token(db, run)
+    graph = _path_graph(str(db), run, token)
+    check(graph, spec)
+    return graph.whatif(spec, _report(str(db), run, token, None).step_time_ms)

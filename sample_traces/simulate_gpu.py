@@ -229,7 +229,8 @@ PG_NAMES = {"tp": ("1", "TENSOR_MODEL_PARALLEL_GROUP"), "dp": ("2", "DATA_PARALL
 def pg_name(cfg: Config, kind: str, members: tuple[int, ...]) -> str:
     """Distinct group names per group instance (as torch numbers every group)."""
     base = {"tp": 100, "dp": 200, "pp": 300}[kind]
-    return str(base + min(members))
+    # past 100 ranks base + min(members) collides (TP group 612 and DP group 712 of 512)
+    return str(base * (1 if cfg.world <= 100 else 100) + min(members))
 
 
 def kernel_ns(cfg: Config, flops: float, rank: int) -> int:

@@ -10,6 +10,7 @@ from types import ModuleType
 from stepscope.dashboard.views import (
     communication,
     compare,
+    critical_path,
     kernels,
     overview,
     pipeline,
@@ -29,6 +30,7 @@ PAGES: dict[str, ModuleType] = {
     "timeline": timeline,
     "communication": communication,
     "pipeline": pipeline,
+    "critical_path": critical_path,
     "kernels": kernels,
     "compare": compare,
     "plan": plan,
@@ -36,4 +38,4 @@ PAGES: dict[str, ModuleType] = {
 }
 # pages about one run: the sidebar shows the run selector, the URL carries the run
 RUN_PAGES = frozenset({"runs", "overview", "ranks", "timeline", "communication", "pipeline",
-                       "kernels", "compare", "plan"})
+                       "critical_path", "kernels", "compare", "plan"})

@@ -81,11 +81,14 @@ FROM cp_member m JOIN cp_nodes n USING (node) GROUP BY m.inst;
 
 -- ------------------------------------------------------------------ syncs
 -- A CPU thread that waited for the GPU: a synchronizing runtime call whose end follows a
--- GPU op's end within $sync_tol_ns; else, at a step boundary, an idle gap of the thread
--- (no op, runtime call or annotation but the step's own) of at least $gap_min_ns that
--- ends within $sync_tol_ns of a GPU op's end (loss.item() and friends not recorded).
+-- GPU op's end within $sync_tol_ns; else, at a step boundary on the thread that runs the
+-- steps, an idle gap (no op, runtime call or annotation but the step's own) of at least
+-- $gap_min_ns that ends within $sync_tol_ns of a GPU op's end (loss.item() and friends not
+-- recorded). `main`: on the thread that runs the steps, whose waits every thread follows.
 CREATE OR REPLACE TEMP TABLE cp_syncs AS
-WITH calls AS (
+WITH step_thread AS (
+    SELECT rank, mode(tid) AS tid FROM steps WHERE run = $run AND tid IS NOT NULL GROUP BY rank
+), calls AS (
     SELECT rank, tid, start_ns AS wait_from, end_ns AS resumed, 'sync_call' AS how
     FROM cpu_ops
     WHERE run = $run AND category IN ('cuda_runtime', 'Runtime')
@@ -94,6 +97,7 @@ WITH calls AS (
                    'hipEventSynchronize', 'hipMemcpy')
 ), busy AS (
     SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
+    JOIN step_thread m ON m.rank = o.rank AND m.tid = o.tid
     WHERE o.run = $run AND o.category IN ('cpu_op', 'cuda_runtime', 'cuda_driver',
                                           'user_annotation', 'Operator', 'Runtime')
       AND NOT EXISTS (SELECT 1 FROM steps st WHERE st.run = $run AND st.rank = o.rank
@@ -113,8 +117,10 @@ WITH calls AS (
 ), ends AS (
     SELECT rank, e, node FROM cp_nodes
 )
-SELECT w.rank, w.tid, w.wait_from, w.resumed, w.how, g.node AS src, g.e AS src_e
+SELECT w.rank, w.tid, w.wait_from, w.resumed, w.how, g.node AS src, g.e AS src_e,
+    coalesce(w.tid = m.tid, false) AS main
 FROM waits w ASOF JOIN ends g ON g.rank = w.rank AND g.e <= w.resumed
+LEFT JOIN step_thread m ON m.rank = w.rank
 WHERE w.resumed - g.e <= $sync_tol_ns AND g.e >= w.wait_from;
 
 -- ------------------------------------------------------------------ edges
@@ -141,10 +147,29 @@ WITH by_launch AS (
           WHERE x.kind = 'p2p' AND x.name = 'recv') r
     ASOF JOIN (SELECT * FROM by_launch WHERE kind = 'kernel') n
         ON n.rank = r.rank AND n.launch_s > r.launch_s
-), anchor AS (
-    SELECT x.node AS dst, y.src, x.launch_s AS t, y.resumed - y.wait_from AS wait
-    FROM (SELECT node, rank, launch_s, launch_tid FROM cp_nodes WHERE launch_s IS NOT NULL) x
+), launched AS (
+    SELECT node, rank, launch_s, launch_tid FROM cp_nodes WHERE launch_s IS NOT NULL
+), own_wait AS (
+    SELECT x.node, y.src, y.resumed, y.resumed - y.wait_from AS wait
+    FROM launched x
     ASOF JOIN cp_syncs y ON y.rank = x.rank AND y.tid = x.launch_tid AND y.resumed <= x.launch_s
+), main_wait AS (
+    SELECT x.node, y.src, y.resumed, y.resumed - y.wait_from AS wait
+    FROM launched x
+    ASOF JOIN (SELECT * FROM cp_syncs WHERE main) y
+        ON y.rank = x.rank AND y.resumed <= x.launch_s
+), anchor AS (
+    -- the later of the launching thread's own last wait and the step thread's (the other
+    -- threads run the work the step thread hands them)
+    SELECT x.node AS dst, x.launch_s AS t,
+        CASE WHEN coalesce(o.resumed, -1) >= coalesce(m.resumed, -1) THEN o.src ELSE m.src END
+            AS src,
+        CASE WHEN coalesce(o.resumed, -1) >= coalesce(m.resumed, -1) THEN o.wait ELSE m.wait END
+            AS wait
+    FROM launched x
+    LEFT JOIN own_wait o USING (node)
+    LEFT JOIN main_wait m USING (node)
+    WHERE o.src IS NOT NULL OR m.src IS NOT NULL
 ), gpu AS (
     SELECT src, dst, t, kind, pri, NULL::BIGINT AS wait FROM stream WHERE src IS NOT NULL
     UNION ALL
