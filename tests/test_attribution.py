@@ -12,7 +12,7 @@ from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
 from stepscope.analyzers.attribution import CATEGORIES
-from stepscope.analyzers.model import to_builtins
+from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, to_builtins
 from stepscope.analyzers.report import build_report
 
 SIMULATED = REPO / "sample_traces" / "simulated"
@@ -154,7 +154,7 @@ def test_layout(db: Path) -> None:
 
 def test_report_json_shape(db: Path) -> None:
     r = report(db, "straggler")
-    assert r["schema_version"] == 2
+    assert r["schema_version"] == REPORT_SCHEMA_VERSION
     assert r["run"]["name"] == "straggler" and r["run"]["world_size"] == 8
     assert r["run"]["device"] == "NVIDIA H100 80GB HBM3"
     assert set(r["breakdown_ms"]) == set(CATEGORIES)

@@ -218,3 +218,43 @@ def test_causes_have_one_binding_edge_per_explained_node(sample_db: Path) -> Non
     why = causes(g)
     members = g.inst >= 0
     assert (why.last[members] >= 0).all() and (why.last[~members] < 0).all()
+
+
+def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
+        sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppTest: the page's numbers are the report's; the what-if control gives the
+    library's answer for the rank, op and collective a user picks."""
+    from dashboard_helpers import app_test, no_exception, texts
+
+    from stepscope.dashboard.render_critical_path import whatif_line
+
+    with stepscope.open(sample_db) as store:
+        cp = build_report(store.con, "critical_path").critical_path
+        ctx = run_context(store.con, "critical_path")
+        want_rank = what_if(ctx, WhatIf(ranks=(5,)))
+        want_coll = what_if(ctx, WhatIf(collective="all_reduce", speedup=3.0))
+    assert cp is not None
+    at = app_test(monkeypatch, sample_db, page="critical_path", run="critical_path")
+    at.run()
+    no_exception(at)
+    assert at.header[0].value == "Critical path"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Path per step"] == f"{cp.path_ms:.2f} ms"
+    assert metrics["Most path time"] == "rank 5"
+    page = texts(at)
+    for w in cp.whatifs:
+        assert whatif_line(w) in page
+    at.selectbox(key="cp_rank").set_value(5).run()
+    no_exception(at)
+    assert [s.value for s in at.success] == [whatif_line(want_rank)]
+    at.radio(key="cp_kind").set_value("collective").run()
+    at.text_input(key="cp_coll").set_value("all_reduce").run()
+    at.number_input(key="cp_speedup").set_value(3.0).run()
+    no_exception(at)
+    assert [s.value for s in at.success] == [whatif_line(want_coll)]
+    at.text_input(key="cp_coll").set_value("bcast").run()
+    assert any("no matched collective 'bcast'" in str(w.value) for w in at.warning)
+    cpu = app_test(monkeypatch, sample_db, page="critical_path", run="cpu-straggler")
+    cpu.run()
+    no_exception(cpu)
+    assert "CPU-only traces" in texts(cpu)
