@@ -56,6 +56,7 @@ class Graph:
     launch_s: I64      # NEG: no launch call linked
     inst: I64
     inst_t: I64
+    name_code: I64     # dense number of `name`
     src: I64
     dst: I64
     ekind: OBJ
@@ -103,7 +104,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
         s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_obj(nodes, "cat"),
         kind=_obj(nodes, "kind"), name=_obj(nodes, "name"), op=_obj(nodes, "op"),
         launch_s=_col(nodes, "launch_s", NEG), inst=_col(nodes, "inst"),
-        inst_t=_col(nodes, "inst_t"),
+        inst_t=_col(nodes, "inst_t"), name_code=_col(nodes, "name_code"),
         src=_col(edges, "src"), dst=_col(edges, "dst"), ekind=_obj(edges, "kind"),
         t=_col(edges, "t"), binding=np.asarray(edges["binding"], dtype=bool),
         wait=_col(edges, "wait", 0),

@@ -282,7 +282,7 @@ def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F
     """Set, per node of `rank`, the factor that brings each of its kernels to the median
     over ranks of the mean duration of that kernel name."""
     idx = np.flatnonzero(kernels)
-    names, code = np.unique(g.name[idx].astype(str), return_inverse=True)
+    names, code = np.unique(g.name_code[idx], return_inverse=True)
     ranks, rcode = np.unique(g.rank[idx], return_inverse=True)
     key = code * ranks.size + rcode
     total = np.bincount(key, weights=(g.e - g.s)[idx], minlength=names.size * ranks.size)
