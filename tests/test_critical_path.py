@@ -258,3 +258,27 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
     cpu.run()
     no_exception(cpu)
     assert "CPU-only traces" in texts(cpu)
+
+
+def test_every_shared_trace_gets_a_path_or_says_why(shared_traces: Path, tmp_path: Path) -> None:
+    """Every real Kineto trace of ../shared/traces (one rank each): a section that either
+    tiles each complete step's window or says why there is none, never an error."""
+    from conftest import shared_trace_files
+
+    db = tmp_path / "real.duckdb"
+    seen = {"paths": 0, "messages": 0}
+    for i, path in enumerate(shared_trace_files()):
+        run = f"real{i}"
+        stepscope.ingest_run([path], db=db, run=run)
+        with stepscope.open(db) as store:
+            cp = build_report(store.con, run).critical_path
+        assert cp is not None, path
+        if cp.message:
+            seen["messages"] += 1
+            continue
+        seen["paths"] += 1
+        assert cp.steps, path
+        for s in cp.steps:
+            assert s.path_ms == pytest.approx(s.window_ms, rel=1e-3), (path, s.step)
+        assert any("one rank traced" in n for n in cp.notes), path
+    assert seen["paths"] >= 10 and seen["messages"] >= 1
