@@ -10,7 +10,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pytest
 from conftest import SIM
@@ -45,13 +44,6 @@ def truth(name: str) -> dict[str, Any]:
     cfg = sim.SETS[name]
     programs, _spans = sim.simulate(cfg)
     return dict(critical_path_truth(cfg, programs, {}, sim.simulate, sim.BASE_NS))
-
-
-@pytest.fixture(scope="module")
-def con(sample_db: Path):  # noqa: ANN201
-    connection = duckdb.connect(str(sample_db), read_only=True)
-    yield connection
-    connection.close()
 
 
 @cache
@@ -226,7 +218,7 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
     library's answer for the rank, op and collective a user picks."""
     from dashboard_helpers import app_test, no_exception, texts
 
-    from stepscope.dashboard.render_critical_path import whatif_line
+    from stepscope.dashboard.render.critical_path import whatif_line
 
     with stepscope.open(sample_db) as store:
         cp = build_report(store.con, "critical_path").critical_path

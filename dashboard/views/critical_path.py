@@ -12,7 +12,7 @@ from stepscope.analyzers.cp_whatif import WhatIf
 from stepscope.analyzers.model import CriticalPath, StepPath
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.render_critical_path import PATH_COLORS, PATH_LABELS, whatif_line
+from stepscope.dashboard.render.critical_path import PATH_COLORS, PATH_LABELS, whatif_line
 from stepscope.dashboard.widgets import PLOTLY_CONFIG, chart_and_table, table
 from stepscope.ingest import UsageError
 
