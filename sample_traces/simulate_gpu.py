@@ -21,6 +21,10 @@ Model of one step on each rank:
 * optional host-bound shapes: a `.item()` after each microbatch's forward (the host
   synchronizes, then runs CPU work before launching on), tiny elementwise kernels, and
   an optimizer that waits for an event the host records after the gradients are in.
+* optionally (`nvlink_gbs` set) a link model: a collective costs ring hops x the
+  latency of its slowest tier plus bus bytes / that tier's bandwidth, NVLink inside a
+  node, the network across nodes, and small per-step all-reduces (loss over DP, grad
+  norm over TP) that give the planner a second message size on each tier (issue 23).
 
 Usage: python sample_traces/simulate_gpu.py [--out DIR] [--sets a,b]
 """
@@ -95,6 +99,15 @@ class Config:
     # (pattern, k): ops whose kernel name (or `all_reduce:tp`, `send`...) contains pattern
     # run k x faster; what-if re-simulations (sample_traces/sim_critical_path.py)
     speedups: tuple[tuple[str, float], ...] = ()
+    # link model (None: the per-kind tp/dp/p2p bandwidths above, no latency)
+    nvlink_gbs: float | None = None
+    network_gbs: float = 50.0
+    nvlink_latency_us: float = 0.0   # per ring hop
+    network_latency_us: float = 0.0
+    small_collectives: bool = False  # per step: loss all-reduce (DP), grad norm (TP)
+    # steps simulated before the profiled ones and not written (torch.profiler's warmup):
+    # the profiled steps then start in the pipeline's steady state
+    warmup_steps: int = 0
 
     @property
     def world(self) -> int:
@@ -165,6 +178,35 @@ SETS: dict[str, Config] = {
     "pipeline_imbalance": Config("pipeline_imbalance", tp=1, pp=4, dp=1, microbatches=8,
                                  slow_rank=2, slow_factor=1.3, step_sync=True),
 }
+# Pairs for `stepscope plan --from A` / `diff A B` (issue 23): B differs from A only in
+# scale or layout, with the same kernel efficiency and links (the link model above), so
+# the planner's prediction of B from A can be checked against B's ground truth. Only the
+# small micro-batch pair is bundled; tests write the others into a temporary folder.
+def linked(name: str, **kw: Any) -> Config:
+    """A set under the link model: NVLink 300 GB/s and 2 us per hop inside a node, the
+    network 40 GB/s per GPU and 8 us per hop across nodes, small per-step all-reduces,
+    one unwritten warmup step."""
+    return Config(name, nvlink_gbs=300.0, network_gbs=40.0, nvlink_latency_us=2.0,
+                  network_latency_us=8.0, small_collectives=True, warmup_steps=1, **kw)
+
+
+PLAN_PAIRS: dict[str, tuple[Config, Config]] = {
+    # DP x2 across more nodes: TP4 x DP2 on 2 nodes -> TP4 x DP4 on 4 nodes
+    "dp2x": (linked("plan_dp_a", tp=4, pp=1, dp=2, gpus_per_node=4, microbatches=8,
+                    layers_per_stage=4),
+             linked("plan_dp_b", tp=4, pp=1, dp=4, gpus_per_node=4, microbatches=4,
+                    layers_per_stage=4)),
+    # TP 8 -> 4 with PP x2 inside one 8-GPU node
+    "tp_to_pp": (linked("plan_tp8", tp=8, pp=1, dp=1, microbatches=4, layers_per_stage=4,
+                        hidden=4096, heads=32),
+                 linked("plan_tp4_pp2", tp=4, pp=2, dp=1, microbatches=4, layers_per_stage=2,
+                        hidden=4096, heads=32)),
+    # more micro-batches for the same global batch: b 2 -> 1, M 4 -> 8 on a 4-stage pipe
+    "microbatches": (linked("plan_mb4", tp=2, pp=4, dp=1, microbatches=4, micro_batch=2),
+                     linked("plan_mb8", tp=2, pp=4, dp=1, microbatches=8, micro_batch=1)),
+}
+PLAN_SETS = {c.name: c for pair in PLAN_PAIRS.values() for c in pair}
+SETS.update({c.name: c for c in PLAN_PAIRS["microbatches"]})  # bundled (small)
 # Larger sets for benchmarks/ (not bundled; no ground truth needed there).
 BENCH_SETS: dict[str, Config] = {
     # 64 ranks, ~1,100 GPU ops per step per rank, 10 steps
@@ -231,6 +273,19 @@ def pg_name(cfg: Config, kind: str, members: tuple[int, ...]) -> str:
     base = {"tp": 100, "dp": 200, "pp": 300}[kind]
     # past 100 ranks base + min(members) collides (TP group 612 and DP group 712 of 512)
     return str(base * (1 if cfg.world <= 100 else 100) + min(members))
+
+
+def link_ns(cfg: Config, members: tuple[int, ...], nbytes: float, p2p: bool = False) -> int:
+    """Transfer time under the link model: ring all-reduce 2(n-1) hops and
+    2(n-1)/n x bytes, a send 1 hop and its bytes, over NVLink when every member sits on
+    one node, else the network."""
+    n = len(members)
+    hops, factor = (1, 1.0) if p2p else (2 * (n - 1), 2 * (n - 1) / n)
+    inside = len({m // cfg.gpus_per_node for m in members}) == 1
+    assert cfg.nvlink_gbs is not None
+    bw, lat = ((cfg.nvlink_gbs, cfg.nvlink_latency_us) if inside
+               else (cfg.network_gbs, cfg.network_latency_us))
+    return int(hops * lat * 1e3 + factor * nbytes / (bw * 1e9) * 1e9)
 
 
 def kernel_ns(cfg: Config, flops: float, rank: int) -> int:
@@ -309,6 +364,8 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
             return
         nbytes = act_bytes
         t = int(2 * (cfg.tp - 1) / cfg.tp * nbytes / (cfg.tp_bw_gbs * 1e9) * 1e9)
+        if cfg.nvlink_gbs is not None:
+            t = link_ns(cfg, g["tp"], nbytes)
         add(Op("coll", "all_reduce", COMPUTE_STREAM, "comm", max(t, 2000), g["tp"],
                f"tp{g['tp']}-s{step}-{tag}", cpu={"pg": "tp", "nelems": nbytes // 2}))
 
@@ -339,6 +396,10 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
         pp_prev = g["pp"][stage - 1] if stage > 0 else None
         pp_next = g["pp"][stage + 1] if stage < cfg.pp - 1 else None
         p2p_ns = int(act_bytes / (cfg.p2p_bw_gbs * 1e9) * 1e9)
+        if cfg.nvlink_gbs is not None and pp_prev is not None:
+            p2p_ns = link_ns(cfg, (pp_prev, rank), act_bytes, p2p=True)
+        elif cfg.nvlink_gbs is not None and pp_next is not None:
+            p2p_ns = link_ns(cfg, (rank, pp_next), act_bytes, p2p=True)
         if direction == "fwd":
             if pp_prev is not None:
                 i = add(Op("p2p", "recv", RECV_STREAM, "p2p", p2p_ns, (pp_prev, rank),
@@ -382,6 +443,8 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
                 if mb == cfg.microbatches - 1 and cfg.dp > 1:
                     nbytes = 2 * 12 * h * h // cfg.tp  # bf16 grads of one layer
                     t = int(2 * (cfg.dp - 1) / cfg.dp * nbytes / (cfg.dp_bw_gbs * 1e9) * 1e9)
+                    if cfg.nvlink_gbs is not None:
+                        t = link_ns(cfg, g["dp"], nbytes)
                     add(Op("coll", "all_reduce", DP_STREAM, "comm", max(t, 2000), g["dp"],
                            f"dp{g['dp']}-s{step}-l{layer}", deps=[len(ops) - 1],
                            cpu={"pg": "dp", "nelems": nbytes // 2}))
@@ -391,6 +454,8 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
                        cpu={"peer": pp_prev, "nelems": act_bytes // 2},
                        deps=[len(ops) - 1]))
     dp_ops = [i for i, op in enumerate(ops) if op.stream == DP_STREAM]
+    if cfg.small_collectives:
+        small_all_reduces(cfg, rank, step, add, dp_ops)
     add(Op("kernel", "multi_tensor_apply_kernel_adam", COMPUTE_STREAM, "compute",
            kernel_ns(cfg, 12 * 12 * h * h * cfg.layers_per_stage / cfg.tp, rank),
            deps=dp_ops, cpu={"op": "aten::_fused_adam_"},
@@ -411,12 +476,25 @@ def _sped_up(cfg: Config, ops: list[Op]) -> list[Op]:
     return ops
 
 
+def small_all_reduces(cfg: Config, rank: int, step: int, add: Any, dp_ops: list[int]) -> None:
+    """Per step, once the gradients are reduced and before the optimizer: the loss
+    averaged over DP and the gradient norm over TP, one element each (latency-bound: the
+    small message size of each tier)."""
+    g = groups(cfg, rank)
+    for kind, tag in (("dp", "loss"), ("tp", "gradnorm")):
+        if len(g[kind]) > 1:
+            add(Op("coll", "all_reduce", COMPUTE_STREAM, "comm",
+                   max(1000, link_ns(cfg, g[kind], 2)), g[kind],
+                   f"{kind}{g[kind]}-s{step}-{tag}", deps=list(dp_ops),
+                   cpu={"pg": kind, "nelems": 1}))
+
+
 def simulate(cfg: Config) -> tuple[dict[int, list[Op]], dict[int, list[tuple[int, int]]]]:
     """Run every rank's steps; returns the ops per rank and the CPU step spans."""
     programs: dict[int, list[Op]] = {r: [] for r in range(cfg.world)}
     step_spans: dict[int, list[tuple[int, int]]] = {r: [] for r in range(cfg.world)}
     cpu_ready = dict.fromkeys(range(cfg.world), 10_000_000)
-    for step in range(1, cfg.steps + 1):
+    for step in range(1, cfg.warmup_steps + cfg.steps + 1):
         progs = {r: program_builder(cfg)(cfg, r, step) for r in range(cfg.world)}
         step_start = dict(cpu_ready)
         for r, ops in progs.items():
@@ -431,9 +509,10 @@ def simulate(cfg: Config) -> tuple[dict[int, list[Op]], dict[int, list[tuple[int
         _run_gpu(progs)
         for r, ops in progs.items():
             end = max(op.end for op in ops if op.end is not None)
-            step_spans[r].append((step_start[r], end + 15_000))
             cpu_ready[r] = end + 15_000 + 5_000
-            programs[r].extend(ops)
+            if step > cfg.warmup_steps:  # warmup steps are run, not written
+                step_spans[r].append((step_start[r], end + 15_000))
+                programs[r].extend(ops)
     return programs, step_spans
 
 
@@ -580,13 +659,14 @@ def model_spec(cfg: Config) -> dict[str, Any]:
 def mfu_truth(cfg: Config, programs: dict[int, list[Op]], facts: dict[str, Any]
               ) -> dict[str, Any]:
     """MFU / HFU from the simulator's own FLOPs and the ground-truth step times."""
+    first = cfg.warmup_steps + 1  # the first written step
     model = sum(op.flops for ops in programs.values() for op in ops
-                if op.step == 1 and op.kind == "kernel" and op.category == "compute")
+                if op.step == first and op.kind == "kernel" and op.category == "compute")
     recompute = sum(op.flops for ops in programs.values() for op in ops
-                    if op.step == 1 and op.category == "recompute")
+                    if op.step == first and op.category == "recompute")
     # FlashAttention backward re-computes QK^T: 2.5x forward instead of the model's 2x
     fa_extra = sum(0.25 * op.flops for ops in programs.values() for op in ops
-                   if op.step == 1 and op.cpu.get("fwd_op") == "aten::_flash_attention_forward")
+                   if op.step == first and op.cpu.get("fwd_op") == "aten::_flash_attention_forward")
     per_rank = []
     for rows in facts["per_rank"].values():
         full = [r for r in rows if r["has_successor"]]
@@ -897,7 +977,7 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         w = writer_class(cfg)(cfg, r)
         w.events.append({"ph": "M", "name": "thread_name", "pid": w.pid, "tid": w.tid,
                          "args": {"name": f"thread {w.tid} (python)"}})
-        for k, (s, e) in enumerate(spans[r], start=1):
+        for k, (s, e) in enumerate(spans[r], start=cfg.warmup_steps + 1):
             if cfg.step_marker != "none":
                 w.ext += 1
                 name = f"ProfilerStep#{k}" if cfg.step_marker == "ProfilerStep" else cfg.step_marker
@@ -932,11 +1012,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "simulated")
     parser.add_argument("--sets", default=",".join(SETS),
-                        help=f"comma-separated, from {', '.join([*SETS, *BENCH_SETS])}")
+                        help="comma-separated, from "
+                             f"{', '.join(dict.fromkeys([*SETS, *PLAN_SETS, *BENCH_SETS]))}")
     parser.add_argument("--no-truth", action="store_true", help="skip ground_truth.json")
     args = parser.parse_args(argv)
     names = [n for n in args.sets.split(",") if n]
-    known = {**SETS, **BENCH_SETS}
+    known = {**SETS, **PLAN_SETS, **BENCH_SETS}
     unknown = sorted(set(names) - set(known))
     if unknown:
         parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(known)}")
