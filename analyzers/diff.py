@@ -21,6 +21,7 @@ from stepscope.analyzers.model import (
     CollectiveStat,
     Diff,
     DiffSide,
+    Expected,
     Fact,
     OpChange,
     Report,
@@ -127,8 +128,9 @@ def straggler_changes(a: Report, b: Report) -> StragglerChanges:
 
 
 def build_diff(a: Report, b: Report, ops_a: Mapping[str, float],
-               ops_b: Mapping[str, float]) -> Diff:
-    """The diff model (times ms, MFU points = percentage points)."""
+               ops_b: Mapping[str, float], expected: Expected | None = None) -> Diff:
+    """The diff model (times ms, MFU points = percentage points); `expected` is B as
+    predicted from A's calibration (analyzers.expected), when there is one."""
     mfu_a, mfu_b = a.mfu.mfu, b.mfu.mfu
     delta = Breakdown(**{c: b.breakdown_ms.ms(c) - a.breakdown_ms.ms(c) for c in CATEGORIES})
     draft = Diff(
@@ -144,6 +146,7 @@ def build_diff(a: Report, b: Report, ops_a: Mapping[str, float],
         top_ops=op_changes(ops_a, ops_b),
         recommendations=b.recommendations,
         narrative="",
+        expected=expected,
     )
     return msgspec.structs.replace(draft, narrative=narrative(draft))
 

@@ -20,8 +20,8 @@ from typing import Annotated, Literal, TypeAlias, TypeVar
 import msgspec
 
 REPORT_SCHEMA_VERSION = 3  # 2: run.failed_files an array; idle_split. 3: critical_path
-DIFF_SCHEMA_VERSION = 1
-PLAN_SCHEMA_VERSION = 1
+DIFF_SCHEMA_VERSION = 2    # 2: `expected` (B as predicted from A, docs/diff.md)
+PLAN_SCHEMA_VERSION = 2    # 2: `calibration`, `baseline` and each plan's `terms`
 NIGHTLY_SCHEMA_VERSION = 1
 HANG_SCHEMA_VERSION = 1
 
@@ -416,6 +416,117 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     critical_path: CriticalPath | None = None
 
 
+
+# ------------------------------------------------------------------ the calibrated planner
+class Term(Model, frozen=True, kw_only=True):
+    """One term of a step as the planner sees it (docs/planner.md), ms per rank and step,
+    and the calibrated value(s) it used, in words."""
+    name: str       # compute | other_kernels | optimizer | recompute | memory | tp_comm |
+                    # dp_comm | other_comm | bubble | straggler_wait | idle
+    ms: float
+    uses: str
+
+
+class KernelRate(Model, frozen=True, kw_only=True):
+    """The calibrating run's compute kernels of one kind, per rank and step."""
+    kind: str                   # gemm | attention | conv | other | optimizer | recompute
+    ms: float
+    flops: float | None         # model FLOPs of the kind's ops (None: not counted)
+    tflops: float | None        # achieved per GPU while they run
+
+
+class LinkTier(Model, frozen=True, kw_only=True):
+    """A link tier's cost per collective, hops x latency + bus bytes / bandwidth, fitted
+    on the run's own collectives (`fit`), bandwidth only when one message size was seen
+    (`bandwidth`), or `assumed` when the run has none on this tier."""
+    tier: str                   # nvlink (inside a node) | network (across nodes)
+    source: str                 # fit | bandwidth | assumed
+    latency_us: float           # per ring hop
+    bus_bw_gbs: float
+    calls: int
+    sizes: int                  # distinct message sizes (per hop) behind the fit
+
+
+class CommClass(Model, frozen=True, kw_only=True):
+    """One class of the run's collectives (collective, group, group size, message size)
+    and the planner's role for it: tp (activations, per layer and microbatch), dp
+    (gradients, per bucket), pp (stage-to-stage sends), control (under 64 KiB, per step),
+    other (kept as is). `group_kind` is the degree its group size follows: tp, dp, pp,
+    world, or fixed."""
+    collective: str
+    group: str
+    role: str
+    group_kind: str
+    group_size: int
+    tier: str
+    bytes_per_call: float
+    calls_per_step: float
+    transfer_ms: float          # per rank and step, without waits for late ranks
+    exposed_ms: float           # charged to the step (exposed_comm, docs/planner.md)
+    exposed_share: float        # of transfer_ms
+    bus_bw_gbs: float | None
+
+
+class BubbleCalibration(Model, frozen=True, kw_only=True):
+    """The run's pipeline bubble, measured vs the 1F1B theory and vs the planner's model
+    (S-1)(f+b) + (2(S-1) + M)p; `ratio` = measured / modelled is applied to predictions."""
+    stages: int
+    microbatches: int
+    measured_fraction: float
+    theory_fraction: float      # (S-1)/(S-1+M)
+    measured_ms: float
+    modelled_ms: float
+    ratio: float
+
+
+class ModelShape(Model, frozen=True, kw_only=True):
+    """The model as the planner uses it (from the run's model spec)."""
+    params: float
+    layers: int
+    hidden: int
+    seq: int
+    global_batch_tokens: float
+    heads: int | None           # from the attention shapes; None: unknown
+    source: str                 # where the spec came from
+
+
+class Calibration(Model, frozen=True, kw_only=True):
+    """What a measured run says about its hardware and software (docs/planner.md): the
+    planner predicts other layouts of the same model from it."""
+    run: str
+    device: str | None
+    peak_tflops: float
+    gpus: int
+    gpus_per_node: int
+    nodes: int
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    zero_source: str
+    microbatches: int
+    micro_batch: int
+    microbatch_source: str
+    recompute: bool
+    model: ModelShape
+    model_flops_per_step: float
+    step_ms: float
+    mfu: float
+    kernel_efficiency: float    # model FLOPs / (peak x compute time), as the MFU waterfall
+    recompute_share: float      # recompute time / compute time
+    kernels: tuple[KernelRate, ...]
+    links: tuple[LinkTier, ...]
+    comm: tuple[CommClass, ...]
+    dp_hidden_fraction: float | None   # measured: of the DP transfer time, not exposed
+    dp_overlap: float           # share of the last microbatch's backward DP buckets hide under
+    dp_buckets: int             # DP gradient buckets per step
+    bubble: BubbleCalibration | None
+    idle_ms: float
+    straggler_wait_ms: float
+    terms: tuple[Term, ...]     # the measured step in the planner's terms (sum = step_ms)
+    assumptions: tuple[str, ...]
+
+
 # ------------------------------------------------------------------ the diff
 class StragglerBrief(Model, frozen=True, kw_only=True):
     rank: int
@@ -500,6 +611,33 @@ class StragglerChanges(Model, frozen=True, kw_only=True):
     persisting: tuple[Straggler, ...]
 
 
+class TermChange(Model, frozen=True, kw_only=True):
+    """One planner term: A measured, B expected from A at B's scale and layout, B
+    measured (ms per rank and step), and what each change is worth in MFU points."""
+    term: str
+    a_ms: float
+    expected_ms: float
+    b_ms: float
+    expected_points: float | None   # A -> expected B; they add up to the predicted change
+    departure_points: float | None  # expected B -> measured B; they add up to the rest
+    uses: str                       # the calibrated value(s) the expectation used
+    why: str = ""                   # what the departure is, when the data says
+
+
+class Expected(Model, frozen=True, kw_only=True):
+    """Run B as the planner predicts it from run A's calibration (docs/diff.md)."""
+    layout: str                     # B's scale and layout, in words
+    step_ms: float
+    mfu: float | None
+    step_delta_ms: float            # expected B - measured A
+    mfu_delta_points: float | None
+    departure_ms: float             # measured B - expected B
+    departure_points: float | None
+    terms: tuple[TermChange, ...]
+    assumptions: tuple[str, ...]
+    narrative: str
+
+
 class Diff(Model, frozen=True, kw_only=True):
     """What changed between run a and run b, and what it cost in MFU (docs/diff.md)."""
     schema_version: int = DIFF_SCHEMA_VERSION
@@ -515,6 +653,7 @@ class Diff(Model, frozen=True, kw_only=True):
     top_ops: tuple[OpChange, ...]
     recommendations: tuple[Recommendation, ...]
     narrative: str
+    expected: Expected | None = None  # needs the model spec (docs/diff.md)
 
 
 # ------------------------------------------------------------------ the plan
@@ -560,10 +699,13 @@ class Plan(Model, frozen=True, kw_only=True):
     tp_link: str
     dp_link: str
     fits: bool
+    micro_batch: int = 1
+    terms: tuple[Term, ...] = ()    # calibrated plans (`plan --from`): what the step is made of
 
 
 class PlanResult(Model, frozen=True, kw_only=True):
-    """The feasible layouts of a job, best predicted MFU first."""
+    """The feasible layouts of a job, best predicted MFU first; with `--from RUN`, the
+    run's calibration and the model's step at the run's own layout (`baseline`)."""
     job: Job
     device: str
     evaluated: int
@@ -572,6 +714,8 @@ class PlanResult(Model, frozen=True, kw_only=True):
     dtype: str = "bf16"                 # the peak the predictions use
     dtype_reason: str | None = None     # why, when not the job's own choice
     schema_version: int = PLAN_SCHEMA_VERSION
+    calibration: Calibration | None = None
+    baseline: Plan | None = None
 
 
 # ------------------------------------------------------------------ the nightly report

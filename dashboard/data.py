@@ -21,7 +21,9 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers import run_summary
+from stepscope.analyzers.calibrate import calibrate
 from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.cp_whatif import WhatIf
 from stepscope.analyzers.critical_path import Analysis, check
 from stepscope.analyzers.detail import (
@@ -33,11 +35,12 @@ from stepscope.analyzers.detail import (
     top_kernels,
 )
 from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.expected import expected_for, spec_for
 from stepscope.analyzers.history import jobs as history_jobs
 from stepscope.analyzers.history import read_history
-from stepscope.analyzers.model import Diff, Report, WhatIfResult
-from stepscope.analyzers.report import build_report
-from stepscope.ingest import DatabaseBusyError, connect_read_only
+from stepscope.analyzers.model import Calibration, Diff, Expected, Report, WhatIfResult
+from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only
 from stepscope.ingest import run_tokens as read_tokens
 
 T = TypeVar("T")
@@ -153,6 +156,53 @@ def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None
 def diff(db: Path, a: str, b: str, dtype: str | None = None) -> Diff:
     """The diff model of two runs (what `stepscope diff A B` renders)."""
     return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype)
+
+
+def _calibrate(con: duckdb.DuckDBPyConnection, run: str, dtype: str | None
+               ) -> tuple[Calibration | None, str]:
+    """The run's calibration from model.json beside its traces, or why there is none."""
+    found = spec_for(run_context(con, run))
+    if found is None:
+        return None, (f"no model.json beside the traces of {run}: the planner needs the "
+                      "model spec (`stepscope plan --from RUN --model FILE` on the command line)")
+    ctx = run_context(con, run, ReportOptions(spec=found[0], dtype=dtype))
+    try:
+        return calibrate(ctx, report_from_context(ctx), *found), f"model spec: {found[1]}"
+    except UsageError as exc:
+        return None, str(exc)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _calibration(db: str, run: str, token: str, dtype: str | None
+                 ) -> tuple[Calibration | None, str]:
+    return with_connection(Path(db), lambda con: _calibrate(con, run, dtype))
+
+
+def calibration(db: Path, run: str, dtype: str | None = None
+                ) -> tuple[Calibration | None, str]:
+    """The planner's calibration on a run (analyzers.calibrate), with where its model
+    spec came from, or None and the one-line reason (no model.json, CPU-only run, ...)."""
+    return _calibration(str(db), run, _token(db, run), dtype)
+
+
+def _expect(con: duckdb.DuckDBPyConnection, a: str, b: str, dtype: str | None
+            ) -> tuple[Expected | None, str | None]:
+    options = ReportOptions(dtype=dtype)
+    ctx_a, ctx_b = run_context(con, a, options), run_context(con, b, options)
+    return expected_for(ctx_a, report_from_context(ctx_a), ctx_b, report_from_context(ctx_b))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _expected(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None
+              ) -> tuple[Expected | None, str | None]:
+    return with_connection(Path(db), lambda con: _expect(con, a, b, dtype))
+
+
+def expected(db: Path, a: str, b: str, dtype: str | None = None
+             ) -> tuple[Expected | None, str | None]:
+    """Run B as the planner expects it from run A (the diff's `expected`), or the reason
+    there is none."""
+    return _expected(str(db), a, _token(db, a), b, _token(db, b), dtype)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

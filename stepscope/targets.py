@@ -15,10 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from stepscope.analyzers.calibrate import calibrate
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.diff import build_diff
-from stepscope.analyzers.model import Diff, Report
+from stepscope.analyzers.expected import expected_for, spec_for
+from stepscope.analyzers.model import Diff, PlanResult, Report
+from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.report import report_from_context
 from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
 from stepscope.ingest.sources import default_run_name
@@ -112,6 +115,11 @@ class BuiltDiff(Built):
     diff: Diff
 
 
+@dataclass(frozen=True)
+class BuiltPlan(Built):
+    plan: PlanResult
+
+
 def report(target: str | Path, db: str | Path = DEFAULT_DB,
            options: ReportOptions | None = None,
            step_marker: str | None = None,
@@ -131,7 +139,32 @@ def diff(target_a: str | Path, target_b: str | Path, db: str | Path = DEFAULT_DB
     with open_target(target_a, db, step_marker=step_marker, comm_kernels=comm_kernels) as a, \
             open_target(target_b, db, step_marker=step_marker, avoid_name=a.run,
                         comm_kernels=comm_kernels) as b:
-        ra = report_from_context(run_context(a.store.con, a.run, options))
-        rb = report_from_context(run_context(b.store.con, b.run, options))
-        model = build_diff(ra, rb, op_times(a.store.con, a.run), op_times(b.store.con, b.run))
-        return BuiltDiff(failures=a.failures + b.failures, notes=a.notes + b.notes, diff=model)
+        ctx_a, ctx_b = run_context(a.store.con, a.run, options), \
+            run_context(b.store.con, b.run, options)
+        ra, rb = report_from_context(ctx_a), report_from_context(ctx_b)
+        expected, why_not = expected_for(ctx_a, ra, ctx_b, rb)
+        model = build_diff(ra, rb, op_times(a.store.con, a.run), op_times(b.store.con, b.run),
+                           expected=expected)
+        notes = a.notes + b.notes + ((why_not,) if why_not else ())
+        return BuiltDiff(failures=a.failures + b.failures, notes=notes, diff=model)
+
+
+def plan(target: str | Path, db: str | Path = DEFAULT_DB,
+         options: ReportOptions | None = None, constraints: Constraints | None = None,
+         top: int = 10, step_marker: str | None = None) -> BuiltPlan:
+    """Layouts of a run's model predicted from the run's own calibration (`plan --from`);
+    the model spec is --model, else model.json beside the run's traces."""
+    with open_target(target, db, step_marker=step_marker) as t:
+        ctx = run_context(t.store.con, t.run, options)
+        found = spec_for(ctx)
+        if found is None:
+            raise UsageError(f"plan --from {t.run}: no model spec: pass --model FILE (n_params, "
+                             "n_layers, hidden, seq_len, global_batch_tokens) or put model.json "
+                             "beside the run's traces")
+        if options is None or options.spec is None:  # the report's MFU uses the same spec
+            ctx = run_context(t.store.con, t.run, ReportOptions(
+                spec=found[0], peak_tflops=options.peak_tflops if options else None,
+                dtype=options.dtype if options else None))
+        cal = calibrate(ctx, report_from_context(ctx), *found)
+        model = plan_from(cal, ctx.device.peak, constraints or Constraints(), top)
+        return BuiltPlan(failures=t.failures, notes=t.notes, plan=model)

@@ -214,7 +214,7 @@ BUILDERS = (
     (stepscope.analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
     (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
     (stepscope.nightly, "build_nightly"),
-    (stepscope.commands.plan_cmd, "plan_result"),
+    (stepscope.commands.plan_cmd, "plan_result"), (stepscope.targets, "plan_from"),
     (stepscope.commands.hang_cmd, "build_hang_report"),
 )
 

@@ -147,6 +147,13 @@ def test_compare_shows_the_diff_model(monkeypatch, pages_db):
     assert sum(points["MFU points"]) == pytest.approx(diff.mfu_delta_points, abs=0.01)
     assert diff.narrative.splitlines()[0][:40] in texts(at)
     assert at.query_params["vs"] in ("diff_base", ["diff_base"])
+    # B as expected from A beside the measured B: the diff's `expected`
+    assert "from A at B's scale and layout" in texts(at)
+    expected = next(d.value for d in at.dataframe if "expected B (ms)" in d.value.columns)
+    assert sum(expected["expected points"]) + sum(expected["departure points"]) == \
+        pytest.approx(diff.mfu_delta_points, abs=0.05)
+    why = dict(zip(expected["term"], expected["why"], strict=True))
+    assert "rank 13" in why["straggler wait"]
 
 
 def test_compare_explains_points_that_moved_with_the_same_time(sample_db):
@@ -168,9 +175,11 @@ def test_compare_explains_points_that_moved_with_the_same_time(sample_db):
 
 
 def test_plan_form(monkeypatch, pages_db):
-    at = open_page(monkeypatch, pages_db, "plan", "straggler")
-    assert at.number_input(key="pl_gpus").value == 8  # the run's world size
-    assert at.selectbox(key="pl_gpu").value == "H100-SXM"  # the run's device
+    """A CPU-only run cannot calibrate the planner: the page says why and plans with the
+    fixed assumptions."""
+    at = open_page(monkeypatch, pages_db, "plan", "cpu-straggler")
+    assert "Not calibrated on cpu-straggler" in texts(at)
+    assert at.number_input(key="pl_gpus").value == 4  # the run's world size
     assert "Best: TP" in texts(at)  # planned at once with the defaults
     at.number_input(key="pl_params").set_value(13.0)
     at.form_submit_button[0].click()
@@ -180,6 +189,32 @@ def test_plan_form(monkeypatch, pages_db):
     table = at.dataframe[0].value
     assert 1 <= len(table) <= 15
     assert table["MFU %"].tolist() == sorted(table["MFU %"].tolist(), reverse=True)
+
+
+def test_plan_uses_the_selected_runs_calibration(monkeypatch, pages_db):
+    """With model.json beside the run's traces, the Plan page starts from the run's own
+    calibration, says so, and shows the run measured beside the model at its layout."""
+    at = open_page(monkeypatch, pages_db, "plan", "diff_base")
+    shown = texts(at)
+    assert "Calibrated on run **diff_base**" in shown and "model.json" in shown
+    assert at.number_input(key="pf_gpus").value == 8
+    con = duckdb.connect(str(pages_db), read_only=True)
+    try:
+        report = build_report(con, "diff_base")
+    finally:
+        con.close()
+    assert metrics(at)["diff_base, measured"].startswith(f"{report.step_time_ms:.2f} ms")
+    at.number_input(key="pf_gpus").set_value(16)
+    at.form_submit_button[0].click()
+    at.run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert (table["TP"] * table["PP"] * table["DP"] == 16).all()
+    assert table["MFU %"].tolist() == sorted(table["MFU %"].tolist(), reverse=True)
+    at.toggle(key="pl_fixed").set_value(True)
+    at.run()
+    no_exception(at)
+    assert at.number_input(key="pl_gpus").value == 8  # the fixed-assumption form
 
 
 def test_trends_without_history_orders_runs_by_time(monkeypatch, pages_db):

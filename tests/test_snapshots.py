@@ -16,12 +16,16 @@ import pytest
 from conftest import REPO, SIM
 
 import stepscope
+from stepscope.analyzers.calibrate import calibrate
 from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.expected import expected_for
 from stepscope.analyzers.model import Diff, Model, PlanResult, Report, to_json
 from stepscope.analyzers.peaks import resolve_device
+from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.planner import make_job, plan_result
-from stepscope.analyzers.report import build_report
+from stepscope.analyzers.report import build_report, report_from_context
 from stepscope.analyzers.spec import load_spec
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.plan import plan_markdown
@@ -38,9 +42,23 @@ def _report(db: Path, run: str, spec_of: str | None = None) -> Report:
 
 def _diff(db: Path) -> Diff:
     a, b = _report(db, "diff_base", "diff_base"), _report(db, "diff_scaled", "diff_base")
+    options = ReportOptions(spec=load_spec(SIM / "diff_base" / "model.json"))
     with stepscope.open(db) as store:
+        expected, _ = expected_for(run_context(store.con, "diff_base", options), a,
+                                   run_context(store.con, "diff_scaled", options), b)
         return build_diff(a, b, op_times(store.con, "diff_base"),
-                          op_times(store.con, "diff_scaled"))
+                          op_times(store.con, "diff_scaled"), expected=expected)
+
+
+def _plan_from(db: Path) -> PlanResult:
+    """`plan --from plan_mb4 --gpus 16` (the spec's source named relative to the repo)."""
+    spec_path = SIM / "plan_mb4" / "model.json"
+    spec = load_spec(spec_path)
+    with stepscope.open(db) as store:
+        ctx = run_context(store.con, "plan_mb4", ReportOptions(spec=spec))
+        cal = calibrate(ctx, report_from_context(ctx), spec,
+                        str(spec_path.relative_to(REPO)))
+        return plan_from(cal, ctx.device.peak, Constraints(gpus=16), top=5)
 
 
 def _plan(_: Path) -> PlanResult:
@@ -54,6 +72,7 @@ CASES: dict[str, Callable[[Path], Model]] = {
     "report-cpu-pipeline": lambda db: _report(db, "cpu-pipeline"),
     "diff-base-scaled": _diff,
     "plan-70b-h100": _plan,
+    "plan-from-mb4": _plan_from,
 }
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import Diff, to_json
+from stepscope.analyzers.model import Diff, Expected, to_json
 from stepscope.dashboard.render.format import num, pct, short_names
 from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.dashboard.render.plan import TERM_LABELS
 from stepscope.dashboard.render.report import recommendation_lines
 
 
@@ -59,9 +60,31 @@ def _straggler_lines(d: Diff) -> list[str]:
     return out
 
 
+def expected_lines(e: Expected | None) -> list[str]:
+    """B as expected from A at B's scale and layout, beside the measured B."""
+    if e is None:
+        return []
+    out = ["", "## Expected from A at B's scale and layout", "", e.narrative, "",
+           f"Expected {e.step_ms:.2f} ms/step, MFU {pct(e.mfu)} ({e.layout}).", "",
+           "| term | A ms | expected B ms | B ms | expected pts | departure pts | why |",
+           "|---|---:|---:|---:|---:|---:|---|"]
+    for c in e.terms:
+        if max(c.a_ms, c.expected_ms, c.b_ms) <= 0:
+            continue
+        why = c.why if abs(c.departure_points or 0.0) >= 0.5 else ""
+        out.append(f"| {TERM_LABELS.get(c.term, c.term)} | {c.a_ms:.3f} | "
+                   f"{c.expected_ms:.3f} | {c.b_ms:.3f} | {num(c.expected_points, '+.2f')} | "
+                   f"{num(c.departure_points, '+.2f')} | {why} |")
+    out.append(f"| **step / MFU change** | | **{e.step_ms:.3f}** | | "
+               f"**{num(e.mfu_delta_points, '+.2f')}** | **{num(e.departure_points, '+.2f')}** | |")
+    out += [f"- assumed: {a}" for a in e.assumptions]
+    return out
+
+
 def diff_markdown(d: Diff) -> str:
     out = [f"# stepscope diff: {d.a.run} -> {d.b.run}", "", d.narrative, ""]
     out += _summary_table(d)
+    out += expected_lines(d.expected)
     out += _points_lines(d)
     out += ["", "## Setup changes", ""]
     out += [f"- {c.what}: {c.a} -> {c.b}" for c in d.setup_changes] or ["- none"]

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import PlanResult, to_json
+from stepscope.analyzers.model import Calibration, Plan, PlanResult, to_json
 from stepscope.dashboard.render.format import pct
+
+TERM_LABELS = {"compute": "compute (matmuls)", "other_kernels": "other kernels",
+               "optimizer": "optimizer", "recompute": "recompute", "memory": "memory copies",
+               "tp_comm": "exposed TP communication", "dp_comm": "exposed DP communication",
+               "other_comm": "other communication", "bubble": "pipeline bubble",
+               "straggler_wait": "straggler wait", "idle": "idle"}
 
 
 def plan_json(model: PlanResult) -> str:
@@ -11,6 +17,8 @@ def plan_json(model: PlanResult) -> str:
 
 
 def plan_markdown(model: PlanResult) -> str:
+    if model.calibration is not None:
+        return calibrated_markdown(model, model.calibration)
     job = model.job
     out = [f"# stepscope plan: {job.params / 1e9:.0f}B parameters on {job.gpus} "
            f"{model.device} ({job.gpus_per_node} per node)", "",
@@ -29,4 +37,81 @@ def plan_markdown(model: PlanResult) -> str:
                    f"{p.recompute} | {p.interleave} | {p.microbatches} | "
                    f"{p.memory_gb:.0f} | {p.bubble_ms:.0f} | {p.tp_comm_ms:.0f} | "
                    f"{p.dp_exposed_ms:.0f} | {p.step_ms:.0f} | {pct(p.mfu)} |")
+    return "\n".join(out) + "\n"
+
+
+def calibration_lines(cal: Calibration) -> list[str]:
+    """What the run measured, as the planner uses it."""
+    out = [f"- run {cal.run}: TP{cal.tp} x PP{cal.pp} x DP{cal.dp} on {cal.gpus} "
+           f"{cal.device or 'GPUs'} ({cal.nodes} node(s) of {cal.gpus_per_node}), ZeRO "
+           f"{cal.zero} ({cal.zero_source}), {cal.microbatches} microbatches of "
+           f"{cal.micro_batch} ({cal.microbatch_source}); measured {cal.step_ms:.2f} ms/step, "
+           f"MFU {pct(cal.mfu)}",
+           f"- model ({cal.model.source}): {cal.model.params / 1e9:.3g}B parameters, "
+           f"{cal.model.layers} layers, hidden {cal.model.hidden}, sequence {cal.model.seq}, "
+           f"{cal.model.global_batch_tokens:.0f} tokens per step",
+           f"- kernel efficiency {cal.kernel_efficiency:.1%} of {cal.peak_tflops:.0f} TFLOP/s; "
+           f"recompute share {cal.recompute_share:.1%}", "",
+           "| kernels | ms/step | TFLOP/s |", "|---|---:|---:|"]
+    out += [f"| {k.kind} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.0f}'} |"
+            for k in cal.kernels]
+    out += ["", "| link | source | latency us/hop | bus GB/s | calls | sizes |",
+            "|---|---|---:|---:|---:|---:|"]
+    out += [f"| {t.tier} | {t.source} | {t.latency_us:.2f} | {t.bus_bw_gbs:.1f} | {t.calls} | "
+            f"{t.sizes} |" for t in cal.links]
+    if cal.dp_hidden_fraction is None:
+        out += ["", "- DP gradients: no data-parallel traffic in the run"]
+    else:
+        out += ["", f"- DP gradients: {cal.dp_buckets} buckets per step, "
+                    f"{cal.dp_hidden_fraction:.0%} of their transfer hidden under backward "
+                    f"(measured), overlap {cal.dp_overlap:.2f} of the last microbatch's "
+                    "backward"]
+    if cal.bubble is not None:
+        b = cal.bubble
+        out.append(f"- pipeline bubble: measured {b.measured_fraction:.1%} of the step vs "
+                   f"1F1B theory (S-1)/(S-1+M) {b.theory_fraction:.1%}; {b.measured_ms:.2f} ms "
+                   f"measured vs {b.modelled_ms:.2f} ms modelled (ratio {b.ratio:.2f})")
+    out.append(f"- carried as measured: straggler wait {cal.straggler_wait_ms:.2f} ms, idle "
+               f"{cal.idle_ms:.2f} ms")
+    out += [f"- assumed: {a}" for a in cal.assumptions]
+    return out
+
+
+def _terms_table(plan: Plan) -> list[str]:
+    out = ["| term | ms/step | uses |", "|---|---:|---|"]
+    out += [f"| {TERM_LABELS.get(t.name, t.name)} | {t.ms:.3f} | {t.uses} |"
+            for t in plan.terms]
+    return out + [f"| **step** | **{plan.step_ms:.3f}** | MFU {pct(plan.mfu)} |"]
+
+
+def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
+    """`plan --from RUN`: the calibration, the run as the model sees it, the layouts."""
+    job = model.job
+    out = [f"# stepscope plan --from {cal.run}: {job.params / 1e9:.3g}B parameters on "
+           f"{job.gpus} {model.device} ({job.gpus_per_node} per node)", "",
+           "## Calibration", ""]
+    out += calibration_lines(cal)
+    if model.baseline is not None:
+        base = model.baseline
+        out += ["", "## The run as the model sees it", "",
+                f"Model at the run's own layout: {base.step_ms:.2f} ms/step, MFU "
+                f"{pct(base.mfu)} (measured {cal.step_ms:.2f} ms, {pct(cal.mfu)}).",
+                "", "| term | measured ms | model ms |", "|---|---:|---:|"]
+        measured = {t.name: t.ms for t in cal.terms}
+        out += [f"| {TERM_LABELS.get(t.name, t.name)} | {measured.get(t.name, 0.0):.3f} | "
+                f"{t.ms:.3f} |" for t in base.terms]
+    out += ["", "## Layouts", "",
+            f"{model.feasible} of {model.evaluated} layouts fit in memory.", "",
+            "| # | TP | PP | DP | ZeRO | recompute | M x b | memory GB | fits | step ms | MFU |",
+            "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|"]
+    for i, p in enumerate(model.plans, start=1):
+        out.append(f"| {i} | {p.tp} | {p.pp} | {p.dp} | {p.zero} | {p.recompute} | "
+                   f"{p.microbatches} x {p.micro_batch} | {p.memory_gb:.1f} | "
+                   f"{'yes' if p.fits else 'no'} | {p.step_ms:.2f} | {pct(p.mfu)} |")
+    if not model.plans:
+        out.append("| - | no layout: the GPUs, layers and global batch allow none |"
+                   " | | | | | | | | |")
+    for i, p in enumerate(model.plans[:3], start=1):
+        out += ["", f"### #{i}: TP{p.tp} x PP{p.pp} x DP{p.dp}, ZeRO {p.zero}", ""]
+        out += _terms_table(p)
     return "\n".join(out) + "\n"

@@ -1,16 +1,18 @@
 """Compare: two runs through the diff model (what `stepscope diff A B` renders): MFU
-points by cause as a waterfall, the breakdowns side by side, setup changes, narrative."""
+points by cause as a waterfall, the breakdowns side by side, setup changes, narrative,
+and B as the planner predicts it from A's calibration beside the measured B."""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import CATEGORIES, STAGES, Diff
+from stepscope.analyzers.model import CATEGORIES, STAGES, Diff, Expected
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.render.plan import TERM_LABELS
 from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Compare"
@@ -70,6 +72,36 @@ def side_by_side(diff: Diff) -> pl.DataFrame:
         "change (ms)": round(diff.breakdown_delta_ms.ms(c), 3)} for c in CATEGORIES])
 
 
+def expected_table(e: Expected) -> pl.DataFrame:
+    """Per planner term: A measured, B expected from A, B measured, and the points."""
+    return pl.DataFrame([{
+        "term": TERM_LABELS.get(c.term, c.term), "A (ms)": round(c.a_ms, 3),
+        "expected B (ms)": round(c.expected_ms, 3), "B (ms)": round(c.b_ms, 3),
+        "expected points": None if c.expected_points is None else round(c.expected_points, 2),
+        "departure points": (None if c.departure_points is None
+                             else round(c.departure_points, 2)),
+        "why": c.why if abs(c.departure_points or 0.0) >= 0.5 else ""} for c in e.terms])
+
+
+def predicted_vs_measured(ctx: PageContext, base: str) -> None:
+    """B as the planner expects it from A at B's scale and layout, beside B measured."""
+    assert ctx.run is not None
+    st.subheader("Predicted from A vs measured")
+    e, why_not = data.expected(ctx.config.db, base, ctx.run, ctx.dtype)
+    if e is None:
+        st.caption(why_not or "No expectation.")
+        return
+    diff = data.diff(ctx.config.db, base, ctx.run, ctx.dtype)
+    cols = st.columns(2)
+    cols[0].metric("MFU, expected → measured", f"{pct(e.mfu)} → {pct(diff.b.mfu)}",
+                   None if e.departure_points is None else f"{e.departure_points:+.2f} points")
+    cols[1].metric("Step, expected → measured",
+                   f"{e.step_ms:.2f} → {diff.b.step_time_ms:.2f} ms", f"{e.departure_ms:+.2f} ms",
+                   delta_color="inverse")
+    st.markdown(e.narrative)
+    table(expected_table(e), "expected vs measured", "cmp_expected")
+
+
 def render(ctx: PageContext) -> None:
     st.header(HEADER)
     if ctx.run is None:
@@ -96,6 +128,7 @@ def render(ctx: PageContext) -> None:
         if note is not None:
             st.caption(note)
     chart_and_table(charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd")
+    predicted_vs_measured(ctx, base)
     st.subheader("Setup changes")
     if diff.setup_changes:
         table(pl.DataFrame([{"what": c.what, "A": str(c.a), "B": str(c.b)}

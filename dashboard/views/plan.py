@@ -1,12 +1,18 @@
 """Plan: the layout planner (`stepscope plan`) as a form: candidate TP/PP/DP/ZeRO
-layouts with memory, communication, bubble and predicted MFU."""
+layouts with memory, communication, bubble and predicted MFU. With a run selected whose
+model spec is known (model.json beside its traces), the planner starts from that run's
+calibration (`stepscope plan --from RUN`) and says so; otherwise, or on request, from
+the fixed assumptions."""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
+from stepscope.analyzers.calibrate import tier
+from stepscope.analyzers.model import Calibration, PlanResult
 from stepscope.analyzers.peaks import by_id, lookup, table
+from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.planner import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
@@ -17,10 +23,13 @@ from stepscope.analyzers.planner import (
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.plan import TERM_LABELS
 from stepscope.dashboard.widgets import chart_and_table
+from stepscope.ingest import UsageError
 
 TITLE = "Plan"
 HEADER = "Plan a layout"
+ANY = "any"
 
 
 def _defaults(ctx: PageContext) -> tuple[int, str]:
@@ -35,6 +44,87 @@ def _defaults(ctx: PageContext) -> tuple[int, str]:
 
 def render(ctx: PageContext) -> None:
     st.header(HEADER)
+    cal, source = (None, "") if ctx.run is None else data.calibration(
+        ctx.config.db, ctx.run, ctx.dtype)
+    if cal is not None and not st.toggle("Use the fixed assumptions instead", key="pl_fixed"):
+        render_calibrated(ctx, cal, source)
+        return
+    if cal is None and ctx.run is not None:
+        st.info(f"Not calibrated on {ctx.run}: {source}. Planning with the fixed "
+                "assumptions below.")
+    render_fixed(ctx)
+
+
+def _calibration_caption(cal: Calibration, source: str) -> str:
+    nvlink, network = tier(cal.links, "nvlink"), tier(cal.links, "network")
+    return (f"Calibrated on run **{cal.run}** ({source}), the sidebar's run: kernel "
+            f"efficiency {cal.kernel_efficiency:.1%}, NVLink {nvlink.latency_us:.1f} µs/hop + "
+            f"{nvlink.bus_bw_gbs:.0f} GB/s ({nvlink.source}), network "
+            f"{network.latency_us:.1f} µs/hop + {network.bus_bw_gbs:.0f} GB/s "
+            f"({network.source}), DP overlap {cal.dp_overlap:.2f}"
+            + (f", bubble {cal.bubble.ratio:.2f} × its model" if cal.bubble else "")
+            + ". Predictions keep this run's model and global batch.")
+
+
+def render_calibrated(ctx: PageContext, cal: Calibration, source: str) -> None:
+    """Layouts of the run's model predicted from the run's own calibration."""
+    st.caption(_calibration_caption(cal, source))
+    with st.form("plan_from_form"):
+        c = st.columns(4)
+        gpus = c[0].number_input("GPUs", 1, 1_000_000, cal.gpus, key="pf_gpus")
+        per_node = c[1].number_input("GPUs per node", 1, 1024, cal.gpus_per_node,
+                                     key="pf_per_node")
+        tp = c[2].selectbox("TP", [ANY, 1, 2, 4, 8, 16, 32, 64], key="pf_tp")
+        pp = c[3].number_input("PP (0: any)", 0, 100_000, 0, key="pf_pp")
+        st.form_submit_button("Plan", type="primary")
+    constraints = Constraints(gpus=int(gpus), gpus_per_node=int(per_node),
+                              tp=None if tp == ANY else int(str(tp)), pp=int(pp) or None)
+    device = lookup(data.report(ctx.config.db, cal.run, ctx.dtype).run.device)
+    try:
+        result = plan_from(cal, device, constraints, 15)
+    except UsageError as exc:
+        st.warning(str(exc))
+        return
+    base = result.baseline
+    cols = st.columns(2)
+    cols[0].metric(f"{cal.run}, measured", f"{cal.step_ms:.2f} ms, MFU {pct(cal.mfu)}")
+    if base is not None:
+        cols[1].metric("The model at its layout", f"{base.step_ms:.2f} ms, MFU "
+                       f"{pct(base.mfu)}")
+    _show(result)
+
+
+def _show(result: PlanResult) -> None:
+    if not result.plans:
+        st.warning(f"No layout among {result.evaluated} evaluated: the GPUs, layers and "
+                   "global batch allow none.")
+        return
+    best = result.plans[0]
+    st.markdown(f"**Best: TP {best.tp} × PP {best.pp} × DP {best.dp}**, ZeRO {best.zero}, "
+                f"{best.microbatches} microbatches of {best.micro_batch}, recompute "
+                f"{best.recompute}: predicted MFU **{pct(best.mfu)}**, "
+                f"{best.step_ms:.2f} ms/step, {best.memory_gb:.1f} GB per GPU "
+                f"({result.feasible} of {result.evaluated} layouts fit).")
+    chart_and_table(charts.plan_scatter(result), _frame(result), "layouts", "plans", side=False)
+    if best.terms:
+        with st.expander("What the best layout's step is made of"):
+            st.dataframe(pl.DataFrame([{"term": TERM_LABELS.get(t.name, t.name),
+                                        "ms": round(t.ms, 3), "uses": t.uses}
+                                       for t in best.terms]), hide_index=True)
+
+
+def _frame(result: PlanResult) -> pl.DataFrame:
+    return pl.DataFrame([{
+        "TP": p.tp, "PP": p.pp, "DP": p.dp, "ZeRO": p.zero, "microbatches": p.microbatches,
+        "recompute": p.recompute, "memory GB": round(p.memory_gb, 1),
+        "bubble ms": round(p.bubble_ms, 1), "TP comm ms": round(p.tp_comm_ms, 1),
+        "DP exposed ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
+        "MFU %": round(100 * p.mfu, 1), "TP link": p.tp_link, "fits": p.fits}
+        for p in result.plans])
+
+
+def render_fixed(ctx: PageContext) -> None:
+    """The standard formulas at a fixed kernel efficiency and network bandwidth."""
     gpus0, device0 = _defaults(ctx)
     devices = [d.id for d in table().devices]
     with st.form("plan_form"):
@@ -63,17 +153,4 @@ def render(ctx: PageContext) -> None:
         st.warning(f"No feasible layout among {result.evaluated} evaluated: the model does not "
                    "fit; add GPUs or choose a device with more memory.")
         return
-    best = result.plans[0]
-    st.markdown(f"**Best: TP {best.tp} × PP {best.pp} × DP {best.dp}**, ZeRO {best.zero}, "
-                f"{best.microbatches} microbatches, recompute {best.recompute}: predicted "
-                f"MFU **{pct(best.mfu)}**, {best.step_ms:.0f} ms/step, "
-                f"{best.memory_gb:.1f} GB per GPU ({result.feasible} of {result.evaluated} "
-                "layouts fit).")
-    frame = pl.DataFrame([{
-        "TP": p.tp, "PP": p.pp, "DP": p.dp, "ZeRO": p.zero, "microbatches": p.microbatches,
-        "recompute": p.recompute, "memory GB": round(p.memory_gb, 1),
-        "bubble ms": round(p.bubble_ms, 1), "TP comm ms": round(p.tp_comm_ms, 1),
-        "DP exposed ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
-        "MFU %": round(100 * p.mfu, 1), "TP link": p.tp_link, "fits": p.fits}
-        for p in result.plans])
-    chart_and_table(charts.plan_scatter(result), frame, "layouts", "plans", side=False)
+    _show(result)

@@ -1,0 +1,114 @@
+"""`stepscope plan --from RUN`: layouts of the run's model ranked by the MFU its own
+calibration predicts (docs/planner.md, "Calibrated on a run").
+
+The layouts are those of `analyzers.planner.plan` (TP a power of two up to twice the node,
+PP a divisor of the GPUs up to the layer count, DP the rest), restricted by what the user
+fixed (`Constraints`), each with the micro-batch size of the run (or the micro-batch
+count asked for) and, for each (TP, PP, DP), the first setting that fits in memory:
+ZeRO 0..3 with the run's recompute, then 0..3 with full recomputation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stepscope.analyzers.calibrate import tier
+from stepscope.analyzers.model import Calibration, Job, Plan, PlanResult
+from stepscope.analyzers.peaks import DevicePeak
+from stepscope.analyzers.planner import MAX_PLAN_GPUS, device_memory_gb
+from stepscope.analyzers.predict import Target, predict, target_of
+from stepscope.ingest.errors import UsageError
+
+TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user fixed; None leaves it to the planner."""
+    gpus: int | None = None
+    gpus_per_node: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    zero: int | None = None
+    microbatches: int | None = None
+
+
+def _gpus(cal: Calibration, c: Constraints) -> int:
+    """The GPU count: --gpus, else TP x PP x DP when all three are given, else the run's."""
+    given = [c.tp, c.pp, c.dp]
+    product = math.prod(x for x in given if x) if all(given) else None
+    gpus = c.gpus or product or cal.gpus
+    if product is not None and product != gpus:
+        raise UsageError(f"plan: --tp {c.tp} x --pp {c.pp} x --dp {c.dp} = {product} is not "
+                         f"--gpus {gpus}")
+    if not 1 <= gpus <= MAX_PLAN_GPUS:
+        raise UsageError(f"plan: gpus must be from 1 to {MAX_PLAN_GPUS}")
+    return gpus
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def _batch(cal: Calibration, dp: int, c: Constraints) -> tuple[int, int] | None:
+    """(microbatches, micro-batch size) that make the global batch on DP replicas, or
+    None when no whole number of sequences does."""
+    sequences = cal.model.global_batch_tokens / cal.model.seq
+    if c.microbatches:
+        b = sequences / (dp * c.microbatches)
+        return (c.microbatches, int(b)) if b >= 1 and b == int(b) else None
+    m = sequences / (dp * cal.micro_batch)
+    return (int(m), cal.micro_batch) if m >= 1 and m == int(m) else None
+
+
+def targets(cal: Calibration, c: Constraints) -> list[list[Target]]:
+    """Per (TP, PP, DP), the candidate settings in the order tried."""
+    gpus = _gpus(cal, c)
+    per_node = c.gpus_per_node or cal.gpus_per_node
+    tps = [c.tp] if c.tp else [t for t in TP_DEGREES if t <= 2 * per_node]
+    out = []
+    for tp in tps:
+        if gpus % tp:
+            continue
+        pps = [c.pp] if c.pp else [p for p in _divisors(gpus // tp) if p <= cal.model.layers]
+        for pp in pps:
+            if (gpus // tp) % pp or pp > cal.model.layers:
+                continue
+            dp = gpus // (tp * pp)
+            batch = _batch(cal, dp, c)
+            if (c.dp and dp != c.dp) or batch is None:
+                continue
+            zeros = [c.zero] if c.zero is not None else [0, 1, 2, 3]
+            out.append([Target(tp=tp, pp=pp, dp=dp, zero=z, microbatches=batch[0],
+                               micro_batch=batch[1], gpus_per_node=per_node, recompute=rc)
+                        for rc in ("as run", "full") for z in zeros])
+    return out
+
+
+def plan_from(cal: Calibration, device: DevicePeak | None, c: Constraints,
+              top: int = 10) -> PlanResult:
+    """The plan model of a calibrated run: feasible layouts by predicted MFU, the run's
+    calibration, and the model's step at the run's own layout (`baseline`)."""
+    memory = device_memory_gb(device) if device else None
+    plans: list[Plan] = []
+    for candidates in targets(cal, c):
+        tried = [predict(cal, t, memory) for t in candidates]
+        fitting = [p for p in tried if p.fits]
+        plans.append(fitting[0] if fitting else tried[-1])
+    plans.sort(key=lambda p: (not p.fits, -p.mfu, p.memory_gb))
+    feasible = [p for p in plans if p.fits]
+    per_node = c.gpus_per_node or cal.gpus_per_node
+    job = Job(params=cal.model.params, gpus=_gpus(cal, c), gpus_per_node=per_node,
+              seq=cal.model.seq, global_batch_tokens=cal.model.global_batch_tokens,
+              layers=cal.model.layers, hidden=cal.model.hidden,
+              heads=cal.model.heads or max(1, cal.model.hidden // 128),
+              micro_batch=cal.micro_batch,
+              network_gbs=tier(cal.links, "network").bus_bw_gbs,
+              efficiency=min(1.0, max(1e-9, cal.kernel_efficiency)))
+    shown = feasible[:top] if feasible else plans[:top]
+    return PlanResult(job=job, device=cal.device or (device.name if device else "unknown"),
+                      evaluated=len(plans), feasible=len(feasible), plans=tuple(shown),
+                      calibration=cal, baseline=predict(cal, target_of(cal), memory))
