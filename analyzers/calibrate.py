@@ -95,10 +95,16 @@ def find_spec(con: duckdb.DuckDBPyConnection, run: str) -> tuple[ModelSpec, str]
     return None
 
 
-def shape_of(spec: ModelSpec, source: str) -> ModelShape:
+def shape_of(spec: ModelSpec, source: str, heads: int | None = None) -> ModelShape:
     return ModelShape(params=spec.n_params, layers=spec.n_layers, hidden=spec.hidden,
                       seq=spec.seq_len, global_batch_tokens=spec.global_batch_tokens,
-                      heads=None, source=source)
+                      heads=heads, source=source)
+
+
+def attention_heads(ctx: RunContext, tp: int) -> int | None:
+    """The model's attention heads: the heads per rank its attention ops show x TP."""
+    rows = ctx.con.execute(sql("planner/attention_heads.sql"), {"run": ctx.run}).fetchall()
+    return int(rows[0][0]) * tp if rows and rows[0][0] else None
 
 
 # ------------------------------------------------------------------ refusals
@@ -436,6 +442,7 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
     zero, zero_source = zero_stage(report)
     hidden, overlap, buckets = dp_calibration(comm, terms, m)
     lay = report.layout
+    heads = attention_heads(ctx, lay.tp)
     per_node = lay.gpus_per_node or ctx.world
     peak = float(report.mfu.peak_flops_per_gpu or 0.0)
     flops = report.mfu.model_flops_per_step or flops_per_step(spec)
@@ -446,7 +453,7 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
         gpus_per_node=per_node, nodes=lay.nodes or math.ceil(ctx.world / per_node),
         tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=zero, zero_source=zero_source,
         microbatches=m, micro_batch=b, microbatch_source=m_source,
-        recompute=report.breakdown_ms.recompute > 0, model=shape_of(spec, source),
+        recompute=report.breakdown_ms.recompute > 0, model=shape_of(spec, source, heads),
         model_flops_per_step=flops, step_ms=report.step_time_ms,
         mfu=flops / (report.step_time_ms / 1e3 * ctx.world * peak),
         kernel_efficiency=flops / ctx.world / (peak * compute / 1e3),
@@ -455,7 +462,12 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
         dp_overlap=overlap, dp_buckets=buckets,
         bubble=bubble_calibration(report, terms, comm, links),
         idle_ms=report.breakdown_ms.idle, straggler_wait_ms=report.breakdown_ms.straggler_wait,
-        terms=terms, assumptions=link_notes + m_notes + _kernel_notes(kernels))
+        terms=terms, assumptions=link_notes + m_notes + _kernel_notes(kernels)
+        + (() if heads else (HEADS_UNKNOWN,)))
+
+
+HEADS_UNKNOWN = ("no attention shapes: the head count is unknown, so TP is not checked to "
+                 "divide it")
 
 
 def _kernel_notes(kernels: tuple[KernelRate, ...]) -> tuple[str, ...]:

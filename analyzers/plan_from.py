@@ -5,7 +5,8 @@ The layouts are those of `analyzers.planner.plan` (TP a power of two up to twice
 PP a divisor of the GPUs up to the layer count, DP the rest), restricted by what the user
 fixed (`Constraints`), each with the micro-batch size of the run (or the micro-batch
 count asked for) and, for each (TP, PP, DP), the first setting that fits in memory:
-ZeRO 0..3 with the run's recompute, then 0..3 with full recomputation.
+ZeRO 0..3 with the run's recompute, then 0..3 with full recomputation. TP must divide
+the attention heads when the run's attention shapes show them.
 """
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ def targets(cal: Calibration, c: Constraints) -> list[list[Target]]:
     gpus = _gpus(cal, c)
     per_node = c.gpus_per_node or cal.gpus_per_node
     tps = [c.tp] if c.tp else [t for t in TP_DEGREES if t <= 2 * per_node]
+    heads = cal.model.heads
     out = []
     for tp in tps:
-        if gpus % tp:
+        if gpus % tp or (heads and heads % tp):
             continue
         pps = [c.pp] if c.pp else [p for p in _divisors(gpus // tp) if p <= cal.model.layers]
         for pp in pps:

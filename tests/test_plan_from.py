@@ -137,6 +137,27 @@ def test_calibration_recovers_the_simulated_hardware(pairs: dict[str, Any], name
     assert (cal_a.microbatches, cal_a.micro_batch) == (cfg["microbatches"], cfg["micro_batch"])
 
 
+GPU_SETS = sorted(p.name for p in SIM.iterdir() if (p / "model.json").exists())
+
+
+@pytest.mark.parametrize("name", GPU_SETS)
+def test_every_simulated_set_calibrates_and_the_model_reproduces_it(sample_db: Path,
+                                                                     name: str) -> None:
+    """Every bundled GPU set, whatever its shape (recompute, stragglers, input gaps, TP
+    across nodes, fp32 on V100): the measured terms add up to the step, and the model at
+    the run's own layout gives back its step within 1%."""
+    with stepscope.open(sample_db) as store:
+        cal = _calibrated(store.con, SIM / name)
+    truth = _truth(SIM / name)
+    assert cal.step_ms == pytest.approx(truth["mfu"]["step_time_ms"], rel=1e-3)
+    assert sum(t.ms for t in cal.terms) == pytest.approx(cal.step_ms, rel=1e-9)
+    assert predict(cal, target_of(cal), None).step_ms == pytest.approx(cal.step_ms, rel=0.01)
+    cfg = truth["config"]
+    assert (cal.tp, cal.pp, cal.dp) == (cfg["tp"], cfg["pp"], cfg["dp"])
+    assert cal.model.heads == cfg["heads"]
+    assert (cal.recompute_share > 0) == bool(cfg["recompute"])
+
+
 def test_dp_overlap_and_pipeline_bubble_are_calibrated(pairs: dict[str, Any]) -> None:
     cal_dp, _, _, _ = _pair(pairs, "dp2x")
     assert cal_dp.dp_buckets == 4  # one per layer
