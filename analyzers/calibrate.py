@@ -231,6 +231,14 @@ def call_ms(link: LinkTier, collective: str, n: int, nbytes: float) -> float:
     return (hops * link.latency_us * 1e3 + factor * nbytes / link.bus_bw_gbs) / 1e6
 
 
+def anchor(links: tuple[LinkTier, ...], c: CommClass) -> float:
+    """The class's measured transfer per call over what its tier's line predicts for it:
+    predictions scale the measured time by the line (1 when the line fits the class)."""
+    line = call_ms(tier(links, c.tier), c.collective, c.group_size, c.bytes_per_call)
+    measured = c.transfer_ms / c.calls_per_step if c.calls_per_step > 0 else 0.0
+    return measured / line if line > 0 and measured > 0 else 1.0
+
+
 # ------------------------------------------------------------------ collectives
 def comm_classes(ctx: RunContext, report: Report) -> tuple[CommClass, ...]:
     """The run's collective classes, each charged its share of exposed_comm: in the
@@ -448,6 +456,11 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
     flops = report.mfu.model_flops_per_step or flops_per_step(spec)
     compute = term_ms(terms, "compute") + term_ms(terms, "other_kernels") \
         + term_ms(terms, "optimizer")
+    efficiency = flops / ctx.world / (peak * compute / 1e3)
+    if efficiency > 1:
+        raise UsageError(f"plan --from {ctx.run}: the model spec's FLOPs would run at "
+                         f"{efficiency:.0%} of peak while computing: {source} does not "
+                         "describe this run")
     return Calibration(
         run=ctx.run, device=report.mfu.device, peak_tflops=peak / 1e12, gpus=ctx.world,
         gpus_per_node=per_node, nodes=lay.nodes or math.ceil(ctx.world / per_node),
@@ -456,14 +469,28 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
         recompute=report.breakdown_ms.recompute > 0, model=shape_of(spec, source, heads),
         model_flops_per_step=flops, step_ms=report.step_time_ms,
         mfu=flops / (report.step_time_ms / 1e3 * ctx.world * peak),
-        kernel_efficiency=flops / ctx.world / (peak * compute / 1e3),
+        kernel_efficiency=efficiency,
         recompute_share=report.breakdown_ms.recompute / max(compute, 1e-12),
         kernels=kernels, links=links, comm=comm, dp_hidden_fraction=hidden,
         dp_overlap=overlap, dp_buckets=buckets,
         bubble=bubble_calibration(report, terms, comm, links),
         idle_ms=report.breakdown_ms.idle, straggler_wait_ms=report.breakdown_ms.straggler_wait,
         terms=terms, assumptions=link_notes + m_notes + _kernel_notes(kernels)
-        + (() if heads else (HEADS_UNKNOWN,)))
+        + (() if heads else (HEADS_UNKNOWN,)) + coverage_notes(ctx, report))
+
+
+def coverage_notes(ctx: RunContext, report: Report) -> tuple[str, ...]:
+    """What a partial rank set or disagreeing FLOP counts leave uncertain."""
+    out = []
+    ranks, world = int(ctx.info.ranks or 0), ctx.world
+    if 0 < ranks < world:
+        out.append(f"only {ranks} of {world} ranks traced: the calibration is theirs, "
+                   "taken as every rank's")
+    ratio = report.mfu.flops_sources_ratio
+    if ratio is not None and not 0.8 <= ratio <= 1.25:
+        out.append(f"the traces count {ratio:.0%} of the spec's model FLOPs: the spec's "
+                   "are used")
+    return tuple(out)
 
 
 HEADS_UNKNOWN = ("no attention shapes: the head count is unknown, so TP is not checked to "

@@ -9,8 +9,9 @@ per rank and step, with L layers, ceil(L/PP) per stage, M microbatches of b sequ
   TP group); the optimizer by parameters per rank (N / (TP*PP), / DP under ZeRO >= 1);
   recompute with the matmuls; memory copies per microbatch of the first stage;
 * TP: the run's TP all-reduces per layer and microbatch, their bytes by b, each
-  hops x latency + bus bytes / bandwidth on the tier of the new TP group, exposed as
-  much as in the run;
+  hops x latency + bus bytes / bandwidth on the tier of the new TP group (anchored on
+  the class's measured time: x measured / the line at the run's size), exposed as much
+  as in the run;
 * DP: the gradients per rank (N / (TP*PP)) in the run's buckets per layer, on the tier
   of the new DP group, exposed after the last microbatch's backward (calibrated overlap);
 * other collectives under 64 KiB: per step as in the run, on their new group;
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from stepscope.analyzers.calibrate import (
     MATMUL_KINDS,
+    anchor,
     backward_window_ms,
     call_ms,
     dp_exposed_ms,
@@ -152,7 +154,7 @@ def tp_term(cal: Calibration, t: Target, r: _Ratios, tiers: dict[str, str]) -> T
                     uses=f"{_link_words(cal, tiers['tp'])}; {TP_CALLS} all-reduces of "
                          f"{nbytes / 1e6:.1f} MB per layer and microbatch, fully exposed "
                          "(assumed: the run has no TP)")
-    ms = sum(c.calls_per_step * r.tp_calls * extra * c.exposed_share
+    ms = sum(c.calls_per_step * r.tp_calls * extra * c.exposed_share * anchor(cal.links, c)
              * call_ms(link, c.collective, t.tp, c.bytes_per_call * r.tokens) for c in classes)
     per = sum(c.calls_per_step for c in classes) / (_lps(cal, cal.pp) * cal.microbatches)
     share = sum(c.exposed_ms for c in classes) / max(sum(c.transfer_ms for c in classes), 1e-12)
@@ -175,10 +177,12 @@ def dp_term(cal: Calibration, t: Target, terms: dict[str, Term],
         n = max(1, round(cal.dp_buckets * _lps(cal, t.pp) / _lps(cal, cal.pp)))
         basis = f"{cal.dp_buckets} buckets per step in {cal.run}"
         overlap = cal.dp_overlap
+        k = sum(anchor(cal.links, c) * c.transfer_ms for c in buckets) / max(
+            sum(c.transfer_ms for c in buckets), 1e-12)
     else:
         nbytes = GRAD_BYTES * cal.model.params / (t.tp * t.pp) * zero3
-        n, basis, overlap = _lps(cal, t.pp), "one bucket per layer (assumed)", 1.0
-    bucket = call_ms(link, "all_reduce", t.dp, nbytes / n)
+        n, basis, overlap, k = _lps(cal, t.pp), "one bucket per layer (assumed)", 1.0, 1.0
+    bucket = k * call_ms(link, "all_reduce", t.dp, nbytes / n)
     window = backward_window_ms(tuple(terms.values()), t.microbatches)
     exposed = dp_exposed_ms(bucket, n, window, overlap)
     return Term(name="dp_comm", ms=exposed,
@@ -200,8 +204,8 @@ def other_term(cal: Calibration, t: Target, tiers: dict[str, str]) -> Term:
         if c.role == "control":
             n = _group_size(c, t)
             link = tier(cal.links, tiers.get(c.group_kind, c.tier))
-            ms += c.calls_per_step * c.exposed_share * call_ms(link, c.collective, n,
-                                                               c.bytes_per_call)
+            ms += c.calls_per_step * c.exposed_share * anchor(cal.links, c) * call_ms(
+                link, c.collective, n, c.bytes_per_call)
     carried = term_ms(cal.terms, "other_comm") - sum(
         c.exposed_ms for c in cal.comm if c.role == "control")
     return Term(name="other_comm", ms=ms + carried,

@@ -53,7 +53,7 @@ def calibration_lines(cal: Calibration) -> list[str]:
            f"- kernel efficiency {cal.kernel_efficiency:.1%} of {cal.peak_tflops:.0f} TFLOP/s; "
            f"recompute share {cal.recompute_share:.1%}", "",
            "| kernels | ms/step | TFLOP/s |", "|---|---:|---:|"]
-    out += [f"| {k.kind} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.0f}'} |"
+    out += [f"| {k.kind} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.3g}'} |"
             for k in cal.kernels]
     out += ["", "| link | source | latency us/hop | bus GB/s | calls | sizes |",
             "|---|---|---:|---:|---:|---:|"]
