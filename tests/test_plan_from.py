@@ -31,6 +31,7 @@ from stepscope.analyzers.predict import predict, target_of
 from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.spec import load_spec
 from stepscope.cli import main
+from stepscope.ingest import UsageError
 
 SIMULATOR = REPO / "sample_traces" / "simulate_gpu.py"
 GENERATED = ("dp2x", "tp_to_pp")
@@ -137,15 +138,21 @@ def test_calibration_recovers_the_simulated_hardware(pairs: dict[str, Any], name
     assert (cal_a.microbatches, cal_a.micro_batch) == (cfg["microbatches"], cfg["micro_batch"])
 
 
+def _shape(name: str) -> str:
+    return str(_truth(SIM / name)["config"].get("shape", "megatron"))
+
+
 GPU_SETS = sorted(p.name for p in SIM.iterdir() if (p / "model.json").exists())
+MEGATRON_SETS = [n for n in GPU_SETS if _shape(n) == "megatron"]
+OTHER_SHAPES = [n for n in GPU_SETS if _shape(n) != "megatron"]
 
 
-@pytest.mark.parametrize("name", GPU_SETS)
+@pytest.mark.parametrize("name", MEGATRON_SETS)
 def test_every_simulated_set_calibrates_and_the_model_reproduces_it(sample_db: Path,
                                                                      name: str) -> None:
-    """Every bundled GPU set, whatever its shape (recompute, stragglers, input gaps, TP
-    across nodes, fp32 on V100): the measured terms add up to the step, and the model at
-    the run's own layout gives back its step within 1%."""
+    """Every bundled Megatron-style set, whatever its quirks (recompute, stragglers, input
+    gaps, TP across nodes, fp32 on V100): the measured terms add up to the step, and the
+    model at the run's own layout gives back its step within 1%."""
     with stepscope.open(sample_db) as store:
         cal = _calibrated(store.con, SIM / name)
     truth = _truth(SIM / name)
@@ -156,6 +163,15 @@ def test_every_simulated_set_calibrates_and_the_model_reproduces_it(sample_db: P
     assert (cal.tp, cal.pp, cal.dp) == (cfg["tp"], cfg["pp"], cfg["dp"])
     assert cal.model.heads == cfg["heads"]
     assert (cal.recompute_share > 0) == bool(cfg["recompute"])
+
+
+@pytest.mark.parametrize("name", OTHER_SHAPES)
+def test_a_spec_that_does_not_describe_the_run_is_refused(sample_db: Path, name: str) -> None:
+    """The MoE and CUDA/HIP-graph sets carry the generic dense model.json, whose FLOPs
+    would need more than the peak on their kernels: refused, naming the spec."""
+    with stepscope.open(sample_db) as store, pytest.raises(UsageError,
+                                                            match="does not describe"):
+        _calibrated(store.con, SIM / name)
 
 
 def test_dp_overlap_and_pipeline_bubble_are_calibrated(pairs: dict[str, Any]) -> None:
@@ -273,6 +289,12 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     assert main(["plan", "--from", str(bare)]) == 2
     err = capsys.readouterr().err
     assert "no model spec" in err and len(err.strip().splitlines()) == 1
+    big = tmp_path / "big.json"
+    spec = json.loads((SIM / "plan_mb4" / "model.json").read_text())
+    big.write_text(json.dumps({**spec, "n_params": 1000 * spec["n_params"]}))
+    assert main(["plan", "--from", str(SIM / "plan_mb4"), "--model", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert "does not describe this run" in err and len(err.strip().splitlines()) == 1
     assert main(["plan", "--from", str(SIM / "plan_mb4"), "--params", "7e9"]) == 2
     assert "come from the run" in capsys.readouterr().err
     assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
