@@ -21,8 +21,10 @@ WITH complete AS (
     SELECT gpus_per_node FROM run_nodes WHERE run = $run
 ), calls AS (
     SELECT c.collective, c.is_p2p, coalesce(c.group_size, 1) AS group_size,
+        -- the label of collectives/stats.sql, so each class finds its role there
         CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
-             THEN CASE WHEN c.group_size IS NULL THEN 'unknown group'
+             THEN CASE WHEN c.source = 'comm_kernel' THEN c.library || ' ' || c.comm_op
+                       WHEN c.group_size IS NULL THEN 'unknown group'
                        ELSE 'group of ' || c.group_size END
              ELSE c.pg_desc END AS group_label,
         coalesce(gh.hosts, 1) > 1
