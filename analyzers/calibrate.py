@@ -462,7 +462,8 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
                          f"{efficiency:.0%} of peak while computing: {source} does not "
                          "describe this run")
     return Calibration(
-        run=ctx.run, device=report.mfu.device, peak_tflops=peak / 1e12, gpus=ctx.world,
+        run=ctx.run, device=report.mfu.device, peak_tflops=peak / 1e12,
+        peak_dtype=report.mfu.peak_dtype or report.mfu.dtype, gpus=ctx.world,
         gpus_per_node=per_node, nodes=lay.nodes or math.ceil(ctx.world / per_node),
         tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=zero, zero_source=zero_source,
         microbatches=m, micro_batch=b, microbatch_source=m_source,

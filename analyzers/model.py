@@ -496,6 +496,7 @@ class Calibration(Model, frozen=True, kw_only=True):
     run: str
     device: str | None
     peak_tflops: float
+    peak_dtype: str             # the peak-table column of peak_tflops (docs/mfu.md)
     gpus: int
     gpus_per_node: int
     nodes: int

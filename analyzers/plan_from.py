@@ -109,8 +109,10 @@ def plan_from(cal: Calibration, device: DevicePeak | None, c: Constraints,
               heads=cal.model.heads or max(1, cal.model.hidden // 128),
               micro_batch=cal.micro_batch,
               network_gbs=tier(cal.links, "network").bus_bw_gbs,
-              efficiency=min(1.0, max(1e-9, cal.kernel_efficiency)))
+              efficiency=min(1.0, max(1e-9, cal.kernel_efficiency)), dtype=cal.peak_dtype)
     shown = feasible[:top] if feasible else plans[:top]
     return PlanResult(job=job, device=cal.device or (device.name if device else "unknown"),
                       evaluated=len(plans), feasible=len(feasible), plans=tuple(shown),
+                      dtype=cal.peak_dtype,
+                      dtype_reason=f"the peak {cal.run} was measured against",
                       calibration=cal, baseline=predict(cal, target_of(cal), memory))

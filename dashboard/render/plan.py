@@ -50,7 +50,8 @@ def calibration_lines(cal: Calibration) -> list[str]:
            f"- model ({cal.model.source}): {cal.model.params / 1e9:.3g}B parameters, "
            f"{cal.model.layers} layers, hidden {cal.model.hidden}, sequence {cal.model.seq}, "
            f"{cal.model.global_batch_tokens:.0f} tokens per step",
-           f"- kernel efficiency {cal.kernel_efficiency:.1%} of {cal.peak_tflops:.0f} TFLOP/s; "
+           f"- kernel efficiency {cal.kernel_efficiency:.1%} of {cal.peak_tflops:.0f} TFLOP/s "
+           f"({cal.peak_dtype}); "
            f"recompute share {cal.recompute_share:.1%}", "",
            "| kernels | ms/step | TFLOP/s |", "|---|---:|---:|"]
     out += [f"| {k.kind} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.3g}'} |"
