@@ -40,6 +40,10 @@ MFU_POINTS, STEP_SHARE = 2.0, 0.05
 
 
 def _simulator() -> Any:
+    """sample_traces/simulate_gpu.py as a module (it imports its sibling modules, as when
+    run as a script from its folder)."""
+    if str(SIMULATOR.parent) not in sys.path:
+        sys.path.append(str(SIMULATOR.parent))
     spec = importlib.util.spec_from_file_location("simulate_gpu", SIMULATOR)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
