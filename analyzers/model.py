@@ -416,7 +416,6 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     critical_path: CriticalPath | None = None
 
 
-
 # ------------------------------------------------------------------ the calibrated planner
 class Term(Model, frozen=True, kw_only=True):
     """One term of a step as the planner sees it (docs/planner.md), ms per rank and step,

@@ -463,7 +463,6 @@ def build_program(cfg: Config, rank: int, step: int) -> list[Op]:
     return _sped_up(cfg, ops)
 
 
-
 def _sped_up(cfg: Config, ops: list[Op]) -> list[Op]:
     """Apply the config's what-if speedups: an op whose name (collectives:
     `all_reduce:tp`, `all_reduce:dp`; point-to-point: `send` / `recv`) contains a pattern
