@@ -82,16 +82,19 @@ class _FitRow(TypedDict):
 # ------------------------------------------------------------------ the model spec
 def find_spec(con: duckdb.DuckDBPyConnection, run: str) -> tuple[ModelSpec, str] | None:
     """The run's model spec from `model.json` beside the traces it was ingested from
-    (runs.sources: a folder holding it, or the folder of a trace file); None if absent."""
+    (runs.sources: a folder holding it, or the folder of a trace file); None if absent.
+    A relative source is looked up from the current folder, then from the database
+    file's folder (where `ingest` ran when the database is its default)."""
     rows = con.execute(sql("planner/run_sources.sql"), {"run": run}).fetchall()
     if not rows or not rows[0][0]:
         return None
-    for source in json.loads(rows[0][0]):
-        path = Path(source)
-        folder = path if path.is_dir() else path.parent
-        candidate = folder / MODEL_JSON
-        if candidate.is_file():
-            return load_spec(candidate), str(candidate)
+    sources, db_path = json.loads(rows[0][0]), rows[0][1]
+    bases = [Path()] + ([Path(db_path).parent] if db_path else [])
+    for source in sources:
+        for path in dict.fromkeys(base / source for base in bases):
+            candidate = (path if path.is_dir() else path.parent) / MODEL_JSON
+            if candidate.is_file():
+                return load_spec(candidate), str(candidate)
     return None
 
 

@@ -716,6 +716,7 @@ class PlanResult(Model, frozen=True, kw_only=True):
     schema_version: int = PLAN_SCHEMA_VERSION
     calibration: Calibration | None = None
     baseline: Plan | None = None
+    none_reason: str | None = None      # --from: why no layout was evaluated at all
 
 
 # ------------------------------------------------------------------ the nightly report

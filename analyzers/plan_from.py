@@ -90,6 +90,30 @@ def targets(cal: Calibration, c: Constraints) -> list[list[Target]]:
     return out
 
 
+def why_no_layout(cal: Calibration, c: Constraints) -> str:
+    """Why `targets` found no (TP, PP, DP) at all, naming the first rule that left none."""
+    gpus, heads, layers = _gpus(cal, c), cal.model.heads, cal.model.layers
+    per_node = c.gpus_per_node or cal.gpus_per_node
+    tps = [c.tp] if c.tp else [t for t in TP_DEGREES if t <= 2 * per_node]
+    tps_ok = [t for t in tps if not gpus % t and not (heads and heads % t)]
+    if not tps_ok:
+        which = f"--tp {c.tp} does not" if c.tp else f"no TP among {', '.join(map(str, tps))}"
+        return (f"{which} divide the {gpus} GPUs"
+                + (f" and the model's {heads} attention heads" if heads else ""))
+    pairs = [(t, p) for t in tps_ok for p in ([c.pp] if c.pp else _divisors(gpus // t))
+             if not (gpus // t) % p and p <= layers]
+    if not pairs:
+        return f"no PP divides the {gpus} GPUs / TP and is at most the model's {layers} layers"
+    dps = sorted({gpus // (t * p) for t, p in pairs})
+    if c.dp and c.dp not in dps:
+        return f"--dp {c.dp} is not among the DP degrees left ({', '.join(map(str, dps))})"
+    split = (f"{c.microbatches} microbatches of whole sequences" if c.microbatches
+             else f"whole micro-batches of {cal.micro_batch} sequences (the run's)")
+    return (f"the global batch of {cal.model.global_batch_tokens / cal.model.seq:g} "
+            f"sequences does not split into {split} on DP "
+            f"{', '.join(map(str, [c.dp] if c.dp else dps))}")
+
+
 def plan_from(cal: Calibration, device: DevicePeak | None, c: Constraints,
               top: int = 10) -> PlanResult:
     """The plan model of a calibrated run: feasible layouts by predicted MFU, the run's
@@ -115,4 +139,5 @@ def plan_from(cal: Calibration, device: DevicePeak | None, c: Constraints,
                       evaluated=len(plans), feasible=len(feasible), plans=tuple(shown),
                       dtype=cal.peak_dtype,
                       dtype_reason=f"the peak {cal.run} was measured against",
-                      calibration=cal, baseline=predict(cal, target_of(cal), memory))
+                      calibration=cal, baseline=predict(cal, target_of(cal), memory),
+                      none_reason=None if plans else why_no_layout(cal, c))

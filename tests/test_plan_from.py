@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, SIM
 
 import stepscope
-from stepscope.analyzers.calibrate import calibrate, term_ms, tier
+from stepscope.analyzers.calibrate import calibrate, find_spec, term_ms, tier
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.expected import expected_for
 from stepscope.analyzers.model import Calibration, Expected
@@ -309,3 +309,34 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     assert main(["plan", "--from", str(SIM / "plan_mb4"), "--tp", "2", "--pp", "4",
                  "--dp", "2", "--gpus", "8"]) == 2
     assert "is not --gpus 8" in capsys.readouterr().err
+
+
+def test_no_layout_names_the_rule_that_left_none(sample_db: Path) -> None:
+    """plan_mb4: 8 sequences of 2 per micro-batch, 16 heads, 4 layers."""
+    with stepscope.open(sample_db) as store:
+        cal = _calibrated(store.con, SIM / "plan_mb4")
+    spec = json.loads((SIM / "plan_mb4" / "model.json").read_text())
+    sequences = spec["global_batch_tokens"] / spec["seq_len"]
+    seven = plan_from(cal, None, Constraints(gpus=7))
+    assert seven.plans == () and seven.evaluated == 0 and seven.none_reason is not None
+    assert f"global batch of {sequences:g} sequences" in seven.none_reason
+    assert "micro-batches of 2" in seven.none_reason and seven.none_reason.endswith("DP 7")
+    three = plan_from(cal, None, Constraints(tp=3)).none_reason
+    assert three == "--tp 3 does not divide the 8 GPUs and the model's 16 attention heads"
+    assert plan_from(cal, None, Constraints(gpus=16)).none_reason is None
+
+
+def test_model_json_is_found_from_another_folder(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run ingested by a relative path finds its model.json later from elsewhere: the
+    sources are also looked up from the database file's folder."""
+    work = tmp_path / "work"
+    shutil.copytree(SIM / "plan_mb4", work / "plan_mb4")
+    monkeypatch.chdir(work)
+    stepscope.ingest_run("plan_mb4", db="stepscope.duckdb", run="plan_mb4")
+    monkeypatch.chdir(tmp_path)
+    with stepscope.open(work / "stepscope.duckdb") as store:
+        found = find_spec(store.con, "plan_mb4")
+    assert found is not None
+    assert Path(found[1]).resolve() == (work / "plan_mb4" / "model.json").resolve()
+    assert found[0] == load_spec(SIM / "plan_mb4" / "model.json")

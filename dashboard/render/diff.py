@@ -77,7 +77,8 @@ def expected_lines(e: Expected | None) -> list[str]:
                    f"{num(c.departure_points, '+.2f')} | {why} |")
     out.append(f"| **step / MFU change** | | **{e.step_ms:.3f}** | | "
                f"**{num(e.mfu_delta_points, '+.2f')}** | **{num(e.departure_points, '+.2f')}** | |")
-    out += [f"- assumed: {a}" for a in e.assumptions]
+    if e.assumptions:
+        out += ["", *(f"- assumed: {a}" for a in e.assumptions)]
     return out
 
 

@@ -102,6 +102,7 @@ def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
         out += [f"| {TERM_LABELS.get(t.name, t.name)} | {measured.get(t.name, 0.0):.3f} | "
                 f"{t.ms:.3f} |" for t in base.terms]
     out += ["", "## Layouts", "",
+            f"No layout: {model.none_reason}." if model.none_reason else
             f"{model.feasible} of {model.evaluated} layouts fit in memory.", "",
             "| # | TP | PP | DP | ZeRO | recompute | M x b | memory GB | fits | step ms | MFU |",
             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|"]
@@ -110,8 +111,8 @@ def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
                    f"{p.microbatches} x {p.micro_batch} | {p.memory_gb:.1f} | "
                    f"{'yes' if p.fits else 'no'} | {p.step_ms:.2f} | {pct(p.mfu)} |")
     if not model.plans:
-        out.append("| - | no layout: the GPUs, layers and global batch allow none |"
-                   " | | | | | | | | |")
+        why = model.none_reason or "the GPUs, layers and global batch allow none"
+        out.append(f"| - | no layout: {why} | | | | | | | | | |")
     for i, p in enumerate(model.plans[:3], start=1):
         out += ["", f"### #{i}: TP{p.tp} x PP{p.pp} x DP{p.dp}, ZeRO {p.zero}", ""]
         out += _terms_table(p)

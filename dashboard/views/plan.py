@@ -96,8 +96,8 @@ def render_calibrated(ctx: PageContext, cal: Calibration, source: str) -> None:
 
 def _show(result: PlanResult) -> None:
     if not result.plans:
-        st.warning(f"No layout among {result.evaluated} evaluated: the GPUs, layers and "
-                   "global batch allow none.")
+        why = result.none_reason or "the GPUs, layers and global batch allow none"
+        st.warning(f"No layout among {result.evaluated} evaluated: {why}.")
         return
     best = result.plans[0]
     st.markdown(f"**Best: TP {best.tp} × PP {best.pp} × DP {best.dp}**, ZeRO {best.zero}, "
