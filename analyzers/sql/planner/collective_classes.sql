@@ -39,8 +39,8 @@ WITH complete AS (
     JOIN complete s ON s.rank = c.rank AND s.step = c.step
     LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
     LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
-    LEFT JOIN (SELECT rank, coll_id, sum(exposed_ns) AS exposed_ns,
-                      sum(straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns) AS bubble_ns
+    LEFT JOIN (SELECT rank, coll_id, sum(exposed_ns ORDER BY exposed_ns) AS exposed_ns,
+                      sum(straggler_wait_ns ORDER BY straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns ORDER BY bubble_ns) AS bubble_ns
                FROM collective_exposure WHERE run = $run GROUP BY rank, coll_id) e
            ON e.rank = c.rank AND e.coll_id = c.coll_id
     WHERE c.run = $run AND c.work_start_ns IS NOT NULL
@@ -50,9 +50,9 @@ SELECT collective, group_label, group_size, nbytes, bool_or(crosses_nodes) AS cr
     count(*) / any_value(rs.n) AS calls_per_step,
     sum(dur_ns) / any_value(rs.n) / 1e6 AS time_ms,
     sum(transfer_ns) / any_value(rs.n) / 1e6 AS transfer_ms,
-    sum(exposed_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
-    sum(wait_ns) / any_value(rs.n) / 1e6 AS wait_ms,
-    sum(bubble_ns) / any_value(rs.n) / 1e6 AS bubble_ms,
+    sum(exposed_ns ORDER BY exposed_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
+    sum(wait_ns ORDER BY wait_ns) / any_value(rs.n) / 1e6 AS wait_ms,
+    sum(bubble_ns ORDER BY bubble_ns) / any_value(rs.n) / 1e6 AS bubble_ms,
     median(transfer_ns) / 1e3 AS median_transfer_us
 FROM calls CROSS JOIN rank_steps rs
 GROUP BY collective, group_label, group_size, nbytes

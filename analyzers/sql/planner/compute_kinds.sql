@@ -53,7 +53,7 @@ WITH complete AS (
              WHEN f.name ILIKE '%attention%' THEN 'attention'
              WHEN f.name ILIKE '%convolution%' THEN 'conv'
              ELSE 'gemm' END AS kind,
-        sum(f.model_flops) / any_value(n.n) AS flops_per_step
+        sum(f.model_flops ORDER BY f.model_flops) / any_value(n.n) AS flops_per_step
     FROM model_flops($run) f
     JOIN complete c ON c.rank = f.rank AND c.step = f.step
     JOIN n_steps n ON n.rank = f.rank
@@ -62,8 +62,8 @@ WITH complete AS (
     SELECT count(*) AS n FROM n_steps
 )
 SELECT kind,
-    sum(ns_per_step) / any_value(ranks.n) / 1e6 AS ms,
-    coalesce(sum(flops_per_step), 0) / any_value(ranks.n) AS flops
+    sum(ns_per_step ORDER BY ns_per_step) / any_value(ranks.n) / 1e6 AS ms,
+    coalesce(sum(flops_per_step ORDER BY flops_per_step), 0) / any_value(ranks.n) AS flops
 FROM kernel_time t
 FULL JOIN op_flops f USING (rank, kind)
 CROSS JOIN ranks

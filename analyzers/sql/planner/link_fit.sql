@@ -45,10 +45,10 @@ WITH complete AS (
 )
 SELECT tier, count(*) AS calls, count(DISTINCT bus_bytes / hops) AS sizes,
     min(bus_bytes / hops) AS min_x, max(bus_bytes / hops) AS max_x,
-    regr_intercept(transfer_ns / hops, bus_bytes / hops) AS ns_per_hop,
-    regr_slope(transfer_ns / hops, bus_bytes / hops) AS ns_per_byte,
+    regr_intercept(transfer_ns / hops, bus_bytes / hops ORDER BY bus_bytes / hops, transfer_ns / hops) AS ns_per_hop,
+    regr_slope(transfer_ns / hops, bus_bytes / hops ORDER BY bus_bytes / hops, transfer_ns / hops) AS ns_per_byte,
     median(bus_bytes / transfer_ns) AS median_bus_bw_gbs,
-    sum(transfer_ns) / sum(bus_bytes) AS mean_ns_per_byte
+    sum(transfer_ns) / sum(bus_bytes ORDER BY bus_bytes) AS mean_ns_per_byte
 FROM calls
 GROUP BY tier
 ORDER BY tier;
