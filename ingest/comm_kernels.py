@@ -120,6 +120,13 @@ def comm_patterns(user_file: str | Path | None = None) -> tuple[CommPattern, ...
     return user + builtin_table().patterns
 
 
+def any_pattern(patterns: tuple[CommPattern, ...]) -> str:
+    """One RE2 expression matching a name when any of `patterns` does: the reader's cheap
+    first filter (compiled once per file, where patterns read from a table column compile
+    once per name they are tried on)."""
+    return "|".join(f"(?:{p.pattern})" for p in patterns)
+
+
 def pattern_rows(patterns: tuple[CommPattern, ...]) -> list[dict[str, object]]:
     """The patterns as rows for ingest/sql/comm_patterns.sql (priority = position)."""
     return [{"priority": i, "pattern": p.pattern, "library": p.library,

@@ -13,10 +13,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import duckdb
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 SQL_DIR = Path(__file__).parent / "sql"
 
@@ -100,7 +102,10 @@ def run_script(con: duckdb.DuckDBPyConnection, name: str, params: Params) -> Non
 
 
 def as_frame(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
-    """A query result as a polars DataFrame (duckdb's stubs type `.pl()` loosely)."""
+    """A query result as a polars DataFrame (duckdb's stubs type `.pl()` loosely).
+    polars loads here, not with this module: the ingest's workers never need it."""
+    import polars as pl
+
     frame = relation.pl()
     assert isinstance(frame, pl.DataFrame)
     return frame

@@ -34,16 +34,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
-from stepscope.ingest.comm_kernels import CommPattern, comm_patterns, pattern_rows
+from stepscope.ingest.comm_kernels import CommPattern, any_pattern, comm_patterns, pattern_rows
 from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size, max_trace_bytes
-from stepscope.ingest.queries import sql
+from stepscope.ingest.queries import run_script, sql
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 HEAD_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
@@ -485,7 +487,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
     con.execute(sql("read/rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
                                         "step_marker": step_marker or None})
-    step_source, summary, counts = _rank_tables(con, display)
+    step_source, summary, counts = _rank_tables(con, display, any_pattern(comm_kernels))
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
     if stage_dir is None:
         tables = {name: con.table(f"out_{name}").to_arrow_table() for name in OUTPUT_TABLES}
@@ -497,12 +499,13 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     return _Loaded({}, files, counts, step_source, summary)
 
 
-def _rank_tables(con: duckdb.DuckDBPyConnection,
-                 display: str) -> tuple[str | None, RankSummary, dict[str, int]]:
+def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
+                 comm_any: str) -> tuple[str | None, RankSummary, dict[str, int]]:
     """Build the out_* tables from raw_events; returns the step source, the summary row
-    and the event counts per category (`cat:ph` for other phases than X)."""
+    and the event counts per category (`cat:ph` for other phases than X). `comm_any`
+    matches every communication-kernel name (comm_kernels.any_pattern)."""
     try:
-        con.execute(sql("read/rank_tables.sql"))
+        run_script(con, "read/rank_tables.sql", {"comm_any": comm_any})
         con.execute(sql("read/collectives.sql"))
         (step_source, device, pid, start, end, timed, categories), = con.execute(
             sql("read/rank_result.sql")).fetchall()

@@ -81,13 +81,6 @@ class FrDump:
     warnings: list[str] = field(default_factory=list)
 
 
-def is_fr_json(head: bytes) -> bool:
-    """A JSON object with the keys of a Flight Recorder dump (not a Kineto trace)."""
-    text = head.lstrip()[:1 << 16]
-    return (text.startswith(b"{") and b'"traceEvents"' not in text
-            and b'"pg_config"' in text and (b'"entries"' in text or b'"pg_status"' in text))
-
-
 def read_flight_recorder(path: Path, display: str, max_bytes: int | None = None) -> FrDump:
     """Parse one dump; raises TraceFileError (one line) for anything unreadable, and for
     a dump past MAX_FR_BYTES or the per-file limit `max_bytes` (ingest.limits), before

@@ -14,7 +14,6 @@ import re
 import zlib
 from pathlib import Path
 
-from stepscope.ingest.nccl.flight_recorder import is_fr_json
 
 SNIFF_BYTES = 1 << 16
 FLIGHT_RECORDER = "flight_recorder"
@@ -67,6 +66,14 @@ def is_pickle_head(head: bytes) -> bool:
     except Exception:  # noqa: BLE001 - not a pickle, or the head cuts an opcode
         return False
     return False
+
+
+def is_fr_json(head: bytes) -> bool:
+    """A JSON object with the keys of a Flight Recorder dump (not a Kineto trace). Here,
+    not in flight_recorder.py, so that sniffing a file loads no Arrow."""
+    text = head.lstrip()[:1 << 16]
+    return (text.startswith(b"{") and b'"traceEvents"' not in text
+            and b'"pg_config"' in text and (b'"entries"' in text or b'"pg_status"' in text))
 
 
 def sniff_bytes(head: bytes, named: bool = False) -> str | None:

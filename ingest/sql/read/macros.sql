@@ -13,8 +13,13 @@ CREATE OR REPLACE TEMP MACRO us_to_ns(x) AS
     END;
 
 -- First integer inside a string: 'stream 7' -> 7, '25738' -> 25738, 'Spans' -> NULL.
+-- Most pids and tids are a plain integer's canonical text, which a cast reads as the regex
+-- would (the round trip checks it: '007', '7.5', '1e3' take the regex); only the others
+-- pay for the regex.
 CREATE OR REPLACE TEMP MACRO leading_int(s) AS
-    TRY_CAST(regexp_extract(CAST(s AS VARCHAR), '(-?\d+)', 1) AS BIGINT);
+    CASE WHEN CAST(TRY_CAST(CAST(s AS VARCHAR) AS BIGINT) AS VARCHAR) = CAST(s AS VARCHAR)
+         THEN TRY_CAST(CAST(s AS VARCHAR) AS BIGINT)
+         ELSE TRY_CAST(regexp_extract(CAST(s AS VARCHAR), '(-?\d+)', 1) AS BIGINT) END;
 
 -- Bytes of one element of a c10 ScalarType / gloo type name.
 CREATE OR REPLACE TEMP MACRO dtype_size(t) AS

@@ -168,10 +168,13 @@ FROM cpu_raw r JOIN cpu_nest n USING (op_id);
 -- Kernel names the communication-kernel table knows (comm_patterns.sql: DeepEP, symmetric
 -- memory, custom all-reduce, ...): the first pattern matching each distinct name (names
 -- are few, kernels many).
+-- $comm_any is every pattern in one alternation, compiled once: only the few names it
+-- matches are tried pattern by pattern (a pattern read from a column compiles per row).
 CREATE OR REPLACE TEMP TABLE comm_kernel_names AS
 WITH names AS (
     SELECT DISTINCT name FROM raw_events
     WHERE ph = 'X' AND cat IN ('kernel', 'Kernel') AND name IS NOT NULL
+      AND regexp_matches(name, $comm_any)
 )
 SELECT n.name, p.library, p.collective, p.op, p.role
 FROM names n JOIN comm_patterns p ON regexp_matches(n.name, p.pattern)
