@@ -14,7 +14,6 @@ import re
 import zlib
 from pathlib import Path
 
-
 SNIFF_BYTES = 1 << 16
 FLIGHT_RECORDER = "flight_recorder"
 NCCL_LOG = "nccl_log"

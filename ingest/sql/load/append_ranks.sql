@@ -4,8 +4,10 @@
 --         staged_files (registered by the loader): file VARCHAR (a Parquet path, as in
 --         the lists), rank INTEGER;
 --         staged_rank_rows (registered): the batch's `ranks` rows.
--- Writes: the rank tables of docs/schema.md, process_groups (each pg_name once per run:
---         a group already stored, or seen at a lower rank of the batch, is kept) and ranks.
+-- Writes: the rank tables of docs/schema.md and ranks; the batch's process groups go to the
+--         temp table staged_process_groups (load/stage_groups.sql), from which
+--         load/process_groups.sql keeps each pg_name once per run (its lowest rank's row),
+--         so the rows kept do not depend on how the ranks were batched.
 -- Parameters: $run, and per table a list of Parquet paths named after it (cpu_ops_files,
 -- ...): a list, not a glob, so no folder name is ever read as a pattern.
 -- Every accepted task writes every table (with zero rows where the trace has none).
@@ -40,11 +42,9 @@ SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($collectives_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
-INSERT INTO process_groups BY NAME
-SELECT $run AS run, p.* EXCLUDE (filename)
+INSERT INTO staged_process_groups BY NAME
+SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($process_groups_files, filename = true, union_by_name = true) p
-JOIN staged_files m ON m.file = p.filename
-WHERE p.pg_name NOT IN (SELECT pg_name FROM process_groups WHERE run = $run)
-QUALIFY row_number() OVER (PARTITION BY p.pg_name ORDER BY m.rank) = 1;
+JOIN staged_files m ON m.file = p.filename;
 
 INSERT INTO ranks BY NAME SELECT * FROM staged_rank_rows;

@@ -1,0 +1,59 @@
+"""Byte-identical results: every simulated set, ingested into the session's sample
+database, gives exactly the JSON report and the table rows recorded in
+tests/snapshots/identity.json (tests/identity.py: the report's SHA-256, and per table the
+row count and an order-free digest of every row's exact text). A speed or memory change
+of the ingest or the attribution must leave both unchanged to the nanosecond and the last
+bit of every float; a change meant to alter results regenerates the file with
+`pytest tests/test_identity.py --update-snapshots` (review which sets and tables moved).
+
+The recorded fingerprints were first taken from the pipeline before issue 25's changes
+(`python tests/identity.py DB OUT` over a database that checkout built)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from filelock import FileLock
+from identity import fingerprint, report_text, simulated_sets
+
+import stepscope
+
+SNAPSHOT = REPO / "tests" / "snapshots" / "identity.json"
+
+
+def _recorded() -> dict[str, dict[str, object]]:
+    return json.loads(SNAPSHOT.read_text()) if SNAPSHOT.exists() else {}
+
+
+def _record(name: str, got: dict[str, object]) -> None:
+    with FileLock(str(SNAPSHOT) + ".lock"):
+        prints = _recorded()
+        prints[name] = got
+        SNAPSHOT.write_text(json.dumps(prints, indent=1, sort_keys=True) + "\n")
+
+
+@pytest.mark.parametrize("name", simulated_sets())
+def test_identical_results(name: str, sample_db: Path, update_snapshots: bool,
+                           tmp_path: Path) -> None:
+    with stepscope.open(sample_db) as store:
+        got = fingerprint(store.con, name)
+        if update_snapshots:
+            _record(name, got)
+            return
+        want = _recorded().get(name)
+        assert want is not None, f"{name} has no fingerprint: run pytest --update-snapshots"
+        moved = sorted(t for t, d in got["tables"].items()  # type: ignore[attr-defined]
+                       if want["tables"].get(t) != d)  # type: ignore[attr-defined]
+        if got["report_sha256"] != want["report_sha256"]:
+            (tmp_path / f"{name}.json").write_text(report_text(store.con, name))
+    assert not moved, f"{name}: rows changed in {', '.join(moved)}"
+    assert got["report_sha256"] == want["report_sha256"], (
+        f"{name}: the JSON report changed (now in {tmp_path / (name + '.json')})")
+
+
+def test_every_set_recorded() -> None:
+    """The snapshot covers exactly the simulated sets (a new set needs its fingerprint)."""
+    assert sorted(_recorded()) == simulated_sets()
