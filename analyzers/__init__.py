@@ -10,6 +10,21 @@ verdicts) are part of the models, number formats of tables belong to the rendere
 (dashboard/render/).
 """
 
-from stepscope.analyzers.summary import run_summary
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from stepscope.analyzers.summary import run_summary
 
 __all__ = ["run_summary"]
+
+
+def __getattr__(name: str) -> Any:
+    """`run_summary` loads (with polars) on first use: the ingest imports
+    analyzers.attribution, whose SQL needs neither."""
+    if name == "run_summary":
+        from stepscope.analyzers.summary import run_summary
+
+        return run_summary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

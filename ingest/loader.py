@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from stepscope.ingest.comm_kernels import CommPattern
 from stepscope.ingest.db import connect_write, delete_run_rows
@@ -417,38 +416,25 @@ class _Batch:
     def flush(self) -> None:
         if not self.rows:
             return
-        files = pa.table({"file": [f for f, _ in self.files],
-                          "rank": pa.array([r for _, r in self.files], pa.int32())})
-        self.con.register("staged_files", files)
-        self.con.register("staged_rank_rows", pa.Table.from_pylist(self.rows))
+        params: dict[str, object] = {
+            "run": self.run, "rank_rows": self.rows,
+            "staged_files": [f for f, _ in self.files],
+            "staged_ranks": [r for _, r in self.files]}
+        for table in OUTPUT_TABLES:
+            params[f"{table}_files"] = [f for f, _ in self.files
+                                        if Path(f).name == f"{table}.parquet"]
         try:
-            params: dict[str, object] = {"run": self.run}
-            for table in OUTPUT_TABLES:
-                params[f"{table}_files"] = [f for f, _ in self.files
-                                            if Path(f).name == f"{table}.parquet"]
             run_script(self.con, "load/append_ranks.sql", params)
         except duckdb.InterruptException:
             raise
-        except (duckdb.Error, pa.ArrowException) as exc:
+        except duckdb.Error as exc:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(
                 f"{names}: could not be stored ({text}); run '{self.run}' was not ingested, "
                 "the database is unchanged (please report this file)") from None
-        finally:
-            _unregister(self.con, "staged_files", "staged_rank_rows")
         shutil.rmtree(self.folder, ignore_errors=True)
         self.files, self.rows, self.bytes = [], [], 0
-
-
-def _unregister(con: duckdb.DuckDBPyConnection, *names: str) -> None:
-    """Drop registered views; after a failed statement DuckDB refuses even that
-    ("Current transaction is aborted"), which must not hide the error that failed it."""
-    for name in names:
-        try:
-            con.unregister(name)
-        except duckdb.Error:
-            pass
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],

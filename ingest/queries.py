@@ -9,6 +9,7 @@ as parameters (tests/test_sql_files.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -39,12 +40,24 @@ def split_statements(text: str) -> tuple[str, ...]:
     return tuple(s.query for s in duckdb.extract_statements(text))
 
 
+_COMMENT = re.compile(r"--[^\n]*")
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@cache
+def parameter_names(stmt: str) -> frozenset[str]:
+    """The `$name` parameters a statement uses (a script's header comment, which DuckDB
+    keeps with its first statement, does not count)."""
+    return frozenset(_PARAM.findall(_COMMENT.sub("", stmt)))
+
+
 def execute_statements(con: duckdb.DuckDBPyConnection, stmts: tuple[str, ...],
                        params: Params) -> None:
     """Execute statements in order, binding to each only the `$name` parameters it uses
     (DuckDB rejects unused ones)."""
     for stmt in stmts:
-        used = {k: v for k, v in params.items() if f"${k}" in stmt}
+        names = parameter_names(stmt)
+        used = {k: v for k, v in params.items() if k in names}
         con.execute(stmt, used) if used else con.execute(stmt)
 
 

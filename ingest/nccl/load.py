@@ -12,9 +12,10 @@ transaction is then aborted and the run not ingested).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from stepscope.ingest.db import insert_by_name
 from stepscope.ingest.errors import StepscopeError, TraceFileError
@@ -24,12 +25,23 @@ from stepscope.ingest.tasks import NcclParsed
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
                "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops")
-SOURCE_SCHEMA = pa.schema([
-    ("run", pa.string()), ("source_file", pa.string()), ("kind", pa.string()),
-    ("format", pa.string()), ("rank", pa.int32()), ("rank_source", pa.string()),
-    ("version", pa.string()), ("nccl_version", pa.string()), ("host", pa.string()),
-    ("n_records", pa.int64()), ("note", pa.string()),
-])
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@cache
+def source_schema() -> pa.Schema:
+    """The Arrow layout of an nccl_sources row (Arrow loads with the first NCCL file: a
+    run of Kineto traces alone never needs it)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("run", pa.string()), ("source_file", pa.string()), ("kind", pa.string()),
+        ("format", pa.string()), ("rank", pa.int32()), ("rank_source", pa.string()),
+        ("version", pa.string()), ("nccl_version", pa.string()), ("host", pa.string()),
+        ("n_records", pa.int64()), ("note", pa.string()),
+    ])
 
 
 def claim(claimed: dict[tuple[str, int], str], kind: str, rank: int, display: str) -> None:
@@ -48,8 +60,10 @@ def accept_nccl(con: duckdb.DuckDBPyConnection, run: str, parsed: NcclParsed,
     if parsed.kind == FLIGHT_RECORDER:
         for rank in parsed.ranks:
             claim(claimed, parsed.kind, rank, parsed.file)
+    import pyarrow as pa
+
     try:
-        source = pa.Table.from_pylist([{"run": run, **parsed.source}], schema=SOURCE_SCHEMA)
+        source = pa.Table.from_pylist([{"run": run, **parsed.source}], schema=source_schema())
         insert_by_name(con, "nccl_sources", con.from_arrow(source))
         for table, path in parsed.tables:
             insert_by_name(con, table, con.read_parquet(path), {"run": run})

@@ -1,16 +1,20 @@
 -- Appends one batch of parsed ranks to the run (ingest/loader.py, after ingest/tasks.py).
 -- Reads:  the Parquet files of the batch, one per table and accepted rank (written by
 --         ingest/reader.py from the out_* tables);
---         staged_files (registered by the loader): file VARCHAR (a Parquet path, as in
---         the lists), rank INTEGER;
---         staged_rank_rows (registered): the batch's `ranks` rows.
+--         $staged_files and $staged_ranks: every Parquet path of the batch (as in the
+--         per-table lists) and its rank, zipped into the temp table staged_files;
+--         $rank_rows: the batch's `ranks` rows, a list of structs named like its columns
+--         (plain query parameters: the writer loads neither Arrow nor pandas).
 -- Writes: the rank tables of docs/schema.md and ranks; the batch's process groups go to the
 --         temp table staged_process_groups (load/stage_groups.sql), from which
 --         load/process_groups.sql keeps each pg_name once per run (its lowest rank's row),
 --         so the rows kept do not depend on how the ranks were batched.
--- Parameters: $run, and per table a list of Parquet paths named after it (cpu_ops_files,
+-- Parameters: $run, the three above, and per table a list of Parquet paths named after it (cpu_ops_files,
 -- ...): a list, not a glob, so no folder name is ever read as a pattern.
 -- Every accepted task writes every table (with zero rows where the trace has none).
+
+CREATE OR REPLACE TEMP TABLE staged_files AS
+SELECT unnest($staged_files) AS file, CAST(unnest($staged_ranks) AS INTEGER) AS rank;
 
 INSERT INTO cpu_ops BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
@@ -47,4 +51,6 @@ SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($process_groups_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
-INSERT INTO ranks BY NAME SELECT * FROM staged_rank_rows;
+INSERT INTO ranks BY NAME SELECT unnest($rank_rows, recursive := true);
+
+DROP TABLE staged_files;
