@@ -6,13 +6,17 @@ collective_waits and step_attribution); the readers work on read-only connection
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import polars as pl
 
 from stepscope.analyzers._sql import install_macros, run_script, sql
 from stepscope.analyzers.model import CATEGORIES
 
-__all__ = ["CATEGORIES", "SHORT_GAP_NS", "materialize", "trace_breakdown"]
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["CATEGORIES", "SHORT_GAP_NS", "materialize", "rank_batches", "trace_breakdown"]
 
 
 # An idle gap this short, and this much of a longer gap after the launch call, is launch
@@ -20,13 +24,43 @@ __all__ = ["CATEGORIES", "SHORT_GAP_NS", "materialize", "trace_breakdown"]
 SHORT_GAP_NS = 30_000
 
 
-def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
+# The per-rank attribution runs on batches of consecutive ranks: at most this many ranks
+# and, past the first rank, about this many trace events (a 35 MB real trace has ~110k),
+# so its temporary tables hold one batch whatever the job's size.
+BATCH_RANKS = 64
+BATCH_EVENTS = 4_000_000
+
+
+def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BATCH_RANKS,
+                batch_events: int = BATCH_EVENTS) -> None:
     """Compute and store the attribution tables of `run` (replacing earlier rows; the
-    tables are part of the schema, ingest/sql/schema/derived.sql and the migrations), then
-    split its idle time (attribution/idle.sql reads attribution.sql's temp tables)."""
+    tables are part of the schema, ingest/sql/schema/derived.sql and the migrations).
+
+    First the cross-rank part over every rank's collectives (attribution/
+    collective_match.sql: the instances and their shortest durations, a few rows per
+    call), then per batch of ranks the rest (attribution.sql), and the split of its idle
+    time (idle.sql, which reads attribution.sql's temp tables). Every step of the batch
+    part is per rank, so the results do not depend on the batching."""
     install_macros(con)
-    run_script(con, "attribution/attribution.sql", {"run": run})
-    run_script(con, "attribution/idle.sql", {"run": run, "short_gap_ns": SHORT_GAP_NS})
+    run_script(con, "attribution/collective_match.sql", {"run": run})
+    for lo, hi in rank_batches(con, run, batch_ranks, batch_events):
+        params = {"run": run, "lo": lo, "hi": hi}
+        run_script(con, "attribution/attribution.sql", params)
+        run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
+
+
+def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,
+                 max_events: int) -> list[tuple[int, int]]:
+    """Consecutive ranks of `run` as (first, last) ranges of at most `max_ranks` ranks
+    and at most `max_events` events (a bigger rank alone)."""
+    batches: list[list[int]] = []  # [first, last, ranks, events]
+    for rank, size in con.execute(sql("attribution/rank_sizes.sql"), {"run": run}).fetchall():
+        last = batches[-1] if batches else None
+        if last is None or last[2] >= max_ranks or last[3] + size > max_events:
+            batches.append([rank, rank, 1, size])
+        else:
+            last[1], last[2], last[3] = rank, last[2] + 1, last[3] + size
+    return [(first, last) for first, last, _, _ in batches]
 
 
 def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,

@@ -5,7 +5,15 @@ distributedInfo.rank), then runs each contender in a fresh subprocess and report
 time, throughput (uncompressed MB/s) and the peak RSS of its whole process tree
 (benchmarks/_measure.py: stepscope's worker processes and HTA's are counted).
 
-    python benchmarks/bench_ingest.py [--source FILE] [--ranks 8] [--repeat 1] [--json OUT]
+Each round runs every contender once, back to back, so that the ratios of a round are
+taken under the same load; the table gives the median of the rounds per contender and
+the median of the per-round ratios (a shared machine's load moves every figure, the
+ratios much less). `--baseline DIR` adds the same ingest by another stepscope source
+checkout (the previous release: its folder on PYTHONPATH), and `stepscope --help`
+of both.
+
+    python benchmarks/bench_ingest.py [--source FILE] [--ranks 8] [--repeat 3]
+                                      [--baseline DIR] [--json OUT]
 
 Default source: ../shared/traces/HolisticTraceAnalysis/tests/data/trace_diff/control/
 control.json.gz (35 MB uncompressed, a real 2022 rank of an 8-rank job), else the largest
@@ -18,6 +26,7 @@ import argparse
 import gzip
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,9 +61,16 @@ CONTENDERS = {
         "    orjson.loads(gzip.open(f).read())\n"
     ),
 }
+HELP = ("import contextlib, io, sys\nsys.argv = ['stepscope', '--help']\n"
+        "from stepscope.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n    main()\n")
+BASELINE = "stepscope ingest (baseline)"
 REQUIRES = {"stepscope ingest": "stepscope", "stepscope ingest (inline)": "stepscope",
             "HTA TraceAnalysis load": "hta",
-            "orjson.loads (sequential)": "orjson"}
+            "orjson.loads (sequential)": "orjson", BASELINE: "stepscope",
+            "stepscope --help": "stepscope", "stepscope --help (baseline)": "stepscope"}
+CODE = {**CONTENDERS, BASELINE: CONTENDERS["stepscope ingest"],
+        "stepscope --help": HELP, "stepscope --help (baseline)": HELP}
 
 
 def build_set(source: Path, ranks: int) -> tuple[Path, float]:
@@ -76,9 +92,14 @@ def build_set(source: Path, ranks: int) -> tuple[Path, float]:
     return target, raw_mb
 
 
-def run_child(code: str, *args: str) -> Measured:
-    """Run `code` in a fresh interpreter: wall time, and peak RSS of its process tree."""
-    return run_measured([sys.executable, "-c", code, *args])
+def run_child(code: str, *args: str, path: str | None = None) -> Measured:
+    """Run `code` in a fresh interpreter (with `path` first on PYTHONPATH): wall time,
+    and peak RSS of its process tree."""
+    env = None
+    if path is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (path, os.environ.get("PYTHONPATH")) if p)}
+    return run_measured([sys.executable, "-c", code, *args], env=env)
 
 
 def available(module: str) -> bool:
@@ -86,11 +107,33 @@ def available(module: str) -> bool:
                           capture_output=True).returncode == 0
 
 
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _round(names: list[str], trace_dir: Path, baseline: str | None) -> dict[str, Measured]:
+    """Every contender once, back to back."""
+    got = {}
+    for name in names:
+        path = baseline if name.endswith("(baseline)") else None
+        with tempfile.TemporaryDirectory() as tmp:
+            got[name] = run_child(CODE[name], str(trace_dir), str(Path(tmp) / "b.duckdb"),
+                                  path=path)
+    return got
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=None)
     parser.add_argument("--ranks", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (medians are taken)")
+    parser.add_argument("--baseline", default=None,
+                        help="another stepscope source checkout to compare with")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--only", default=None, help="comma-separated contender names")
     args = parser.parse_args(argv)
@@ -99,34 +142,44 @@ def main(argv: list[str] | None = None) -> int:
     trace_dir, raw_mb = build_set(source, args.ranks)
     gz_mb = sum(f.stat().st_size for f in trace_dir.glob("*.json.gz")) / 1e6
     print(f"set: {args.ranks} ranks of {source.name}: {raw_mb:.0f} MB JSON "
-          f"({gz_mb:.0f} MB gzipped), {os.cpu_count()} CPUs")
-    results = []
-    names = args.only.split(",") if args.only else list(CONTENDERS)
-    for name in names:
+          f"({gz_mb:.0f} MB gzipped); {_load()}")
+    names = args.only.split(",") if args.only else [
+        *CONTENDERS, *([BASELINE] if args.baseline else []), "stepscope --help",
+        *(["stepscope --help (baseline)"] if args.baseline else [])]
+    for name in list(names):
         if not available(REQUIRES[name]):
-            print(f"{name:28s} skipped (module {REQUIRES[name]} not installed)")
-            continue
-        best: Measured | None = None
-        for _ in range(args.repeat):
-            with tempfile.TemporaryDirectory() as tmp:
-                m = run_child(CONTENDERS[name], str(trace_dir), str(Path(tmp) / "b.duckdb"))
-            if best is None or m.wall_s < best.wall_s:
-                best = m
-        assert best is not None
-        results.append({"contender": name, "wall_s": best.wall_s,
-                        "mb_per_s": raw_mb / best.wall_s, "peak_rss_mb": best.peak_tree_mb,
-                        "largest_process_mb": best.peak_single_mb})
-    base = next((r for r in results if r["contender"] == "stepscope ingest"), None)
-    print(f"{'contender':28s} {'wall s':>8s} {'MB/s':>8s} {'tree RSS MB':>12s} "
-          f"{'time vs stepscope':>18s} {'RSS vs stepscope':>17s}")
+            print(f"{name:30s} skipped (module {REQUIRES[name]} not installed)")
+            names.remove(name)
+    rounds = [_round(names, trace_dir, args.baseline) for _ in range(args.repeat)]
+    print(f"after {args.repeat} rounds: {_load()}")
+    results = []
+    for name in names:
+        ms = [r[name] for r in rounds]
+        row = {"contender": name, "wall_s": median([m.wall_s for m in ms]),
+               "walls_s": [round(m.wall_s, 3) for m in ms],
+               "peak_rss_mb": median([m.peak_tree_mb for m in ms]),
+               "largest_process_mb": median([m.peak_single_mb for m in ms])}
+        row["mb_per_s"] = raw_mb / row["wall_s"]
+        if "stepscope ingest" in rounds[0]:
+            row["time_vs_stepscope"] = median(
+                [r[name].wall_s / r["stepscope ingest"].wall_s for r in rounds])
+            row["rss_vs_stepscope"] = median(
+                [r[name].peak_tree_mb / r["stepscope ingest"].peak_tree_mb for r in rounds])
+        results.append(row)
+    print(f"{'contender':30s} {'median s':>9s} {'runs s':>20s} {'MB/s':>7s} {'tree MB':>8s} "
+          f"{'largest MB':>10s} {'time ratio':>10s} {'RSS ratio':>9s}")
     for r in results:
-        t_ratio = r["wall_s"] / base["wall_s"] if base else float("nan")
-        m_ratio = r["peak_rss_mb"] / base["peak_rss_mb"] if base else float("nan")
-        print(f"{r['contender']:28s} {r['wall_s']:8.2f} {r['mb_per_s']:8.1f} "
-              f"{r['peak_rss_mb']:12.0f} {t_ratio:17.1f}x {m_ratio:16.2f}x")
+        runs = "/".join(f"{w:.2f}" for w in r["walls_s"])
+        print(f"{r['contender']:30s} {r['wall_s']:9.2f} {runs:>20s} {r['mb_per_s']:7.1f} "
+              f"{r['peak_rss_mb']:8.0f} {r['largest_process_mb']:10.0f} "
+              f"{r.get('time_vs_stepscope', float('nan')):9.2f}x "
+              f"{r.get('rss_vs_stepscope', float('nan')):8.2f}x")
+    print("(ratios: median over the rounds of contender / `stepscope ingest` in that round)")
     if args.json:
         args.json.write_text(json.dumps({"source": str(source), "ranks": args.ranks,
-                                         "raw_mb": raw_mb, "results": results}, indent=2))
+                                         "raw_mb": raw_mb, "baseline": args.baseline,
+                                         "rounds": args.repeat, "results": results},
+                                        indent=2))
     return 0
 
 

@@ -8,7 +8,10 @@ builds the report. Memory is the peak of the summed RSS of the whole process tre
 (benchmarks/_measure.py), workers included.
 
     python benchmarks/bench_scale.py [--sizes 64,256,1024] [--executors process,inline,ray]
-                                     [--json OUT]
+                                     [--baseline DIR] [--json OUT]
+
+`--baseline DIR` measures every size a second time with another stepscope source
+checkout (the previous release), right after this one's, for side-by-side figures.
 
 The `ray` executor starts a local Ray instance (`ray.init(num_cpus=CPUs)`) inside the
 measured process; its start-up (~10 s) is reported separately and its daemons' memory is
@@ -65,12 +68,14 @@ def ensure_set(n: int) -> Path:
     return target
 
 
-def measure(n: int, executor: str) -> dict[str, object]:
+def measure(n: int, executor: str, repo: Path = REPO) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
-        code = CHILD.format(repo=str(REPO), data=str(DATA))
+        code = CHILD.format(repo=str(repo), data=str(DATA))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)}
         m = run_measured([sys.executable, "-c", code, str(n), executor,
-                          str(Path(tmp) / "s.duckdb"), str(out)])
+                          str(Path(tmp) / "s.duckdb"), str(out)], env=env)
         facts = json.loads(out.read_text())
     return {"ranks_asked": n, "executor": executor, **facts, "wall_s": m.wall_s,
             "peak_tree_mb": m.peak_tree_mb, "largest_process_mb": m.peak_single_mb}
@@ -80,24 +85,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64,256,1024")
     parser.add_argument("--executors", default="process")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another stepscope source checkout, measured after this one")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    versions = [("this", REPO), *([("baseline", args.baseline)] if args.baseline else [])]
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"{os.cpu_count()} CPUs")
-    print(f"{'ranks':>6s} {'executor':>8s} {'ingest s':>9s} {'s/rank':>7s} {'report s':>9s} "
+    one, five, _ = os.getloadavg()
+    print(f"{os.cpu_count()} CPUs, load average {one:.1f} / {five:.1f}")
+    print(f"{'version':>8s} {'ranks':>6s} {'executor':>8s} {'ingest s':>9s} {'s/rank':>7s} "
+          f"{'report s':>9s} "
           f"{'tree peak MB':>13s} {'largest proc MB':>16s} {'gz MB':>6s}")
     rows = []
     for n in sizes:
         folder = ensure_set(n)
         gz_mb = sum(f.stat().st_size for f in folder.glob("*.json.gz")) / 1e6
         for executor in args.executors.split(","):
-            row = measure(n, executor)
-            row["gz_mb"] = gz_mb
-            rows.append(row)
-            print(f"{n:6d} {executor:>8s} {row['ingest_s']:9.1f} "
-                  f"{float(row['ingest_s']) / n:7.3f} {row['report_s']:9.2f} "
-                  f"{row['peak_tree_mb']:13.0f} {row['largest_process_mb']:16.0f} {gz_mb:6.1f}",
-                  flush=True)
+            for version, repo in versions:
+                row = measure(n, executor, repo)
+                row["gz_mb"] = gz_mb
+                row["version"] = version
+                rows.append(row)
+                print(f"{version:>8s} {n:6d} {executor:>8s} {row['ingest_s']:9.1f} "
+                      f"{float(row['ingest_s']) / n:7.3f} {row['report_s']:9.2f} "
+                      f"{row['peak_tree_mb']:13.0f} {row['largest_process_mb']:16.0f} "
+                      f"{gz_mb:6.1f}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -12,14 +12,17 @@ The recorded fingerprints were first taken from the pipeline before issue 25's c
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import REPO
 from filelock import FileLock
 from identity import fingerprint, report_text, simulated_sets
 
 import stepscope
+from stepscope.analyzers.attribution import materialize, rank_batches
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "identity.json"
 
@@ -57,3 +60,28 @@ def test_identical_results(name: str, sample_db: Path, update_snapshots: bool,
 def test_every_set_recorded() -> None:
     """The snapshot covers exactly the simulated sets (a new set needs its fingerprint)."""
     assert sorted(_recorded()) == simulated_sets()
+
+
+BATCHED = ("straggler", "pipeline_imbalance", "moe_ep", "recompute_reentrant", "tp_across_nodes")
+
+
+@pytest.mark.parametrize("batch_ranks", [1, 3])
+def test_batched_attribution_is_identical(batch_ranks: int, sample_db: Path,
+                                          tmp_path: Path) -> None:
+    """The per-rank attribution on batches of 1 or 3 ranks (analyzers/attribution.py)
+    gives the recorded rows and report of sets with stragglers, pipelines, expert
+    all-to-alls, recompute and groups across nodes: nothing in a batch depends on another
+    (the cross-rank part runs once over every rank's collectives)."""
+    db = tmp_path / "copy.duckdb"
+    shutil.copyfile(sample_db, db)
+    recorded = _recorded()
+    con = duckdb.connect(str(db))
+    try:
+        for name in BATCHED:
+            assert len(rank_batches(con, name, batch_ranks, 10**12)) > 1, name
+            con.execute("BEGIN TRANSACTION")
+            materialize(con, name, batch_ranks=batch_ranks)
+            con.execute("COMMIT")
+            assert fingerprint(con, name) == recorded[name], name
+    finally:
+        con.close()

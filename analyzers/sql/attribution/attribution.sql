@@ -1,7 +1,11 @@
--- Step-time attribution of one run ($run), as defined in docs/attribution.md.
--- Reads the raw tables, writes recompute_ops, collective_waits, step_attribution and
--- collective_exposure. Needs the macros of attribution/macros.sql (analyzers._sql.install_macros).
--- Work is partitioned by rank everywhere except the cross-rank collective matching.
+-- Step-time attribution of the ranks $lo to $hi of run $run, as defined in
+-- docs/attribution.md: one batch of ranks (analyzers/attribution.py), after
+-- attribution/collective_match.sql matched the collectives of every rank (its temp table
+-- a_waits). Everything here is per rank, so a batch's results do not depend on the
+-- others and memory holds one batch's intervals, whatever the job's size.
+-- Reads the raw tables; appends the batch's rows of recompute_ops, step_attribution and
+-- collective_exposure. Needs the macros of attribution/macros.sql
+-- (analyzers._sql.install_macros). Parameters: $run, $lo, $hi (ranks, inclusive).
 
 -- ------------------------------------------------------------------ recompute
 -- Forward ops re-executed inside a backward node: an op under an
@@ -11,7 +15,7 @@
 -- reentrant checkpointing (inside CheckpointFunctionBackward, outside nested nodes).
 CREATE OR REPLACE TEMP TABLE a_ops AS
 SELECT rank, op_id, parent_id, name, category, sequence_number, fwd_thread_id
-FROM cpu_ops WHERE run = $run;
+FROM cpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi;
 
 CREATE OR REPLACE TEMP TABLE a_tree AS
 WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
@@ -31,121 +35,17 @@ WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
 )
 SELECT rank, op_id, is_rc FROM t;
 
-DELETE FROM recompute_ops WHERE run = $run;
 INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree WHERE is_rc;
-
--- ------------------------------------------------------------------ collective matching
--- Kernels of the communication-kernel table (source comm_kernel: DeepEP, custom
--- all-reduce, ...) carry no sequence number and no group. Their group, per rank and role:
--- a process group whose description names the role (EXPERT: expert_exchange, TENSOR:
--- tensor_parallel), else the rank's only group of several ranks when it spans the job.
-CREATE OR REPLACE TEMP TABLE a_lib_groups AS
-WITH member AS (
-    SELECT DISTINCT r.rank, r.world_size, p.pg_desc, list_sort(p.ranks) AS members
-    FROM ranks r JOIN process_groups p ON p.run = r.run AND list_contains(p.ranks, r.rank)
-    WHERE r.run = $run AND len(p.ranks) > 1 AND NOT coalesce(p.ranks_truncated, false)
-), markers(role, marker) AS (
-    VALUES ('expert_exchange', 'EXPERT'), ('tensor_parallel', 'TENSOR')
-), labelled AS (
-    SELECT m.rank, k.role, any_value(m.members) AS members
-    FROM member m JOIN markers k ON upper(coalesce(m.pg_desc, '')) LIKE '%' || k.marker || '%'
-    GROUP BY m.rank, k.role HAVING count(DISTINCT m.members) = 1
-), only_one AS (
-    SELECT rank, any_value(members) AS members FROM member GROUP BY rank
-    HAVING count(DISTINCT members) = 1 AND len(any_value(members)) = max(world_size)
-), roles AS (
-    SELECT DISTINCT rank, coalesce(comm_role, '') AS role FROM collectives
-    WHERE run = $run AND source = 'comm_kernel'
-)
-SELECT r.rank, r.role, coalesce(l.members, o.members) AS members
-FROM roles r
-LEFT JOIN labelled l ON l.rank = r.rank AND l.role = r.role
-LEFT JOIN only_one o ON o.rank = r.rank;
-
--- One instance of such kernels: (group, library, op, step, order of the call on the rank
--- within the step), only where every member of the group traced the step with the same
--- number of these calls; anything else stays unmatched (never a guess).
-CREATE OR REPLACE TEMP TABLE a_lib_calls AS
-WITH calls AS (
-    SELECT c.rank, c.coll_id, c.library, c.comm_op, c.step, g.members,
-        array_to_string(g.members, ',') AS gkey,
-        row_number() OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step
-                           ORDER BY c.work_start_ns, c.coll_id) AS k,
-        count(*) OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step) AS n
-    FROM collectives c
-    JOIN a_lib_groups g ON g.rank = c.rank AND g.role = coalesce(c.comm_role, '')
-    WHERE c.run = $run AND c.source = 'comm_kernel' AND g.members IS NOT NULL
-      AND c.step IS NOT NULL AND c.work_start_ns IS NOT NULL AND NOT c.is_p2p
-      AND c.collective NOT IN ('barrier', 'wait', 'unknown')
-), families AS (
-    SELECT gkey, library, comm_op, step
-    FROM (SELECT DISTINCT gkey, members, rank, library, comm_op, step, n FROM calls)
-    GROUP BY gkey, library, comm_op, step
-    HAVING count(DISTINCT rank) = len(any_value(members)) AND min(n) = max(n)
-)
-SELECT c.rank, c.coll_id,
-    'lib ' || c.library || ' ' || c.comm_op || ' g ' || c.gkey || ' step ' || c.step
-        || ' #' || c.k AS instance_key
-FROM calls c JOIN families f USING (gkey, library, comm_op, step);
-
--- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
--- group's calls on the rank); without group metadata, (collective, step, order within
--- the step); communication-kernel rows as above. Barriers and waits are not matched.
-CREATE OR REPLACE TEMP TABLE a_coll AS
-SELECT
-    c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
-    c.work_end_ns - c.work_start_ns AS dur_ns,
-    CASE
-        WHEN c.source = 'comm_kernel' THEN lc.instance_key
-        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN NULL
-        WHEN c.nccl_seq IS NOT NULL
-            THEN 'pg ' || c.pg_name || ' seq ' || c.nccl_seq || CASE WHEN c.is_p2p THEN ' p2p' ELSE '' END
-        WHEN c.pg_name IS NOT NULL
-            THEN 'pg ' || c.pg_name || CASE WHEN c.is_p2p THEN ' p2p ' ELSE ' #' END || c.seq_in_group
-        ELSE c.collective || ' n=' || coalesce(CAST(c.in_nelems AS VARCHAR), '?')
-             || ' step ' || coalesce(CAST(c.step AS VARCHAR), '-') || ' #'
-             || row_number() OVER (PARTITION BY c.rank, c.collective, c.in_nelems, c.step
-                                   ORDER BY coalesce(c.cpu_start_ns, c.work_start_ns), c.coll_id)
-    END AS instance_key,
-    CASE
-        WHEN c.source = 'comm_kernel'
-            THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order' ELSE 'unmatched' END
-        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
-        WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
-        WHEN c.pg_name IS NOT NULL THEN 'group_order'
-        ELSE 'step_order'
-    END AS match_method
-FROM collectives c
-LEFT JOIN a_lib_calls lc ON lc.rank = c.rank AND lc.coll_id = c.coll_id
-WHERE c.run = $run;
-
-CREATE OR REPLACE TEMP TABLE a_waits AS
-WITH inst AS (
-    SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
-           count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
-    FROM a_coll WHERE instance_key IS NOT NULL AND NOT is_p2p GROUP BY instance_key
-)
-SELECT
-    c.rank, c.coll_id, c.instance_key, c.match_method,
-    coalesce(i.n_ranks, 1) AS n_ranks,
-    coalesce(i.consistent, true) AS consistent,
-    c.dur_ns,
-    coalesce(i.min_dur_ns, c.dur_ns) AS min_dur_ns,
-    CASE WHEN i.n_ranks > 1 THEN greatest(0, c.dur_ns - i.min_dur_ns) ELSE 0 END AS wait_ns,
-    i.n_ranks > 1 AND c.dur_ns = i.min_dur_ns AS arrived_last
-FROM a_coll c LEFT JOIN inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
-
-DELETE FROM collective_waits WHERE run = $run;
-INSERT INTO collective_waits BY NAME SELECT $run AS run, * FROM a_waits;
 
 -- ------------------------------------------------------------------ timelines
 -- GPU ranks are attributed on their GPU ops; CPU-only ranks on the CPU ops of their
 -- training threads.
 CREATE OR REPLACE TEMP TABLE a_timeline AS
 SELECT r.rank,
-    CASE WHEN EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank = r.rank)
+    CASE WHEN EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi
+                 AND g.rank = r.rank)
          THEN 'gpu' ELSE 'cpu' END AS timeline
-FROM ranks r WHERE r.run = $run;
+FROM ranks r WHERE r.run = $run AND r.rank BETWEEN $lo AND $hi;
 
 -- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble, 6 memory.
 CREATE OR REPLACE TEMP TABLE a_intervals AS
@@ -156,19 +56,21 @@ SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
 FROM gpu_ops g
 JOIN a_timeline tl ON tl.rank = g.rank AND tl.timeline = 'gpu'
 LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id AND rc.is_rc
-WHERE g.run = $run AND g.kind <> 'comm'
+WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi AND g.kind <> 'comm'
 UNION ALL
 -- communication (GPU kernels, or gloo spans on CPU ranks): wait part, then the rest
 SELECT c.rank, c.work_start_ns, c.work_start_ns + w.wait_ns, 4
 FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
-WHERE c.run = $run AND NOT c.is_p2p AND w.wait_ns > 0
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p AND w.wait_ns > 0
 UNION ALL
 SELECT c.rank, c.work_start_ns + w.wait_ns, c.work_end_ns, 3
 FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
-WHERE c.run = $run AND NOT c.is_p2p AND c.work_start_ns IS NOT NULL
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
+  AND c.work_start_ns IS NOT NULL
 UNION ALL
 SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
-FROM collectives c WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL;
+FROM collectives c WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p
+  AND c.work_start_ns IS NOT NULL;
 
 -- CPU ranks: the self time of each compute op (the cpu_self_time macro,
 -- attribution/macros.sql), every op of the rank.
@@ -190,7 +92,7 @@ WITH s AS (
              ELSE 'gpu' END AS window_source,
         st.gpu_start_ns, st.gpu_end_ns, st.start_ns, st.end_ns
     FROM steps st JOIN a_timeline tl ON tl.rank = st.rank
-    WHERE st.run = $run
+    WHERE st.run = $run AND st.rank BETWEEN $lo AND $hi
 ), e AS (
     SELECT *,
         CASE WHEN window_source = 'gpu' THEN gpu_start_ns ELSE start_ns END AS ws,
@@ -254,7 +156,6 @@ FROM a_windows w
 LEFT JOIN a_segments g ON g.rank = w.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
 GROUP BY ALL;
 
-DELETE FROM step_attribution WHERE run = $run;
 INSERT INTO step_attribution BY NAME
 SELECT $run AS run, *,
     step_ns - compute_ns - recompute_ns - exposed_comm_ns - straggler_wait_ns - bubble_ns
@@ -276,10 +177,9 @@ FROM collectives c
 JOIN a_segments g ON g.rank = c.rank AND g.s < c.work_end_ns AND g.e > c.work_start_ns
                  AND g.cat IN (3, 4, 5)
 JOIN a_windows w ON w.rank = c.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
-WHERE c.run = $run AND c.work_start_ns IS NOT NULL
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.work_start_ns IS NOT NULL
 GROUP BY c.rank, c.coll_id, w.step;
 
-DELETE FROM collective_exposure WHERE run = $run;
 INSERT INTO collective_exposure BY NAME
 SELECT $run AS run, rank, coll_id, step,
     coalesce(exposed_ns, 0) AS exposed_ns, coalesce(straggler_wait_ns, 0) AS straggler_wait_ns,

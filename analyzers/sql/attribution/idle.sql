@@ -1,9 +1,10 @@
--- Idle split of run $run (docs/attribution.md, "Idle: why the GPU waited"): runs right after
--- attribution.sql on the same connection and reads its temp tables a_segments (the
--- priority sweep; category 7 = idle) and a_windows, plus gpu_ops and cpu_ops. Writes
--- idle_gaps, host_activity and step_attribution.idle_host_ns / idle_launch_ns /
--- idle_other_ns. Parameters: $run, $short_gap_ns (a gap this short, and this much of a
--- longer gap after the launch, is launch overhead).
+-- Idle split of the ranks $lo to $hi of run $run (docs/attribution.md, "Idle: why the GPU
+-- waited"): runs right after attribution.sql on the same batch of ranks and connection and
+-- reads its temp tables a_segments (the priority sweep; category 7 = idle) and a_windows,
+-- plus gpu_ops and cpu_ops. Appends the batch's idle_gaps and host_activity and sets its
+-- step_attribution.idle_host_ns / idle_launch_ns / idle_other_ns. Parameters: $run, $lo,
+-- $hi (ranks, inclusive), $short_gap_ns (a gap this short, and this much of a longer gap
+-- after the launch, is launch overhead).
 
 -- ------------------------------------------------------------------ gaps
 -- A gap: a maximal run of idle segments inside a GPU step window. The GPU op that ends
@@ -27,8 +28,10 @@ WITH seg AS (
     SELECT g.rank, g.step, g.s, g.e, min(l.start_ns) AS next_launch_ns,
         min(greatest(l.start_ns, l.end_ns - $short_gap_ns)) AS launch_point_ns
     FROM gap g
-    LEFT JOIN gpu_ops o ON o.run = $run AND o.rank = g.rank AND o.start_ns = g.e
-    LEFT JOIN cpu_ops l ON l.run = $run AND l.rank = o.rank AND l.op_id = o.launch_op_id
+    LEFT JOIN gpu_ops o ON o.run = $run AND o.rank BETWEEN $lo AND $hi AND o.rank = g.rank
+                     AND o.start_ns = g.e
+    LEFT JOIN cpu_ops l ON l.run = $run AND l.rank BETWEEN $lo AND $hi AND l.rank = o.rank
+                     AND l.op_id = o.launch_op_id
     GROUP BY g.rank, g.step, g.s, g.e
 )
 SELECT rank, step, s, e, next_launch_ns,
@@ -40,16 +43,16 @@ FROM nxt;
 -- returns follows a synchronization (.item(), .cpu(), torch.cuda.synchronize(), ...).
 CREATE OR REPLACE TEMP TABLE i_syncs AS
 SELECT rank, start_ns, end_ns FROM cpu_ops
-WHERE run = $run AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime')
+WHERE run = $run AND rank BETWEEN $lo AND $hi
+  AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime')
   AND (name LIKE '%Synchronize%'
        OR name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemcpy2D', 'hipMemcpy2D', 'cuMemcpyDtoH',
                    'cuMemcpyDtoH_v2', 'hipMemcpyDtoH'));
 
 CREATE OR REPLACE TEMP TABLE i_loader AS
 SELECT rank, start_ns, end_ns FROM cpu_ops
-WHERE run = $run AND name LIKE 'enumerate(DataLoader)%';
+WHERE run = $run AND rank BETWEEN $lo AND $hi AND name LIKE 'enumerate(DataLoader)%';
 
-DELETE FROM idle_gaps WHERE run = $run;
 INSERT INTO idle_gaps BY NAME
 SELECT $run AS run, g.rank, g.step, g.s AS start_ns, g.e AS end_ns, g.next_launch_ns,
     g.host_bound_ns,
@@ -78,10 +81,11 @@ FROM (
     SELECT a.rank, a.step, sum(g.host_bound_ns) AS host, sum(g.launch_overhead_ns) AS launch
     FROM step_attribution a
     LEFT JOIN idle_gaps g ON g.run = a.run AND g.rank = a.rank AND g.step = a.step
-    WHERE a.run = $run
+    WHERE a.run = $run AND a.rank BETWEEN $lo AND $hi
     GROUP BY a.rank, a.step
 ) s
-WHERE step_attribution.run = $run AND step_attribution.rank = s.rank
+WHERE step_attribution.run = $run AND step_attribution.rank BETWEEN $lo AND $hi
+  AND step_attribution.rank = s.rank
   AND step_attribution.step = s.step;
 
 -- ------------------------------------------------------------------ what the host ran
@@ -91,11 +95,10 @@ CREATE OR REPLACE TEMP TABLE i_host_ops AS
 SELECT o.rank, h.step, h.start_ns AS hs, o.op_id, o.parent_id, o.tid, o.name, o.category,
     least(o.end_ns, h.start_ns + h.host_bound_ns) - greatest(o.start_ns, h.start_ns) AS ov
 FROM idle_gaps h
-JOIN cpu_ops o ON o.run = $run AND o.rank = h.rank
+JOIN cpu_ops o ON o.run = $run AND o.rank BETWEEN $lo AND $hi AND o.rank = h.rank
               AND o.start_ns < h.start_ns + h.host_bound_ns AND o.end_ns > h.start_ns
-WHERE h.run = $run AND h.host_bound_ns > 0;
+WHERE h.run = $run AND h.rank BETWEEN $lo AND $hi AND h.host_bound_ns > 0;
 
-DELETE FROM host_activity WHERE run = $run;
 INSERT INTO host_activity BY NAME
 SELECT $run AS run, p.rank, p.step, p.tid, p.name, p.category,
     sum(greatest(0, p.ov - coalesce(k.kids, 0))) AS self_ns

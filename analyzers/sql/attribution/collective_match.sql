@@ -1,0 +1,119 @@
+-- The cross-rank part of the step-time attribution of run $run (docs/attribution.md):
+-- which collective calls of different ranks are one instance, and each instance's
+-- shortest duration (what a straggler waits is its duration minus that). Reads ranks,
+-- process_groups and collectives (a few rows per collective call, whatever the ops);
+-- writes collective_waits for every rank, and clears the run's rows of the per-rank
+-- attribution tables, which attribution/attribution.sql then fills batch by batch of
+-- ranks (analyzers/attribution.py). Leaves the temp table a_waits for those batches.
+-- Parameters: $run.
+
+DELETE FROM recompute_ops WHERE run = $run;
+DELETE FROM collective_waits WHERE run = $run;
+DELETE FROM step_attribution WHERE run = $run;
+DELETE FROM collective_exposure WHERE run = $run;
+DELETE FROM idle_gaps WHERE run = $run;
+DELETE FROM host_activity WHERE run = $run;
+
+-- ------------------------------------------------------------------ collective matching
+-- Kernels of the communication-kernel table (source comm_kernel: DeepEP, custom
+-- all-reduce, ...) carry no sequence number and no group. Their group, per rank and role:
+-- a process group whose description names the role (EXPERT: expert_exchange, TENSOR:
+-- tensor_parallel), else the rank's only group of several ranks when it spans the job.
+CREATE OR REPLACE TEMP TABLE a_lib_groups AS
+WITH member AS (
+    SELECT DISTINCT r.rank, r.world_size, p.pg_desc, list_sort(p.ranks) AS members
+    FROM ranks r JOIN process_groups p ON p.run = r.run AND list_contains(p.ranks, r.rank)
+    WHERE r.run = $run AND len(p.ranks) > 1 AND NOT coalesce(p.ranks_truncated, false)
+), markers(role, marker) AS (
+    VALUES ('expert_exchange', 'EXPERT'), ('tensor_parallel', 'TENSOR')
+), labelled AS (
+    SELECT m.rank, k.role, any_value(m.members) AS members
+    FROM member m JOIN markers k ON upper(coalesce(m.pg_desc, '')) LIKE '%' || k.marker || '%'
+    GROUP BY m.rank, k.role HAVING count(DISTINCT m.members) = 1
+), only_one AS (
+    SELECT rank, any_value(members) AS members FROM member GROUP BY rank
+    HAVING count(DISTINCT members) = 1 AND len(any_value(members)) = max(world_size)
+), roles AS (
+    SELECT DISTINCT rank, coalesce(comm_role, '') AS role FROM collectives
+    WHERE run = $run AND source = 'comm_kernel'
+)
+SELECT r.rank, r.role, coalesce(l.members, o.members) AS members
+FROM roles r
+LEFT JOIN labelled l ON l.rank = r.rank AND l.role = r.role
+LEFT JOIN only_one o ON o.rank = r.rank;
+
+-- One instance of such kernels: (group, library, op, step, order of the call on the rank
+-- within the step), only where every member of the group traced the step with the same
+-- number of these calls; anything else stays unmatched (never a guess).
+CREATE OR REPLACE TEMP TABLE a_lib_calls AS
+WITH calls AS (
+    SELECT c.rank, c.coll_id, c.library, c.comm_op, c.step, g.members,
+        array_to_string(g.members, ',') AS gkey,
+        row_number() OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step
+                           ORDER BY c.work_start_ns, c.coll_id) AS k,
+        count(*) OVER (PARTITION BY c.rank, c.library, c.comm_op, c.step) AS n
+    FROM collectives c
+    JOIN a_lib_groups g ON g.rank = c.rank AND g.role = coalesce(c.comm_role, '')
+    WHERE c.run = $run AND c.source = 'comm_kernel' AND g.members IS NOT NULL
+      AND c.step IS NOT NULL AND c.work_start_ns IS NOT NULL AND NOT c.is_p2p
+      AND c.collective NOT IN ('barrier', 'wait', 'unknown')
+), families AS (
+    SELECT gkey, library, comm_op, step
+    FROM (SELECT DISTINCT gkey, members, rank, library, comm_op, step, n FROM calls)
+    GROUP BY gkey, library, comm_op, step
+    HAVING count(DISTINCT rank) = len(any_value(members)) AND min(n) = max(n)
+)
+SELECT c.rank, c.coll_id,
+    'lib ' || c.library || ' ' || c.comm_op || ' g ' || c.gkey || ' step ' || c.step
+        || ' #' || c.k AS instance_key
+FROM calls c JOIN families f USING (gkey, library, comm_op, step);
+
+-- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
+-- group's calls on the rank); without group metadata, (collective, step, order within
+-- the step); communication-kernel rows as above. Barriers and waits are not matched.
+CREATE OR REPLACE TEMP TABLE a_coll AS
+SELECT
+    c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
+    c.work_end_ns - c.work_start_ns AS dur_ns,
+    CASE
+        WHEN c.source = 'comm_kernel' THEN lc.instance_key
+        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN NULL
+        WHEN c.nccl_seq IS NOT NULL
+            THEN 'pg ' || c.pg_name || ' seq ' || c.nccl_seq || CASE WHEN c.is_p2p THEN ' p2p' ELSE '' END
+        WHEN c.pg_name IS NOT NULL
+            THEN 'pg ' || c.pg_name || CASE WHEN c.is_p2p THEN ' p2p ' ELSE ' #' END || c.seq_in_group
+        ELSE c.collective || ' n=' || coalesce(CAST(c.in_nelems AS VARCHAR), '?')
+             || ' step ' || coalesce(CAST(c.step AS VARCHAR), '-') || ' #'
+             || row_number() OVER (PARTITION BY c.rank, c.collective, c.in_nelems, c.step
+                                   ORDER BY coalesce(c.cpu_start_ns, c.work_start_ns), c.coll_id)
+    END AS instance_key,
+    CASE
+        WHEN c.source = 'comm_kernel'
+            THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order' ELSE 'unmatched' END
+        WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
+        WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
+        WHEN c.pg_name IS NOT NULL THEN 'group_order'
+        ELSE 'step_order'
+    END AS match_method
+FROM collectives c
+LEFT JOIN a_lib_calls lc ON lc.rank = c.rank AND lc.coll_id = c.coll_id
+WHERE c.run = $run;
+
+CREATE OR REPLACE TEMP TABLE a_waits AS
+WITH inst AS (
+    SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
+           count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
+    FROM a_coll WHERE instance_key IS NOT NULL AND NOT is_p2p GROUP BY instance_key
+)
+SELECT
+    c.rank, c.coll_id, c.instance_key, c.match_method,
+    coalesce(i.n_ranks, 1) AS n_ranks,
+    coalesce(i.consistent, true) AS consistent,
+    c.dur_ns,
+    coalesce(i.min_dur_ns, c.dur_ns) AS min_dur_ns,
+    CASE WHEN i.n_ranks > 1 THEN greatest(0, c.dur_ns - i.min_dur_ns) ELSE 0 END AS wait_ns,
+    i.n_ranks > 1 AND c.dur_ns = i.min_dur_ns AS arrived_last
+FROM a_coll c LEFT JOIN inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
+
+INSERT INTO collective_waits BY NAME SELECT $run AS run, * FROM a_waits;
+
