@@ -59,6 +59,7 @@ MAX_BASE_NS = 1 << 62
 
 OUTPUT_TABLES = (
     "cpu_ops", "gpu_ops", "gpu_annotations", "steps", "threads", "process_groups", "collectives",
+    "memory_events",
 )
 
 _LEGACY_CATEGORY = re.compile(rb'"cat"\s*:\s*"(?:Operator|Runtime|Kernel|Memcpy|Memset)"')
@@ -487,7 +488,8 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         info = None  # NaN/Infinity in distributedInfo: not valid JSON, not stored
     con.execute(sql("read/rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
                                         "step_marker": step_marker or None})
-    step_source, summary, counts = _rank_tables(con, display, any_pattern(comm_kernels))
+    step_source, summary, counts = _rank_tables(con, display, any_pattern(comm_kernels),
+                                                events_file)
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
     if stage_dir is None:
         tables = {name: con.table(f"out_{name}").to_arrow_table() for name in OUTPUT_TABLES}
@@ -500,15 +502,19 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
 
 
 def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
-                 comm_any: str) -> tuple[str | None, RankSummary, dict[str, int]]:
+                 comm_any: str, events_file: Path
+                 ) -> tuple[str | None, RankSummary, dict[str, int]]:
     """Build the out_* tables from raw_events; returns the step source, the summary row
     and the event counts per category (`cat:ph` for other phases than X). `comm_any`
     matches every communication-kernel name (comm_kernels.any_pattern)."""
     try:
         run_script(con, "read/rank_tables.sql", {"comm_any": comm_any})
+        con.execute(sql("read/memory_events.sql"))
         con.execute(sql("read/collectives.sql"))
-        (step_source, device, pid, start, end, timed, categories), = con.execute(
+        (step_source, device, pid, start, end, timed, categories, n_memory), = con.execute(
             sql("read/rank_result.sql")).fetchall()
+        if n_memory:  # the allocator's `Bytes` need a second, narrow read of the file
+            run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {

@@ -52,6 +52,8 @@ MIGRATIONS = (
     Migration(5, ("migrations/0005_layout_idle.sql",),
               "ranks.host_note; the idle split (step_attribution.idle_*_ns, idle_gaps, "
               "host_activity); run_nodes whose nodes x gpus_per_node is the world size"),
+    Migration(6, ("migrations/0006_memory_splits.sql",),
+              "memory_events (the allocator's [memory] events); all_to_all split sizes"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

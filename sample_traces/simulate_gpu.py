@@ -177,6 +177,10 @@ SETS: dict[str, Config] = {
     # one slow stage of four (a rank each): the others wait for it at every microbatch
     "pipeline_imbalance": Config("pipeline_imbalance", tp=1, pp=4, dp=1, microbatches=8,
                                  slow_rank=2, slow_factor=1.3, step_sync=True),
+    # issue 22 (sample_traces/sim_roofline.py): MoE layer, EP 4, GEMMs / attention / GELU
+    # at known shares of their roofs, uneven all_to_all splits, profile_memory events.
+    "moe_roofline": Config("moe_roofline", shape="roofline", tp=1, pp=1, dp=4,
+                           gpus_per_node=4, microbatches=2, steps=3, ep_imbalance=0.2),
 }
 # Pairs for `stepscope plan --from A` / `diff A B` (issue 23): B differs from A only in
 # scale or layout, with the same kernel efficiency and links (the link model above), so
@@ -217,6 +221,9 @@ BENCH_SETS: dict[str, Config] = {
     **{f"scale{n}": Config(f"scale{n}", tp=8, pp=2, dp=n // 16, microbatches=4,
                            layers_per_stage=1, steps=3, gpus_per_node=8)
        for n in (64, 256, 1024)},
+    # benchmarks/bench_analyses.py: the roofline shape (EP 8 per node) at 1,024 ranks
+    "roofline1024": Config("roofline1024", shape="roofline", tp=1, pp=1, dp=1024,
+                           gpus_per_node=8, microbatches=2, steps=3, ep_imbalance=0.2),
 }
 
 
@@ -578,11 +585,17 @@ def _host_synced(ops: list[Op], i: int) -> bool:
 
 # ------------------------------------------------------------------ ground truth
 def program_builder(cfg: Config) -> Any:
-    """build_program, or the builder of one of sim_shapes' shapes."""
+    """build_program, or the builder of one of sim_shapes' / sim_roofline's shapes."""
     if cfg.shape == "megatron":
         return build_program
+    return shape_module(cfg).BUILDERS[cfg.shape]
+
+
+def shape_module(cfg: Config) -> Any:
+    """The module of a shape other than megatron (sim_shapes, sim_roofline)."""
+    import sim_roofline
     import sim_shapes
-    return sim_shapes.BUILDERS[cfg.shape]
+    return sim_roofline if cfg.shape in sim_roofline.BUILDERS else sim_shapes
 
 
 def ground_truth(cfg: Config, programs: dict[int, list[Op]], quantum: int,
@@ -713,6 +726,8 @@ def _forward_dims(op: str, shape: tuple[int, ...]) -> dict[str, Any]:
         return {"Input Dims": [[m, k], [n, k], [n]]}
     if op == "aten::_flash_attention_forward" and shape:
         return {"Input Dims": [list(shape), list(shape), list(shape)]}
+    if op == "aten::gelu" and shape:
+        return {"Input Dims": [list(shape)]}
     return {}
 
 
@@ -732,6 +747,8 @@ def _backward_op(fwd_op: str, shape: tuple[int, ...]) -> tuple[str, dict[str, An
     if fwd_op == "aten::linear" and shape:
         m, k, n = shape
         return "aten::mm", {"Input Dims": [[m, 2 * k], [2 * k, n]]}
+    if fwd_op == "aten::gelu" and shape:
+        return "aten::gelu_backward", {"Input Dims": [list(shape), list(shape)]}
     return "aten::mul", {}
 
 
@@ -962,8 +979,8 @@ class TraceWriter:
 def writer_class(cfg: Config) -> type[TraceWriter]:
     if cfg.shape == "megatron":
         return TraceWriter
-    import sim_shapes
-    return sim_shapes.ShapesWriter
+    module = shape_module(cfg)
+    return module.RooflineWriter if hasattr(module, "RooflineWriter") else module.ShapesWriter
 
 
 def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
@@ -972,6 +989,7 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
     out = out_root / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     quantum = 1000 if cfg.ts_style == "int_us" else 1
+    logs: dict[int, Any] = {}  # what a shape's writer knows beyond the ops (its allocator)
     for r, ops in programs.items():
         w = writer_class(cfg)(cfg, r)
         w.events.append({"ph": "M", "name": "thread_name", "pid": w.pid, "tid": w.tid,
@@ -990,6 +1008,8 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
                 w.step_sync([op for op in ops if op.step == k])
         for op in ops:
             w.write_op(op)
+        if hasattr(w, "truth"):
+            logs[r] = w.truth
         with gzip.open(out / w.file_name, "wt", compresslevel=9) as fh:
             json.dump(w.document(), fh, separators=(",", ":"))
         del w
@@ -997,6 +1017,8 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
     if truth:
         facts = ground_truth(cfg, programs, quantum, spans)
         facts["mfu"] = mfu_truth(cfg, programs, facts)
+        if logs:
+            facts.update(shape_module(cfg).truth(cfg, programs, facts, spans, logs))
         facts["config"] = dict(vars(cfg))
         facts["world_size"] = cfg.world
         if cfg.step_sync:

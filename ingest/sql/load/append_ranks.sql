@@ -46,6 +46,11 @@ SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($collectives_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
+INSERT INTO memory_events BY NAME
+SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
+FROM read_parquet($memory_events_files, filename = true, union_by_name = true) p
+JOIN staged_files m ON m.file = p.filename;
+
 INSERT INTO staged_process_groups BY NAME
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($process_groups_files, filename = true, union_by_name = true) p

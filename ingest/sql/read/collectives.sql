@@ -106,6 +106,8 @@ SELECT
                                k_args."Out msg nelems", k_args."Out msg size") AS BIGINT),
              numel(CAST(input_dims -> '$[0]' AS VARCHAR))) AS out_nelems,
     TRY_CAST(coalesce(r_args."Seq", k_args."Seq") AS BIGINT) AS nccl_seq,
+    coalesce(r_args."In split size", k_args."In split size") AS in_split_text,
+    coalesce(r_args."Out split size", k_args."Out split size") AS out_split_text,
     TRY_CAST(coalesce(r_args."Dst Rank", r_args."Src Rank", k_args."Dst Rank", k_args."Src Rank")
              AS INTEGER) AS peer_global,
     -- the peer inside the group: `nccl:send 0->3` titles, else (torch <= 2.3) the `Rank`
@@ -139,6 +141,7 @@ SELECT
     coalesce(TRY_CAST(coalesce(args."Out msg nelems", args."Out msg size") AS BIGINT), op_nelems)
         AS out_nelems,
     TRY_CAST(args."Seq" AS BIGINT) AS nccl_seq,
+    args."In split size" AS in_split_text, args."Out split size" AS out_split_text,
     TRY_CAST(coalesce(args."Dst Rank", args."Src Rank") AS INTEGER) AS peer_global,
     coalesce(TRY_CAST(regexp_extract(coalesce(gpu_annotation, ''), '(->|<-)\s*(\d+)', 2)
                       AS INTEGER),
@@ -188,6 +191,7 @@ SELECT
     coalesce(numel(CAST(s.input_dims -> '$[1]' AS VARCHAR)),
              numel(CAST(s.input_dims -> '$[0]' AS VARCHAR))) AS out_nelems,
     CAST(NULL AS BIGINT) AS nccl_seq,
+    CAST(NULL AS VARCHAR) AS in_split_text, CAST(NULL AS VARCHAR) AS out_split_text,
     CAST(NULL AS INTEGER) AS peer_global,
     CASE WHEN coalesce(c.span_type, s.span_type) IN ('send', 'recv')
          THEN TRY_CAST(c.concrete_inputs ->> '$[2]' AS INTEGER) END AS peer_local,
@@ -269,7 +273,14 @@ SELECT
     library,
     comm_op,
     comm_role,
-    step
+    step,
+    -- all_to_all(v): rows sent to / received from each member, in group-rank order
+    -- (`In/Out split size`; NULL when not given: equal splits); record_param_comms cuts
+    -- lists after 30 entries, then the list is NULL and splits_truncated true
+    split_sizes(in_split_text) AS in_splits,
+    split_sizes(out_split_text) AS out_splits,
+    coalesce(in_split_text LIKE '%...%' OR out_split_text LIKE '%...%', false)
+        AS splits_truncated
 FROM joined;
 
 -- raw_events is no longer read (the largest temp table): freed before the tables are

@@ -84,3 +84,9 @@ CREATE OR REPLACE TEMP MACRO gloo_span_type(c10d_name) AS
 CREATE OR REPLACE TEMP MACRO numel(dims) AS
     CASE WHEN dims IS NULL THEN NULL
          ELSE list_reduce(list_prepend(1::BIGINT, CAST(dims AS BIGINT[])), lambda a, b: a * b) END;
+
+-- Split sizes of an all_to_all as written by record_param_comms ("[3, 5, 2]"): the list,
+-- or NULL when empty (equal splits), missing or cut short ("[1, 2, ...]").
+CREATE OR REPLACE TEMP MACRO split_sizes(txt) AS
+    CASE WHEN txt IS NULL OR txt LIKE '%...%' OR NOT regexp_matches(txt, '\d') THEN NULL
+         ELSE CAST(regexp_extract_all(txt, '-?\d+') AS BIGINT[]) END;

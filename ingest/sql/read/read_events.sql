@@ -6,7 +6,8 @@
 -- parsed to integer nanoseconds in rank_tables.sql).
 -- `args` scalars are read as text and cast with TRY_CAST where used: their JSON type
 -- differs between eras (e.g. ROCm's "stream": "0x0"). Shapes, dtypes and concrete inputs
--- stay JSON.
+-- stay JSON. `[memory]` instants (profile_memory) keep Addr, Bytes, Total Allocated /
+-- Reserved, Device Type / Id (read/memory_events.sql); all_to_all keeps its split sizes.
 CREATE OR REPLACE TEMP TABLE raw_events AS
 SELECT * FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns = {
     'ph': 'VARCHAR', 'cat': 'VARCHAR', 'name': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR',
@@ -21,5 +22,7 @@ SELECT * FROM read_json($path, format = 'array', maximum_object_size = 268435456
                     "Rank" VARCHAR, "Src Rank" VARCHAR, "Dst Rank" VARCHAR, "bytes" VARCHAR,
                     "name" VARCHAR, "graph id" VARCHAR, "graph node id" VARCHAR,
                     "Input Dims" JSON, "Input type" JSON,
-                    "Concrete Inputs" JSON)'
+                    "Concrete Inputs" JSON, "In split size" VARCHAR, "Out split size" VARCHAR,
+                    "Addr" VARCHAR, "Total Allocated" VARCHAR,
+                    "Total Reserved" VARCHAR, "Device Type" VARCHAR, "Device Id" VARCHAR)'
 });
