@@ -19,7 +19,8 @@ from typing import Annotated, Literal, TypeAlias, TypeVar
 
 import msgspec
 
-REPORT_SCHEMA_VERSION = 3  # 2: run.failed_files an array; idle_split. 3: critical_path
+REPORT_SCHEMA_VERSION = 4  # 2: run.failed_files an array; idle_split. 3: critical_path.
+#                           4: roofline, memory, all_to_all sections
 DIFF_SCHEMA_VERSION = 2    # 2: `expected` (B as predicted from A, docs/diff.md)
 PLAN_SCHEMA_VERSION = 2    # 2: `calibration`, `baseline` and each plan's `terms`
 NIGHTLY_SCHEMA_VERSION = 1
@@ -392,6 +393,131 @@ class CriticalPath(Model, frozen=True, kw_only=True, omit_defaults=True):
     inferred: dict[str, int] = {}       # edges and CPU waits found without a record
     notes: tuple[str, ...] = ()
     message: str | None = None          # why nothing could be computed
+# ------------------------------------------------------------------ roofline, memory, all_to_all
+class RoofRow(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """Kernels against their roofline (docs/roofline.md): one op kind, kernel or GEMM
+    shape, per rank and step over complete steps."""
+    name: str                           # the kind, the kernel name or the shape
+    kind: str                           # gemm | attention | conv | elementwise | normalization
+    dtype: str | None
+    time_ms: float                      # kernel time per rank and step
+    time_share: float                   # of all compute-kernel time
+    kernels_per_step: float
+    tflops: float | None                # achieved FLOP/s executed (TFLOP/s)
+    gbs: float | None                   # achieved bytes/s of the least traffic (GB/s)
+    intensity: float | None             # FLOPs per byte
+    bound: str                          # compute | memory | unknown (which roof applies)
+    roof_share: float | None            # of the roof at that intensity, min(P, I x B)
+    lost_ms: float | None               # time beyond the roof's: time x (1 - roof_share)
+    op: str | None = None               # GEMM shapes: the aten op
+    b: int | None = None                # GEMM shapes: batch, M, N, K
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+
+
+class EfficiencyPart(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One named part of the MFU waterfall's kernel-efficiency stage; the parts add up to
+    the stage exactly."""
+    name: str                           # gemm:<op>:<NxK>:<dtype>, gemm_other, attention, ...
+    label: str                          # in words, with its roof share
+    points: float
+    time_ms: float | None = None        # its share of the compute time
+    roof_share: float | None = None
+    bound: str | None = None
+
+
+class Roofline(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """Per op kind, kernel and GEMM shape: achieved FLOP/s and bytes/s, arithmetic
+    intensity and the share of the compute or memory roof; the kernel-efficiency stage
+    of the MFU waterfall split into named ops (docs/roofline.md)."""
+    device: str | None = None
+    peak_flops_per_gpu: float | None = None   # the MFU's peak (its dtype)
+    peak_dtype: str | None = None
+    hbm_gbs: float | None = None
+    hbm_source: str | None = None
+    peak_table_version: str
+    ridge_flops_per_byte: float | None = None
+    coverage: float = 0.0                      # share of compute-kernel time with a shaped op
+    kinds: tuple[RoofRow, ...] = ()
+    kernels: tuple[RoofRow, ...] = ()
+    gemm_shapes: tuple[RoofRow, ...] = ()      # most time lost first
+    kernel_efficiency: tuple[EfficiencyPart, ...] = ()
+    stage_points: float | None = None          # the waterfall's kernel_efficiency
+    message: str | None = None
+
+
+class MemoryOp(Model, frozen=True, kw_only=True):
+    """Bytes an op allocated that are still live at the rank's peak."""
+    op: str
+    bytes: int
+    allocations: int
+
+
+class MemoryStep(Model, frozen=True, kw_only=True):
+    step: int
+    peak_allocated_bytes: int | None
+    peak_reserved_bytes: int | None
+
+
+class RankMemory(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One rank's device memory over the profiled window (docs/memory.md)."""
+    rank: int
+    host: str | None
+    device_memory_bytes: int | None            # deviceProperties totalGlobalMem
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int | None
+    peak_step: int | None
+    reserved_share: float | None = None        # peak reserved / device memory
+    headroom_bytes: int | None = None          # device memory - peak reserved
+    op_at_peak: str | None = None              # the op running when the peak was reached
+    ops_at_peak: tuple[MemoryOp, ...] = ()     # live allocations at the peak, largest first
+    steps: tuple[MemoryStep, ...] = ()
+
+
+class MemorySection(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """Peak allocated and reserved memory per rank and step against the device's memory,
+    from the allocator's `[memory]` events (profile_memory=True)."""
+    source: str                                # totals | bytes_delta (2021 traces)
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int | None = None
+    peak_rank: int
+    device_memory_bytes: int | None = None
+    ranks: tuple[RankMemory, ...] = ()
+    message: str | None = None
+
+
+class AllToAllRank(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One rank's all_to_all traffic per step (docs/alltoall.md)."""
+    rank: int
+    sent_bytes: float
+    received_bytes: float
+    tokens_received: float | None = None       # rows of the received splits
+    received_vs_mean: float                    # received / the mean rank's
+
+
+class AllToAllGroup(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """all_to_all on one group, per step: traffic, imbalance and what it costs."""
+    group_label: str
+    library: str
+    members: int | None
+    calls_per_step: float
+    bytes_per_rank: float                      # mean bytes sent per rank and step
+    imbalance: float                           # mean over calls of busiest / mean bytes
+    imbalance_max: float
+    transfer_ms: float                         # per step: the calls' durations (d_min)
+    imbalance_cost_ms: float                   # per step: transfer x (1 - 1/imbalance)
+    wait_ms: float                             # per rank and step: waiting for the last member
+    heaviest_rank: int | None = None           # receives the most
+    heaviest_vs_mean: float | None = None
+    splits: str                                # given | equal | truncated | mixed
+
+
+class AllToAll(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """MoE / embedding all_to_all: bytes per rank, imbalance across ranks and its cost."""
+    groups: tuple[AllToAllGroup, ...] = ()
+    ranks: tuple[AllToAllRank, ...] = ()
+    message: str | None = None
 
 
 class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
@@ -414,6 +540,9 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     nccl: NcclSection | None = None
     idle_split: IdleBreakdown | None = None
     critical_path: CriticalPath | None = None
+    roofline: Roofline | None = None
+    memory: MemorySection | None = None
+    all_to_all: AllToAll | None = None
 
 
 # ------------------------------------------------------------------ the calibrated planner

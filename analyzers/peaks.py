@@ -33,6 +33,8 @@ class DevicePeak:
     interconnect_gbs: float | None
     source: str
     confidence: str
+    memory_gb: float | None = None      # capacity (the traces' totalGlobalMem wins)
+    hbm_source: str | None = None       # where hbm_gbs comes from
 
     def flops(self, dtype: str) -> float | None:
         """Peak FLOP/s for a dtype, or None when the device has no such peak."""
@@ -52,6 +54,8 @@ class PeakEntry(msgspec.Struct, frozen=True, kw_only=True):
     tf32: float | None
     fp32: float | None
     hbm_gbs: float | None
+    memory_gb: float | None = None
+    hbm_source: str | None = None
     interconnect: str | None
     interconnect_gbs: float | None
     source: str
@@ -87,7 +91,8 @@ def _entry(raw: PeakEntry) -> DevicePeak:
     return DevicePeak(
         id=raw.id, name=raw.name, tflops=raw.tflops(), hbm_gbs=raw.hbm_gbs,
         interconnect=raw.interconnect, interconnect_gbs=raw.interconnect_gbs,
-        source=raw.source, confidence=raw.confidence)
+        source=raw.source, confidence=raw.confidence, memory_gb=raw.memory_gb,
+        hbm_source=raw.hbm_source)
 
 
 def lookup(device_name: str | None, properties: Mapping[str, object] | None = None

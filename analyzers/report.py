@@ -21,6 +21,7 @@ from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
 from stepscope.analyzers.nccl import build_nccl_section
 from stepscope.analyzers.pipeline import pipeline
 from stepscope.analyzers.roles import assign_roles
+from stepscope.analyzers.roofline import roofline_section
 from stepscope.analyzers.spec import ModelSpec
 from stepscope.analyzers.stragglers import stragglers
 
@@ -55,7 +56,8 @@ def report_from_context(ctx: RunContext) -> Report:
         collectives=stats,
         recommendations=recommendations(gather(ctx, pipe, late, mfu, stats, idle,
                                                critical_path=path)),
-        nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path)
+        nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
+        roofline=roofline_section(ctx, mfu))
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

@@ -1,0 +1,11 @@
+-- The kernels of run $run with the most time in complete steps, with the FLOPs and bytes
+-- of their ops (shared in proportion to time among an op's kernels; docs/roofline.md).
+-- Reads rf_kernels (roofline/kernels.sql). Parameters: $limit (rows).
+SELECT kernel, kind, dtype, count(*) AS kernels, sum(dur_ns) AS time_ns,
+    sum(flops) AS flops, sum(bytes) AS bytes,
+    coalesce(sum(dur_ns) FILTER (WHERE bytes IS NULL), 0) AS unsized_ns
+FROM rf_kernels
+WHERE kind <> 'unshaped'
+GROUP BY kernel, kind, dtype
+ORDER BY time_ns DESC, kernel
+LIMIT $limit;
