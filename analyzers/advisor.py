@@ -3,8 +3,8 @@ standard formulas (docs/advisor.md). No recommendation without evidence, and non
 expected gain is under MIN_GAIN of the step.
 
 Ids (stable): tp-spans-nodes, pipeline-bubble, pipeline-imbalance, exposed-dp-comm,
-exposed-ep-comm, exposed-a2a-comm, straggler, recompute, input-bound, host-bound,
-launch-bound.
+exposed-ep-comm, exposed-a2a-comm, a2a-imbalance, straggler, recompute, input-bound,
+host-bound, launch-bound.
 """
 
 from __future__ import annotations
@@ -14,23 +14,26 @@ from dataclasses import dataclass
 
 import duckdb
 
+from stepscope.analyzers import advisor_memory
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.collectives import median_kernel_us
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.model import (
+    AllToAll,
     Breakdown,
     CollectiveStat,
     CriticalPath,
     HostActivity,
     IdleBreakdown,
     Layout,
+    MemorySection,
     Mfu,
     Pipeline,
     Recommendation,
     Straggler,
     WhatIfResult,
 )
-from stepscope.analyzers.planner import bubble_theory, zero_state_bytes_per_param
+from stepscope.analyzers.planner import bubble_theory
 from stepscope.analyzers.roles import DATA_PARALLEL_ROLES, EXPERT_ROLES, MODEL_EXCHANGE_ROLES
 from stepscope.analyzers.spec import ModelSpec
 
@@ -55,6 +58,8 @@ class Evidence:
     idle: IdleBreakdown | None = None
     graph_steps: int = 0            # rank steps that launched a CUDA/HIP graph
     critical_path: CriticalPath | None = None
+    memory: MemorySection | None = None
+    all_to_all: AllToAll | None = None
 
     def whatif(self, reason: str, target: str | None = None) -> WhatIfResult | None:
         """The critical path's what-if made for `reason` (and `target`), if any."""
@@ -83,13 +88,16 @@ class Evidence:
 def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggler, ...],
            mfu: Mfu, collectives: tuple[CollectiveStat, ...],
            idle: IdleBreakdown | None = None,
-           critical_path: CriticalPath | None = None) -> Evidence:
+           critical_path: CriticalPath | None = None,
+           memory: MemorySection | None = None, all_to_all: AllToAll | None = None
+           ) -> Evidence:
     """The advisor's inputs: finished sections plus its own measurements of the run."""
     con, run = ctx.con, ctx.run
     return Evidence(
         critical_path=critical_path,
         ctx=ctx, layout=ctx.layout, pipeline=pipeline, stragglers=stragglers, mfu=mfu,
         collectives=collectives, idle=idle, graph_steps=_graph_steps(con, run),
+        memory=memory, all_to_all=all_to_all,
         median_kernel_us=median_kernel_us(con, run),
         recompute_attention_share=_recompute_attention_share(con, run))
 
@@ -144,7 +152,8 @@ def straggler(ev: Evidence) -> list[Recommendation]:
                    f"(host {s.host or 'unknown'})",
                    "The other ranks wait for this rank at their collectives. Check its host "
                    "(thermals, clocks, ECC/XID errors, a noisy neighbour, a slow data shard); "
-                   "if it persists, cordon the host and restart from the checkpoint.",
+                   "if it persists, cordon the host and restart from the checkpoint."
+                   + advisor_memory.heaviest_rank_note(ev, s.rank),
                    evidence, gain)
         if rec:
             out.append(rec)
@@ -230,8 +239,8 @@ def exposed_dp_comm(ev: Evidence) -> list[Recommendation]:
     if worst.bus_bw_gbs and worst.link_peak_gbs:
         link = (f"; bus bandwidth {worst.bus_bw_gbs:.0f} GB/s of "
                 f"{worst.link_peak_gbs:.0f} GB/s ({worst.link})")
-    memory = _zero_memory_note(ev)
     fsdp = worst.role == "fsdp_shards"
+    memory = advisor_memory.zero_memory_note(ev, 3 if fsdp else 0)
     title = ("Overlap the FSDP / ZeRO-3 weight gathers and gradient reduce-scatters" if fsdp
              else "Overlap the data-parallel gradient communication")
     rec = _rec(ev, "exposed-dp-comm", title, (FSDP_DETAIL if fsdp else DP_DETAIL) + memory,
@@ -301,22 +310,6 @@ def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
-def _zero_memory_note(ev: Evidence) -> str:
-    spec, mem = ev.spec, ev.device_memory_bytes
-    lay = ev.layout
-    if spec is None or not mem:
-        return (" Memory check: no model spec (--model) or device memory in the traces, so "
-                "the ZeRO stage that fits is not checked.")
-    shard = spec.n_params / (lay.tp * lay.pp)
-    dp = lay.dp
-    parts = []
-    for stage in (0, 1, 2, 3):
-        gb = zero_state_bytes_per_param(stage, dp) * shard / 1e9
-        parts.append(f"ZeRO-{stage} {gb:.1f} GB")
-    return (f" Memory check (training state per GPU, before activations, of "
-            f"{mem / 1e9:.0f} GB): " + ", ".join(parts) + ".")
-
-
 def recompute(ev: Evidence) -> list[Recommendation]:
     step, rc = ev.step_ms, ev.breakdown.recompute
     if step <= 0 or rc < TRIGGER * step:
@@ -330,10 +323,8 @@ def recompute(ev: Evidence) -> list[Recommendation]:
                "Full activation checkpointing re-runs the whole forward of each layer in "
                "backward. Selective recomputation (Korthikanti et al. 2022) keeps the "
                "activations of the linear layers and recomputes only the attention core, "
-               "whose activations are large and cheap to recompute. Memory check: the "
-               "traces carry no memory events (profile_memory off); with selective "
-               "recompute, activations take about 34*s*b*h/TP bytes per layer and "
-               "micro-batch, so verify they fit before switching.",
+               "whose activations are large and cheap to recompute."
+               + advisor_memory.recompute_memory_note(ev),
                f"recompute {rc:.2f} ms/step ({_pct(rc, step)} of the step); {share}", gain)
     return [rec] if rec else []
 
@@ -460,8 +451,8 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
 
 
 CHECKS = (tp_spans_nodes, pipeline_bubble, pipeline_imbalance, exposed_dp_comm,
-          exposed_ep_comm, exposed_model_exchange, straggler, recompute, input_bound,
-          host_bound, launch_bound)
+          exposed_ep_comm, exposed_model_exchange, advisor_memory.a2a_imbalance, straggler,
+          recompute, input_bound, host_bound, launch_bound)
 
 
 def recommendations(ev: Evidence) -> tuple[Recommendation, ...]:

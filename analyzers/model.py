@@ -503,8 +503,8 @@ class AllToAllGroup(Model, frozen=True, kw_only=True, omit_defaults=True):
     members: int | None
     calls_per_step: float
     bytes_per_rank: float                      # mean bytes sent per rank and step
-    imbalance: float                           # mean over calls of busiest / mean bytes
-    imbalance_max: float
+    imbalance: float | None                    # mean over calls of busiest / mean bytes
+    imbalance_max: float | None                # (None: no call matched across all members)
     transfer_ms: float                         # per step: the calls' durations (d_min)
     imbalance_cost_ms: float                   # per step: transfer x (1 - 1/imbalance)
     wait_ms: float                             # per rank and step: waiting for the last member

@@ -12,10 +12,12 @@ import duckdb
 
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
+from stepscope.analyzers.alltoall import alltoall_section
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
 from stepscope.analyzers.critical_path import critical_path_section
 from stepscope.analyzers.idle import idle_section
+from stepscope.analyzers.memory import memory_section
 from stepscope.analyzers.mfu import mfu_section
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
 from stepscope.analyzers.nccl import build_nccl_section
@@ -45,6 +47,7 @@ def report_from_context(ctx: RunContext) -> Report:
     mfu = mfu_section(ctx)
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
     idle = idle_section(ctx)
+    memory, a2a = memory_section(ctx), alltoall_section(ctx)
     rows = ctx.con.execute(sql("report/match_methods.sql"), {"run": ctx.run}).fetchall()
     methods = {str(k): int(v) for k, v in rows}
     return Report(
@@ -55,9 +58,10 @@ def report_from_context(ctx: RunContext) -> Report:
         notes=notes(ctx, methods) + shape_notes(ctx) + coverage_notes(ctx), mfu=mfu,
         collectives=stats,
         recommendations=recommendations(gather(ctx, pipe, late, mfu, stats, idle,
-                                               critical_path=path)),
+                                               critical_path=path, memory=memory,
+                                               all_to_all=a2a)),
         nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
-        roofline=roofline_section(ctx, mfu))
+        roofline=roofline_section(ctx, mfu), memory=memory, all_to_all=a2a)
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
+from stepscope.dashboard.render.alltoall import alltoall_block
+from stepscope.dashboard.render.blocks import html
 from stepscope.dashboard.render.critical_path import critical_path_html
 from stepscope.dashboard.render.format import (
     EN_DASH,
@@ -40,6 +42,8 @@ from stepscope.dashboard.render.labels import (
     idle_shown,
 )
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
+from stepscope.dashboard.render.memory import memory_block
+from stepscope.dashboard.render.roofline import roofline_block
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
@@ -274,8 +278,11 @@ def _per_step(report: Report) -> str:
 def report_sections(report: Report) -> list[str]:
     """The run report's sections, headline first, detail tables last."""
     return [_header(report), _cards(report), _breakdown(report), _mfu(report),
+            html(roofline_block(report.roofline)),
             recommendations_section(report.recommendations), _stragglers(report),
-            _communication(report), nccl_section(report.nccl), _pipeline(report),
+            _communication(report), html(alltoall_block(report.all_to_all)),
+            html(memory_block(report.memory, report.run.timeline == "gpu")),
+            nccl_section(report.nccl), _pipeline(report),
             critical_path_html(report.critical_path), _per_rank(report), _per_step(report)]
 
 

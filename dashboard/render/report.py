@@ -20,6 +20,8 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
+from stepscope.dashboard.render.alltoall import alltoall_block
+from stepscope.dashboard.render.blocks import markdown
 from stepscope.dashboard.render.critical_path import critical_path_markdown
 from stepscope.dashboard.render.format import layout_degrees, layout_nodes, num, pct, share
 from stepscope.dashboard.render.labels import (
@@ -30,7 +32,9 @@ from stepscope.dashboard.render.labels import (
     WATERFALL_LABELS,
     idle_shown,
 )
+from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.nccl import nccl_lines
+from stepscope.dashboard.render.roofline import roofline_block
 
 LABELS = CATEGORY_LABELS
 
@@ -189,8 +193,11 @@ def report_markdown(report: Report) -> str:
     out += _breakdown_table(report.breakdown_ms, step)
     out += idle_lines(report)
     out += _mfu_lines(report.mfu)
+    out += markdown(roofline_block(report.roofline))
     out += recommendation_lines(report.recommendations)
     out += collective_lines(report.collectives)
+    out += markdown(alltoall_block(report.all_to_all))
+    out += markdown(memory_block(report.memory, run.timeline == "gpu"))
     out += nccl_lines(report.nccl)
     out += straggler_lines(report.stragglers)
     out += pipeline_lines(report.pipeline)

@@ -12,10 +12,12 @@ from stepscope.dashboard.views import (
     compare,
     critical_path,
     kernels,
+    memory,
     overview,
     pipeline,
     plan,
     ranks,
+    roofline,
     runs,
     timeline,
     trends,
@@ -32,10 +34,13 @@ PAGES: dict[str, ModuleType] = {
     "pipeline": pipeline,
     "critical_path": critical_path,
     "kernels": kernels,
+    "roofline": roofline,
+    "memory": memory,
     "compare": compare,
     "plan": plan,
     "trends": trends,
 }
 # pages about one run: the sidebar shows the run selector, the URL carries the run
 RUN_PAGES = frozenset({"runs", "overview", "ranks", "timeline", "communication", "pipeline",
-                       "critical_path", "kernels", "compare", "plan"})
+                       "critical_path", "kernels", "roofline", "memory", "compare",
+                       "plan"})

@@ -9,6 +9,7 @@ import streamlit as st
 from stepscope.analyzers.model import Report
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.views import alltoall
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Communication"
@@ -50,3 +51,4 @@ def render(ctx: PageContext) -> None:
         chart_and_table(charts.bus_bandwidth(report),
                         frame.select("collective", "group", "bus GB/s", "link",
                                      "link peak GB/s", "link use"), "bus bandwidth", "busbw")
+    alltoall.render_section(report.all_to_all)
