@@ -15,7 +15,7 @@ FLOPs no traced kernel carries gain 100 (F - sum f_g) / (P T_c).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from stepscope.analyzers._sql import fetch_rows, install_macros, run_script
 from stepscope.analyzers.model import EfficiencyPart, Mfu, Roofline, RoofRow
@@ -62,12 +62,16 @@ class _Kernel(TypedDict):
     unsized_ns: float
 
 
+R = TypeVar("R", _Group, _Kernel)
+
+
 @dataclass(frozen=True)
 class Roofs:
     """The two roofs: peak FLOP/s per dtype (None: not in the table) and HBM bytes/s."""
     peaks: dict[str, float | None]
     default_peak: float | None      # the MFU's peak, for ops of unknown dtype
     hbm: float | None               # bytes/s
+    dtype: str | None = None        # the MFU's dtype
 
     def peak(self, dtype: str | None) -> float | None:
         if dtype is None:
@@ -98,7 +102,7 @@ def _roofs(ctx: RunContext, mfu: Mfu) -> Roofs:
     if mfu.dtype and mfu.peak_flops_per_gpu:
         peaks[mfu.dtype] = mfu.peak_flops_per_gpu
     hbm = entry.hbm_gbs * 1e9 if entry is not None and entry.hbm_gbs else None
-    return Roofs(peaks=peaks, default_peak=mfu.peak_flops_per_gpu, hbm=hbm)
+    return Roofs(peaks=peaks, default_peak=mfu.peak_flops_per_gpu, hbm=hbm, dtype=mfu.dtype)
 
 
 def _row(name: str, kind: str, dtype: str | None, sums: _Sums, roofs: Roofs,
@@ -141,6 +145,18 @@ def _sums(rows: list[_Group] | list[_Kernel]) -> _Sums:
                  kernels=sum(int(r["kernels"]) for r in rows))
 
 
+FLOP_KINDS = ("gemm", "attention", "conv")
+
+
+def _with_dtype(rows: list[R], dtype: str | None) -> list[R]:
+    """GEMM / attention / convolution rows without an `Input type` (traces before torch
+    1.10 write none) take the run's dtype, the one the MFU peak is for (docs/mfu.md)."""
+    for row in rows:
+        if row["dtype"] is None and row["kind"] in FLOP_KINDS:
+            row["dtype"] = dtype
+    return rows
+
+
 def shape_label(row: _Group) -> str:
     batch = f"{row['b']}x" if row["b"] and row["b"] != 1 else ""
     return f"{batch}{row['m']}x{row['n']}x{row['k']}"
@@ -155,7 +171,8 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
     install_macros(ctx.con)
     run_script(ctx.con, "roofline/macros.sql", {})
     run_script(ctx.con, "roofline/kernels.sql", {"run": ctx.run})
-    groups = fetch_rows(ctx.con, "roofline/groups.sql", {"run": ctx.run}, _Group)
+    groups = _with_dtype(fetch_rows(ctx.con, "roofline/groups.sql", {"run": ctx.run}, _Group),
+                         mfu.dtype)
     if not groups:
         return _replace(base, message="no GPU kernels in the complete steps")
     roofs = _roofs(ctx, mfu)
@@ -178,8 +195,14 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
     return _replace(
         base, coverage=sum(float(g["time_ns"]) for g in shaped) / total if total else 0.0,
         kinds=kinds, kernels=kernels,
-        gemm_shapes=tuple(sorted(shapes, key=lambda r: -(r.lost_ms or 0.0))[:GEMM_SHAPES_SHOWN]),
+        gemm_shapes=tuple(sorted(shapes, key=_most_lost)[:GEMM_SHAPES_SHOWN]),
         kernel_efficiency=parts, stage_points=stage, message=_message(mfu, roofs, parts))
+
+
+def _most_lost(row: RoofRow) -> tuple[float, str, str]:
+    """Most lost time first; ties (equal to 1e-9 ms, whatever the order of summation)
+    by shape and op, so the order is the same on every run."""
+    return (-round(row.lost_ms or 0.0, 9), row.name, row.op or "")
 
 
 def _replace(section: Roofline, **changes: object) -> Roofline:
@@ -208,7 +231,7 @@ def _kind_rows(shaped: list[_Group], roofs: Roofs, rank_steps: int,
     rows = [_row(KIND_LABELS.get(kind, kind) + (f" ({dtype})" if dtype else ""), kind, dtype,
                  _sums(members), roofs, rank_steps, total)
             for (kind, dtype), members in by.items()]
-    return tuple(sorted(rows, key=lambda r: -r.time_ms))
+    return tuple(sorted(rows, key=lambda r: (-r.time_ms, r.name)))
 
 
 def _shape_rows(shaped: list[_Group], roofs: Roofs, rank_steps: int,
@@ -230,7 +253,8 @@ def _replace_row(row: RoofRow, **changes: object) -> RoofRow:
 
 def _kernel_rows(ctx: RunContext, roofs: Roofs, rank_steps: int,
                  total: float) -> tuple[RoofRow, ...]:
-    rows = fetch_rows(ctx.con, "roofline/top_kernels.sql", {"limit": KERNELS_SHOWN}, _Kernel)
+    rows = _with_dtype(fetch_rows(ctx.con, "roofline/top_kernels.sql", {"limit": KERNELS_SHOWN},
+                                  _Kernel), roofs.dtype)
     return tuple(_row(r["kernel"], r["kind"], r["dtype"], _sums([r]), roofs, rank_steps, total)
                  for r in rows)
 
@@ -266,7 +290,7 @@ def efficiency_parts(ctx: RunContext, mfu: Mfu, groups: list[_Group], roofs: Roo
         return _row("", kind, members[0]["dtype"], _sums(members), roofs, 1, wf_total)
 
     gemm_keys = sorted((k for k in buckets if k.startswith("gemm:")),
-                       key=lambda k: points(buckets[k])[0])
+                       key=lambda k: (round(points(buckets[k])[0], 9), k))
     named, other = gemm_keys[:GEMM_PARTS], gemm_keys[GEMM_PARTS:]
     if "gemm" in buckets:  # GEMMs without a shape
         other.append("gemm")

@@ -37,5 +37,5 @@ WITH complete AS (
     FROM calls WHERE instance_key IS NOT NULL GROUP BY instance_key
 )
 SELECT c.*, i.max_load, i.mean_load,
-    i.instance_key IS NOT NULL AND i.members = coalesce(i.group_size, i.members) AS whole
+    coalesce(i.members > 1 AND i.members = i.group_size, false) AS whole
 FROM calls c LEFT JOIN instances i USING (instance_key);

@@ -8,9 +8,11 @@ WITH rank_steps AS (
 ), received AS (
     SELECT group_label, rank, sum(received) AS received FROM a2a_calls GROUP BY ALL
 ), heaviest AS (
-    SELECT group_label, arg_max(rank, received ORDER BY rank DESC) AS rank,
-        max(received) / avg(received) AS vs_mean, count(*) AS members
-    FROM received GROUP BY group_label
+    SELECT group_label, rank, received / avg(received) OVER w AS vs_mean,
+        count(*) OVER w AS members
+    FROM received
+    WINDOW w AS (PARTITION BY group_label)
+    QUALIFY row_number() OVER (PARTITION BY group_label ORDER BY received DESC, rank) = 1
 )
 SELECT c.group_label, min(c.library) AS library, max(h.members) AS members,
     count(*) / any_value(rs.n) AS calls_per_step,
@@ -26,4 +28,4 @@ SELECT c.group_label, min(c.library) AS library, max(h.members) AS members,
     count(*) FILTER (WHERE c.whole) AS whole_calls
 FROM a2a_calls c CROSS JOIN rank_steps rs JOIN heaviest h USING (group_label)
 GROUP BY c.group_label
-ORDER BY imbalance_cost_ms DESC, transfer_ms DESC;
+ORDER BY imbalance_cost_ms DESC, transfer_ms DESC, c.group_label;

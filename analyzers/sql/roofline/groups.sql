@@ -23,4 +23,4 @@ SELECT k.kind, k.dtype,
     (SELECT sum(n_steps) FROM steps) AS rank_steps
 FROM rf_kernels k JOIN steps s ON s.rank = k.rank
 GROUP BY ALL
-ORDER BY time_ns DESC;
+ORDER BY time_ns DESC, kind, dtype NULLS FIRST, op_name NULLS FIRST, b, m, n, k;

@@ -7,5 +7,5 @@ SELECT kernel, kind, dtype, count(*) AS kernels, sum(dur_ns) AS time_ns,
 FROM rf_kernels
 WHERE kind <> 'unshaped'
 GROUP BY kernel, kind, dtype
-ORDER BY time_ns DESC, kernel
+ORDER BY time_ns DESC, kernel, kind, dtype NULLS FIRST
 LIMIT $limit;
