@@ -42,7 +42,7 @@ timings = {{}}
 with stepscope.open(db) as store:
     con = store.con
     run_is = duckdb.ColumnExpression("run") == duckdb.ConstantExpression(name)
-    rows = {{t: con.table(t).filter(run_is).count("*").fetchone()[0]
+    rows = {{t: con.table(t).filter(run_is).count("*").fetchall()[0][0]
              for t in ("gpu_ops", "cpu_ops", "memory_events", "collectives")}}
     ctx = run_context(con, name)
     mfu = mfu_section(ctx)
