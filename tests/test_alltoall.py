@@ -20,9 +20,6 @@ import stepscope
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
 
-sys.path.insert(0, str(REPO / "sample_traces"))
-import simulate_gpu  # noqa: E402
-
 
 def report(db: Path, run: str) -> Report:
     with stepscope.open(db) as store:
@@ -70,6 +67,12 @@ def test_imbalance_and_its_cost_match(sample_db: Path) -> None:
 
 
 def _step_ms(imbalance: float) -> float:
+    """Mean complete step of moe_roofline re-simulated with routing `imbalance`."""
+    sys.path.insert(0, str(REPO / "sample_traces"))
+    try:
+        import simulate_gpu
+    finally:
+        sys.path.remove(str(REPO / "sample_traces"))
     cfg = dataclasses.replace(simulate_gpu.SETS["moe_roofline"], ep_imbalance=imbalance)
     simulate_gpu._INSTANCES.clear()
     programs, spans = simulate_gpu.simulate(cfg)

@@ -13,8 +13,8 @@ from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
 
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.format import pct
-from stepscope.dashboard.render_memory import NO_EVENTS
+from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.memory import NO_EVENTS
 from stepscope.dashboard.uploads import ingest_staged
 
 RUNS = {"moe_roofline": SIMULATED / "moe_roofline", "straggler": SIMULATED / "straggler",
@@ -37,14 +37,14 @@ def model(db: Path, run: str) -> Report:
         con.close()
 
 
-def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, page: str, run: str):  # noqa: ANN201
+def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, page: str, run: str):
     at = app_test(monkeypatch, db, page=page, run=run)
     at.run()
     no_exception(at)
     return at
 
 
-def metrics(at) -> dict[str, str]:  # noqa: ANN001
+def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 

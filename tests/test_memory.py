@@ -20,7 +20,7 @@ from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.mfu import ModelSpec
 from stepscope.analyzers.model import MemorySection, MemoryStep, RankMemory, Report
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.report import report_markdown
 
 DF = SHARED_TRACES / "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz"
 KINETO = (SHARED_TRACES / "kineto/tb_plugin/samples/resnet50_num_workers_0/"
@@ -101,7 +101,7 @@ def test_runs_without_events_say_so(sample_db: Path) -> None:
         report_markdown(r)
 
 
-def _evidence(sample_db: Path, spec: ModelSpec | None, memory: MemorySection):  # noqa: ANN202
+def _evidence(sample_db: Path, spec: ModelSpec | None, memory: MemorySection):
     with stepscope.open(sample_db) as store:
         ctx = run_context(store.con, "moe_roofline", ReportOptions(spec=spec))
         r = build_report(store.con, "moe_roofline")

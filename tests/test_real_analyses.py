@@ -11,7 +11,7 @@ from conftest import shared_trace_files
 
 import stepscope
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.report import report_markdown
 
 
 def test_every_real_trace(tmp_path: Path) -> None:

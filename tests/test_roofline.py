@@ -17,7 +17,7 @@ import stepscope
 from stepscope.analyzers.model import Report, Roofline
 from stepscope.analyzers.peaks import lookup
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render_report import report_markdown
+from stepscope.dashboard.render.report import report_markdown
 
 
 def report(db: Path, run: str) -> Report:
