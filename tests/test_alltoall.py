@@ -71,12 +71,12 @@ def _step_ms(imbalance: float) -> float:
     sys.path.insert(0, str(REPO / "sample_traces"))
     try:
         import simulate_gpu
+        cfg = dataclasses.replace(simulate_gpu.SETS["moe_roofline"], ep_imbalance=imbalance)
+        simulate_gpu._INSTANCES.clear()
+        programs, spans = simulate_gpu.simulate(cfg)
+        facts = simulate_gpu.ground_truth(cfg, programs, 1, spans)
     finally:
         sys.path.remove(str(REPO / "sample_traces"))
-    cfg = dataclasses.replace(simulate_gpu.SETS["moe_roofline"], ep_imbalance=imbalance)
-    simulate_gpu._INSTANCES.clear()
-    programs, spans = simulate_gpu.simulate(cfg)
-    facts = simulate_gpu.ground_truth(cfg, programs, 1, spans)
     steps = [r["window_end_ns"] - r["window_start_ns"]
              for rows in facts["per_rank"].values() for r in rows if r["has_successor"]]
     return sum(steps) / len(steps) / 1e6

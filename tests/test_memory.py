@@ -105,7 +105,8 @@ def _evidence(sample_db: Path, spec: ModelSpec | None, memory: MemorySection):
     with stepscope.open(sample_db) as store:
         ctx = run_context(store.con, "moe_roofline", ReportOptions(spec=spec))
         r = build_report(store.con, "moe_roofline")
-        ev = gather(ctx, r.pipeline, r.stragglers, r.mfu, r.collectives, memory, None)
+        ev = gather(ctx, r.pipeline, r.stragglers, r.mfu, r.collectives, r.idle_split,
+                    memory=memory)
         return ev, ctx
 
 
