@@ -450,8 +450,18 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
     return [rec] if rec else []
 
 
+def a2a_imbalance(ev: Evidence) -> list[Recommendation]:
+    """Uneven all_to_all (advisor_memory.a2a_imbalance words it and sizes its gain)."""
+    advice = advisor_memory.a2a_imbalance(ev)
+    if advice is None:
+        return []
+    rec = _rec(ev, "a2a-imbalance", advice.title, advice.detail, advice.evidence,
+               advice.gain_ms)
+    return [rec] if rec else []
+
+
 CHECKS = (tp_spans_nodes, pipeline_bubble, pipeline_imbalance, exposed_dp_comm,
-          exposed_ep_comm, exposed_model_exchange, advisor_memory.a2a_imbalance, straggler,
+          exposed_ep_comm, exposed_model_exchange, a2a_imbalance, straggler,
           recompute, input_bound, host_bound, launch_bound)
 
 

@@ -1,17 +1,54 @@
 """The advisor's checks that read the memory and all_to_all sections (docs/advisor.md):
 the memory notes of the ZeRO and recompute advice (measured peak memory against the
 device, the planner's fit rule: at most MEMORY_HEADROOM of device memory) and the
-all_to_all imbalance advice (`a2a-imbalance`)."""
+all_to_all imbalance advice (`a2a-imbalance`: its wording and gain; advisor.py turns
+them into the recommendation). It reads the advisor's Evidence through the Protocol
+below, so that it does not import the advisor that imports it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
-from stepscope.analyzers.model import AllToAllGroup, RankMemory, Recommendation
+from stepscope.analyzers.model import (
+    AllToAll,
+    AllToAllGroup,
+    Layout,
+    MemorySection,
+    Pipeline,
+    RankMemory,
+    Straggler,
+)
 from stepscope.analyzers.planner import MEMORY_HEADROOM, zero_state_bytes_per_param
+from stepscope.analyzers.spec import ModelSpec
 
-if TYPE_CHECKING:
-    from stepscope.analyzers.advisor import Evidence
+
+class Evidence(Protocol):
+    """What these checks read of analyzers.advisor.Evidence."""
+
+    @property
+    def memory(self) -> MemorySection | None: ...
+    @property
+    def all_to_all(self) -> AllToAll | None: ...
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def pipeline(self) -> Pipeline | None: ...
+    @property
+    def stragglers(self) -> tuple[Straggler, ...]: ...
+    @property
+    def spec(self) -> ModelSpec | None: ...
+    @property
+    def device_memory_bytes(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class A2aAdvice:
+    """The a2a-imbalance recommendation's text and expected gain (ms per step)."""
+    title: str
+    detail: str
+    evidence: str
+    gain_ms: float
 
 SELECTIVE_EXTRA = 32.0   # bytes per s*b*h/TP per layer: 34 kept (selective) - 2 (full)
 A2A_DETAIL = (
@@ -130,29 +167,28 @@ def _heavy_ranks(ev: Evidence) -> str:
                      + ")" for r in heavy)
 
 
-def a2a_imbalance(ev: Evidence) -> list[Recommendation]:
+def a2a_imbalance(ev: Evidence) -> A2aAdvice | None:
     """all_to_all whose members move uneven bytes (MoE routing, embedding shards): the
     transfer time the imbalance costs, plus the others' wait when the rank they wait for
-    is the one that receives the most."""
-    from stepscope.analyzers.advisor import _rec
-
+    is the one that receives the most. None without an imbalanced group."""
     a2a = ev.all_to_all
     if a2a is None or not a2a.groups:
-        return []
+        return None
     rows = [g for g in a2a.groups if g.imbalance is not None and g.imbalance >= 1.1]
     if not rows:
-        return []
+        return None
     heaviest = {g.heaviest_rank for g in rows if g.heaviest_rank is not None}
     waited_on = {s.rank for s in ev.stragglers}
     gain = sum(g.imbalance_cost_ms + (g.wait_ms if g.heaviest_rank in waited_on else 0.0)
                for g in rows)
     worst: AllToAllGroup = max(rows, key=lambda g: g.imbalance_cost_ms + g.wait_ms)
     who = _heavy_ranks(ev) or ", ".join(f"rank {r}" for r in sorted(heaviest))
-    rec = _rec(ev, "a2a-imbalance", f"Balance the all_to_all load: {who.split(' (')[0]} "
-               "receives the most", f"Ranks that receive the most: {who}. " + A2A_DETAIL,
-               f"{worst.group_label}: {worst.calls_per_step:.0f} calls/step, imbalance "
-               f"{worst.imbalance:.2f}x the mean bytes (max {worst.imbalance_max:.2f}x); "
-               f"transfer {worst.transfer_ms:.2f} ms/step of which "
-               f"{worst.imbalance_cost_ms:.2f} ms is the imbalance; ranks wait "
-               f"{worst.wait_ms:.2f} ms/step in these calls for the last member", gain)
-    return [rec] if rec else []
+    return A2aAdvice(
+        title=f"Balance the all_to_all load: {who.split(' (')[0]} receives the most",
+        detail=f"Ranks that receive the most: {who}. " + A2A_DETAIL,
+        evidence=(f"{worst.group_label}: {worst.calls_per_step:.0f} calls/step, imbalance "
+                  f"{worst.imbalance:.2f}x the mean bytes (max {worst.imbalance_max:.2f}x); "
+                  f"transfer {worst.transfer_ms:.2f} ms/step of which "
+                  f"{worst.imbalance_cost_ms:.2f} ms is the imbalance; ranks wait "
+                  f"{worst.wait_ms:.2f} ms/step in these calls for the last member"),
+        gain_ms=gain)
