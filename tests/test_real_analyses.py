@@ -31,6 +31,12 @@ def test_every_real_trace(tmp_path: Path) -> None:
             if roof.kernel_efficiency:  # the parts add up to the MFU stage
                 assert sum(p.points for p in roof.kernel_efficiency) == pytest.approx(
                     roof.stage_points, abs=1e-9), f.name
+            for part in roof.kernel_efficiency:  # a part over several dtypes: their mix
+                rows = [k for k in roof.kinds if k.kind == part.name]
+                if len(rows) > 1 and all(k.bound == "memory" for k in rows):
+                    mixed = (sum((k.roof_share or 0.0) * k.time_ms for k in rows)
+                             / sum(k.time_ms for k in rows))
+                    assert part.roof_share == pytest.approx(mixed, rel=1e-6), (f.name, part)
             if roof.kinds:
                 shaped.add(f.name)
             assert "## Kernels against their roofline" in text
