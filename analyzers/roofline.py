@@ -14,7 +14,6 @@ FLOPs no traced kernel carries gain 100 (F - sum f_g) / (P T_c).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
@@ -311,8 +310,8 @@ def efficiency_parts(ctx: RunContext, mfu: Mfu, groups: list[_Group], roofs: Roo
     for kind in ("attention", "conv", "elementwise", "normalization"):
         if kind in buckets:
             pts, t = points(buckets[kind])
-            parts.append(_part(kind, KIND_LABELS[kind], pts, t, _kind_roof(
-                kinds, kind, lambda k=kind: roof(buckets[k], k))))
+            parts.append(_part(kind, KIND_LABELS[kind], pts, t,
+                               _kind_roof(kinds, kind, roof(buckets[kind], kind))))
     if "unshaped" in buckets:
         pts, t = points(buckets["unshaped"])
         parts.append(EfficiencyPart(name="unshaped", label="kernels without shapes "
@@ -327,12 +326,11 @@ def efficiency_parts(ctx: RunContext, mfu: Mfu, groups: list[_Group], roofs: Roo
     return tuple(parts), stage
 
 
-def _kind_roof(kinds: tuple[RoofRow, ...], kind: str,
-               combined: Callable[[], RoofRow]) -> RoofRow:
+def _kind_roof(kinds: tuple[RoofRow, ...], kind: str, combined: RoofRow) -> RoofRow:
     """The kind's row of the roofline table when it has one dtype; over several dtypes
     (the kind's ops of every dtype make one waterfall part) the roof of all of them."""
     rows = [r for r in kinds if r.kind == kind]
-    return rows[0] if len(rows) == 1 else combined()
+    return rows[0] if len(rows) == 1 else combined
 
 
 def _part(name: str, label: str, points: float, t: float, row: RoofRow) -> EfficiencyPart:
