@@ -5,10 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,6 @@ from typing import Any
 import jsonschema
 import pytest
 import sample_db as sample_db_module
-from filelock import FileLock, Timeout
 
 import stepscope.analyzers.report
 import stepscope.commands.hang_cmd
@@ -229,6 +226,18 @@ def every_model_is_validated() -> Iterator[None]:
         yield
 
 
+# a test that uses one of these fixtures gets the marker (pyproject.toml lists them): the
+# sample database takes about a CPU minute to build when its cache is cold
+MARK_BY_FIXTURE = {"sample_db": "slow", "local_ray": "ray"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, mark in MARK_BY_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(mark)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-snapshots", action="store_true",
                      help="rewrite the golden snapshots and published JSON Schemas")
@@ -239,75 +248,19 @@ def update_snapshots(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-snapshots"))
 
 
-def _session_root(factory: pytest.TempPathFactory) -> Path:
-    """The temporary folder of the whole session: under pytest-xdist, the one every
-    worker's own base folder sits in."""
-    root = factory.getbasetemp()
-    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
-
-
-@pytest.fixture(autouse=True, scope="session")
-def sample_db_builder(tmp_path_factory: pytest.TempPathFactory,
-                      request: pytest.FixtureRequest) -> Iterator[None]:
-    """When the selected tests use `sample_db`, start building it (tests/sample_db.py) in
-    a background process as the session starts: the first worker to get here starts it,
-    and tests that do not need it run meanwhile instead of waiting."""
-    if not any("sample_db" in getattr(item, "fixturenames", ())
-               for item in request.session.items):
-        yield
-        return
-    root = _session_root(tmp_path_factory)
-    proc = None
-    with FileLock(root / "samples.lock"):
-        if not (root / "samples.started").exists():
-            with open(root / "samples.log", "wb") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, str(Path(__file__).with_name("sample_db.py")),
-                     str(root / "samples")], stdout=log, stderr=subprocess.STDOUT)
-            (root / "samples.started").touch()
-    yield
-    if proc is None:
-        return
-    if request.session.shouldfail or request.session.shouldstop:
-        proc.terminate()  # -x, --maxfail: the session is over, nobody will need it
-    proc.wait(timeout=SAMPLE_DB_TIMEOUT_S)  # other workers may still be waiting for it
-
-
 @pytest.fixture(scope="session")
-def sample_db(tmp_path_factory: pytest.TempPathFactory, sample_db_builder: None) -> Path:
-    """Every bundled run ingested once for the whole session (tests only read it): each
-    simulated set under its own name, each real CPU sample as `cpu-<name>`. Every
-    pytest-xdist worker shares the one database (read-only connections from several
-    processes are fine)."""
-    root = _session_root(tmp_path_factory)
-    folder = root / "samples"
-    deadline = time.monotonic() + SAMPLE_DB_TIMEOUT_S
-    while not (folder / sample_db_module.COMPLETE).exists():
-        if (folder / sample_db_module.FAILED).exists():
-            _builder_failed(root, "failed")
-        elif _builder_died(folder):
-            _builder_failed(root, "died before it finished (killed?)")
-        elif time.monotonic() > deadline:
-            _builder_failed(root, f"did not finish in {SAMPLE_DB_TIMEOUT_S} s")
-        time.sleep(0.2)
-    return folder / sample_db_module.DB_NAME
+def sample_db() -> Path:
+    """Every bundled run ingested once (tests/sample_db.py): each simulated set under its
+    own name, each real CPU sample as `cpu-<name>`. Built by the first pytest-xdist worker
+    that needs it, under a file lock the others wait on, and cached for later sessions of
+    an unchanged tree. Tests only read it (read-only connections from several processes
+    are fine); a test that writes works on a copy (`sample_db_copy`)."""
+    return sample_db_module.cached_db()
 
 
-def _builder_failed(root: Path, how: str) -> None:
-    log = (root / "samples.log").read_text(errors="replace")[-4000:]
-    pytest.fail(f"building the sample database (tests/sample_db.py) {how}:\n{log}")
-
-
-def _builder_died(folder: Path) -> bool:
-    """The builder started (its marker is there) but no longer holds its lock, and the
-    database is not complete: it was killed (OOM, signal) before it could say so."""
-    if not (folder / sample_db_module.BUILDING).exists():
-        return False
-    try:
-        with FileLock(folder / sample_db_module.BUILD_LOCK, timeout=0):
-            return not (folder / sample_db_module.COMPLETE).exists()
-    except Timeout:
-        return False
-
-
-SAMPLE_DB_TIMEOUT_S = 1200
+@pytest.fixture
+def sample_db_copy(sample_db: Path, tmp_path: Path) -> Path:
+    """A private copy of the sample database that a test may write to."""
+    db = tmp_path / "samples.duckdb"
+    shutil.copyfile(sample_db, db)
+    return db
