@@ -127,6 +127,7 @@ def settle(page: object) -> None:
         "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=WAIT_MS)
 
 
+@pytest.mark.browser
 def test_upload_an_archive_then_every_page(server, archive, browser_page):
     base, _ = server
     page, requests = browser_page

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 
+import pytest
 from dashboard_helpers import REPO
 
 from stepscope.cli import main
@@ -40,6 +41,7 @@ def test_private_by_default(tmp_path):
     assert set(STREAMLIT_OPTIONS) <= set(cmd)
 
 
+@pytest.mark.interrupt
 def test_public_host_warns_and_ctrl_c_stops_cleanly(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

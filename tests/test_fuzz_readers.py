@@ -133,6 +133,7 @@ def _one_line_reason(exc: TraceFileError) -> None:
     assert "Traceback" not in exc.problem and "internal error" not in exc.problem
 
 
+@pytest.mark.fuzz
 @settings(max_examples=READER_EXAMPLES, **COMMON)
 @given(data=mutated_trace(), gz=st.booleans())
 def test_reader_gives_tables_or_a_one_line_reason(tmp_path_factory: pytest.TempPathFactory,
@@ -150,6 +151,7 @@ def test_reader_gives_tables_or_a_one_line_reason(tmp_path_factory: pytest.TempP
                                                          "gpu_annotations"))
 
 
+@pytest.mark.fuzz
 @settings(max_examples=INGEST_EXAMPLES, **COMMON)
 @given(data=mutated_trace())
 def test_one_mutated_rank_never_sinks_the_run(tmp_path_factory: pytest.TempPathFactory,

@@ -25,8 +25,9 @@ from stepscope.cli import main
 from stepscope.ingest.errors import Interrupted
 
 SIMULATED = SAMPLES.parent / "simulated"
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
-                                reason="POSIX signals")
+pytestmark = [pytest.mark.interrupt,
+              pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
+                                 reason="POSIX signals")]
 
 
 def q(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -187,6 +187,7 @@ def test_nothing_ingested_exits_1(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+@pytest.mark.browser
 def test_nightly_html_opens_offline(nights: Nights) -> None:
     """report.html as a reader opens it from disk: verdict, charts, no request."""
     from offline_browser import artifacts_dir, open_offline

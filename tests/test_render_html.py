@@ -85,6 +85,7 @@ def test_1024_ranks_stay_small(pages: dict[str, Any]) -> None:
     assert len(per_rank_svg.findall("{http://www.w3.org/2000/svg}text")) < 120
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("name", ["report.html", "diff.html"])
 def test_opens_offline_in_chromium(pages: dict[str, Any], name: str) -> None:
     path = pages["tmp"] / name
