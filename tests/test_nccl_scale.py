@@ -108,7 +108,8 @@ def test_a_dump_of_another_rank_is_skipped_before_it_is_read(tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def local_ray() -> Any:
-    ray = pytest.importorskip("ray")
+    import ray  # a dev dependency (the `ray` extra); imported here: it takes seconds
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False, ignore_reinit_error=True)
     yield ray
