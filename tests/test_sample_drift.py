@@ -1,0 +1,52 @@
+"""The committed simulated sets are what sample_traces/simulate_gpu.py writes today: each
+set regenerated into a temporary folder has the same files, the same decompressed JSON
+of every trace and the same ground_truth.json and model.json. A simulator change that
+alters a bundled set fails here until the set is regenerated
+(`python sample_traces/simulate_gpu.py --sets NAME`) and its tests are looked at."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+SIM = REPO / "sample_traces" / "simulated"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(SIM.parent))
+    try:
+        import simulate_gpu
+    finally:
+        sys.path.remove(str(SIM.parent))
+    yield simulate_gpu
+
+
+def content(path: Path) -> Any:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SIM.iterdir() if p.is_dir()))
+def test_committed_set_is_what_the_simulator_writes(name: str, simulator: ModuleType,
+                                                    tmp_path: Path) -> None:
+    assert name in simulator.SETS, f"{name} is bundled but the simulator has no such set"
+    fresh = simulator.write_set(simulator.SETS[name], tmp_path)
+    committed = SIM / name
+    files = sorted(p.name for p in committed.iterdir())
+    assert sorted(p.name for p in fresh.iterdir()) == files
+    for file in files:
+        assert content(fresh / file) == content(committed / file), f"{name}/{file} drifted"
+
+
+def test_every_simulated_set_is_bundled(simulator: ModuleType) -> None:
+    assert sorted(simulator.SETS) == sorted(p.name for p in SIM.iterdir() if p.is_dir())
