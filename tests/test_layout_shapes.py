@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,11 @@ def pid_of(doc: dict[str, Any]) -> int:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def db(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> Path:
+    """A copy of the sample database (it holds tb_names) plus the renamed sets below."""
     tmp = tmp_path_factory.mktemp("layout")
     path = tmp / "l.duckdb"
+    shutil.copyfile(sample_db, path)
     # the real DLRM job's names: tensorboard worker `worker{i}_step_12`, one 8-GPU box
     dlrm = rewrite(SIM / "healthy", tmp / "dlrm",
                    lambda d: f"worker{rank_of(d)}_step_12.{1767189312000 + rank_of(d)}"
@@ -73,7 +76,6 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stepscope.ingest_run(per_rank, db=path, run="per_rank")
     # rank 0 alone of a 32-rank job on 8-GPU nodes (host_name kept)
     stepscope.ingest_run(SIM / "hidden_straggler" / "rank0.json.gz", db=path, run="rank0")
-    stepscope.ingest_run(SIM / "tb_names", db=path, run="tb_names")
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,12 @@ def _rewrite(src: Path, dst: Path, edit: Any, rename: Any = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def db(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> Path:
+    """A copy of the sample database (tb_names, pipeline_torch23, no_profilerstep, healthy
+    and the rest) plus the edited sets below."""
     tmp = tmp_path_factory.mktemp("shapes")
     path = tmp / "s.duckdb"
-    for name in ("tb_names", "pipeline_torch23", "no_profilerstep", "healthy"):
-        stepscope.ingest_run(SIM / name, db=path, run=name)
+    shutil.copyfile(sample_db, path)
 
     def drop_names(doc: dict[str, Any]) -> None:
         doc.pop("host_name", None)
@@ -210,10 +212,8 @@ def test_run_name_that_is_also_a_path_says_which(db: Path, tmp_path: Path,
 
 # ------------------------------------------------------------------ the dtype of MFU
 @pytest.fixture(scope="module")
-def fp32_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("fp32") / "f.duckdb"
-    stepscope.ingest_run(SIM / "fp32_v100", db=path, run="fp32_v100")
-    return path
+def fp32_db(sample_db: Path) -> Path:
+    return sample_db  # holds the run fp32_v100
 
 
 def test_fp32_matmuls_use_the_fp32_peak(fp32_db: Path) -> None:
@@ -250,10 +250,9 @@ def test_fp32_on_ampere_is_tf32_only_when_tf32_kernels_ran() -> None:
 
 
 # ------------------------------------------------------------------ hidden stragglers
-def test_hidden_straggler_is_named_with_evidence(tmp_path: Path) -> None:
+def test_hidden_straggler_is_named_with_evidence(sample_db: Path) -> None:
     cfg = truth("hidden_straggler")["config"]
-    stepscope.ingest_run(SIM / "hidden_straggler", db=tmp_path / "h.duckdb", run="h")
-    r = report(tmp_path / "h.duckdb", "h")
+    r = report(sample_db, "hidden_straggler")
     assert [s["rank"] for s in r["stragglers"]] == [cfg["slow_rank"]] == [13]
     s = r["stragglers"][0]
     assert s["hidden"] and s["host"] == "node001"
@@ -306,10 +305,8 @@ def test_roles_from_labels_and_guesses() -> None:
     assert {r.role for r in fsdp} == {"fsdp_shards"}
 
 
-def test_fsdp_sample_gets_fsdp_advice(tmp_path: Path) -> None:
-    stepscope.ingest_run(REPO / "sample_traces" / "cpu" / "fsdp2", db=tmp_path / "f.duckdb",
-                         run="f")
-    r = report(tmp_path / "f.duckdb", "f")
+def test_fsdp_sample_gets_fsdp_advice(sample_db: Path) -> None:
+    r = report(sample_db, "cpu-fsdp2")
     assert {c["role"] for c in r["collectives"]} == {"fsdp_shards"}
     (rec,) = [x for x in r["recommendations"] if x["id"] == "exposed-dp-comm"]
     assert "FSDP" in rec["title"] and "guessed" in rec["evidence"]
