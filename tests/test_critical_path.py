@@ -252,6 +252,7 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
     assert "CPU-only traces" in texts(cpu)
 
 
+@pytest.mark.slow
 def test_every_shared_trace_gets_a_path_or_says_why(shared_traces: Path, tmp_path: Path) -> None:
     """Every real Kineto trace of ../shared/traces (one rank each): a section that either
     tiles each complete step's window or says why there is none, never an error."""

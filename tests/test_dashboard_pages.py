@@ -23,6 +23,8 @@ from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.uploads import ingest_staged
 from stepscope.dashboard.views import PAGES, compare
 
+pytestmark = pytest.mark.slow  # ingests four bundled runs, every page
+
 RUNS = {"straggler": SIMULATED / "straggler", "diff_base": SIMULATED / "diff_base",
         "diff_scaled": SIMULATED / "diff_scaled", "cpu-straggler": CPU / "straggler"}
 

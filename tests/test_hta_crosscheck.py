@@ -18,6 +18,8 @@ from conftest import SHARED_TRACES
 import stepscope
 from stepscope.analyzers.attribution import trace_breakdown
 
+pytestmark = pytest.mark.slow  # real traces, through HTA too
+
 HTA_DATA = SHARED_TRACES / "HolisticTraceAnalysis" / "tests" / "data"
 CASES = {
     # folder: (exact?, kernels in the window)

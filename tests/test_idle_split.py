@@ -159,6 +159,7 @@ def _run_of(name: str) -> str:
     return f"t{names.index(name)}"
 
 
+@pytest.mark.slow
 def test_real_traces_split_and_layout_add_up(real_db: Path) -> None:
     """On every real trace: the idle split sums to idle on every step, and the layout's
     factors multiply out to the world size (section 2)."""
@@ -178,6 +179,7 @@ def test_real_traces_split_and_layout_add_up(real_db: Path) -> None:
                 r.breakdown_ms.idle, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "expected"), [
     # torch 1.9 ResNet-50 with num_workers=0: the GPU waits for the DataLoader
     ("worker0.1623143089861.pt.trace.json.gz", {"input-bound"}),
@@ -200,6 +202,7 @@ def test_real_host_advice(real_db: Path, name: str, expected: set[str]) -> None:
         assert r.idle_split.host_activity[0].name in rec.evidence
 
 
+@pytest.mark.slow
 def test_a_slow_launch_call_is_host_time(real_db: Path) -> None:
     """MI250 minitoy: a 6.6 ms gap ends in a kernel whose hipLaunchKernel call ran 6.5 ms;
     the GPU waited for the host (the launch point is 30 us before the call returned)."""

@@ -204,6 +204,7 @@ def test_factors_that_cannot_multiply_out_are_not_a_layout() -> None:
     assert layout_nodes(lay) == "nodes unknown"
 
 
+@pytest.mark.slow
 def test_real_megatron_groups_multiply_out(shared_traces: Path, tmp_path: Path) -> None:
     """Real Flight Recorder dumps of a 16-rank Megatron job (TP 2, PP 4, EP 4): the
     composite groups (TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP of 4, ...) are not DP."""

@@ -103,6 +103,7 @@ def test_ep_advice_fires_on_moe_only(sample_db: Path) -> None:
             assert "exposed-ep-comm" not in ids, run
 
 
+@pytest.mark.slow
 def test_ep_advice_on_no_real_trace(tmp_path: Path) -> None:
     files = shared_trace_files()
     if not files:

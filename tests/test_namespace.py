@@ -17,6 +17,8 @@ from conftest import REPO, SIM
 
 from stepscope.ingest.executors import death_reason, worker_command
 
+pytestmark = pytest.mark.slow  # pip-installs the checkout
+
 LAYERS = ("ingest", "analyzers", "dashboard")
 HOSTILE = "raise SystemExit('a module of the current folder was imported: {name}')\n"
 

@@ -19,6 +19,8 @@ from stepscope.ingest.nccl.task import run_nccl_task
 from stepscope.ingest.ranksets import parse_ranks
 from stepscope.ingest.tasks import NcclParsed, NcclTask, RankSkipped
 
+pytestmark = pytest.mark.slow  # ingests a job of every NCCL source
+
 NCCL = REPO / "tests" / "data" / "nccl"
 TRACES = REPO / "sample_traces" / "simulated" / "tp_across_nodes"
 FR = SHARED_TRACES / "nvidia-resiliency-ext" / "tests" / "attribution" / "unit" / "fr_traces"

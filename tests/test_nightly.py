@@ -22,6 +22,8 @@ from stepscope.analyzers.model import NightlyReport, from_json, to_json
 from stepscope.cli import main
 from stepscope.nightly import default_run_name
 
+pytestmark = pytest.mark.slow  # nightly runs on bundled sets
+
 SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"
 GOOD, BAD = SIM / "diff_base", SIM / "diff_scaled"
 CHECKS = ["--fail-if", "diff.mfu_delta_points < -5", "--fail-if", "step_time_ms > 20",

@@ -37,6 +37,7 @@ def test_every_sample_trace_reads(path: Path) -> None:
     assert f["gpu_ops"].height == 0  # CPU-only (gloo) traces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
 def test_every_shared_trace_reads(path: Path) -> None:
     rt = read_trace(path)

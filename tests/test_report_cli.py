@@ -72,6 +72,7 @@ def test_markdown_renders_every_section_of_the_model() -> None:
     assert "- none: no category costs enough for a fix to pay off" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
 def test_full_report_on_every_shared_trace(path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:

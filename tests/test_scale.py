@@ -29,6 +29,8 @@ from stepscope.ingest.executors import (
 )
 from stepscope.ingest.ranksets import parse_ranks
 
+pytestmark = pytest.mark.slow  # ingests a set with every executor
+
 JOB = SIM / "straggler"  # 8 ranks, TP2 x PP2 x DP2, rank 3 slow
 
 # Every table of a run's rows, with the columns that differ by design left out.
