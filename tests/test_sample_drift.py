@@ -23,12 +23,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[ModuleType]:
+    """simulate_gpu, with sample_traces/ on the path while the tests run: it imports its
+    helpers (sim_shapes, sim_critical_path) when a set needs them."""
     sys.path.insert(0, str(SIM.parent))
     try:
         import simulate_gpu
+
+        yield simulate_gpu
     finally:
         sys.path.remove(str(SIM.parent))
-    yield simulate_gpu
 
 
 def content(path: Path) -> Any:
