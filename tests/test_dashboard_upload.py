@@ -79,6 +79,7 @@ def test_upload_good_files(monkeypatch, tmp_path):
     assert not list(tmp_path.glob(".stepscope-staging-*"))
 
 
+@pytest.mark.slow
 def test_upload_partial_names_each_failed_file(monkeypatch, tmp_path):
     db = tmp_path / "db.duckdb"
     at = app_test(monkeypatch, db, page="upload")
@@ -114,6 +115,7 @@ def test_upload_bad_files_only(monkeypatch, tmp_path):
     assert not db.exists() or "bad" not in runs_in(db)
 
 
+@pytest.mark.slow
 def test_upload_archive_and_size_limit(monkeypatch, tmp_path):
     db = tmp_path / "db.duckdb"
     archive = tar_gz({f"job/rank{r}.json.gz": rank_file(r, 4) for r in range(4)})
@@ -153,6 +155,7 @@ def test_server_folder_stays_under_root(monkeypatch, tmp_path):
     assert "Run 'jobA' ingested: 2 rank(s)" in texts(at)
 
 
+@pytest.mark.slow
 def test_delete_run_from_runs_page(monkeypatch, tmp_path, make_run):
     db = tmp_path / "db.duckdb"
     ingest_staged([make_run(2)], db, "keep")
@@ -179,6 +182,7 @@ def test_names_and_defaults():
     assert default_run_name(["rank0.json", "rank1.json"]) == "upload"
 
 
+@pytest.mark.slow
 def test_staged_ingest_waits_for_a_writer_and_readers_see_old_state(tmp_path, make_run):
     """While another process holds the write lock (a nightly CLI job on the same file),
     the merge retries and says so; once released, the run lands whole."""
@@ -226,6 +230,7 @@ def test_delete_unknown_run(tmp_path, make_run):
         delete_run(db, "b")
 
 
+@pytest.mark.slow
 def test_cache_follows_a_reingested_run(monkeypatch, tmp_path, make_run):
     """Pages are cached per (database, run, ingest time): re-ingesting the run shows the
     new data, while an untouched run keeps its cached model."""

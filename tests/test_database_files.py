@@ -50,6 +50,7 @@ MINE = [("other", 2), ("r", 1)]
 EXPERIMENTS = "SELECT run, value FROM experiments ORDER BY run"
 
 
+@pytest.mark.slow
 def test_reingest_merge_and_delete_leave_the_users_table(
         stepscope_db: Path, make_run: Callable[..., Path]) -> None:
     db = stepscope_db
@@ -63,6 +64,7 @@ def test_reingest_merge_and_delete_leave_the_users_table(
     assert _rows(db, "SELECT count(*) FROM ranks") == [(0,)]
 
 
+@pytest.mark.slow
 def test_nightly_keep_prunes_only_owned_tables(
         stepscope_db: Path, make_run: Callable[..., Path], tmp_path: Path) -> None:
     db = stepscope_db

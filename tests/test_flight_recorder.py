@@ -99,6 +99,7 @@ def test_markdown_for_people(capsys: pytest.CaptureFixture[str], tmp_path: Path)
            "BFloat16 | scheduled | **9, 14** |" in text
 
 
+@pytest.mark.slow
 def test_hang_on_an_ingested_run_and_errors(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.duckdb"

@@ -41,6 +41,7 @@ def test_ingest_sample_run(tmp_path: Path) -> None:
     assert q(db, "SELECT count(DISTINCT step) FROM steps") == [(3,)]
 
 
+@pytest.mark.slow
 def test_every_variant_ingests_with_rank_identity(tmp_path: Path) -> None:
     db = tmp_path / "all.duckdb"
     assert main(["ingest", str(SAMPLES), "--run-per-dir", "--db", str(db), "--quiet"]) == 0
@@ -53,6 +54,7 @@ def test_every_variant_ingests_with_rank_identity(tmp_path: Path) -> None:
     assert groups == [("0", [0, 1, 2, 3]), ("1", [0, 1]), ("2", [2, 3])]
 
 
+@pytest.mark.slow
 def test_reingest_replaces_only_that_run(make_run: Callable[..., Path], tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     ingest([make_run(world_size=2)], db=db, run="a")
@@ -168,6 +170,7 @@ def test_nothing_ingested_exit_1_and_db_untouched(tmp_path: Path,
     assert q(db, "SELECT n_ranks, status FROM runs WHERE run = 'ddp'") == [(4, "complete")]
 
 
+@pytest.mark.interrupt
 def test_interrupted_ingest_leaves_db_as_it_was(tmp_path: Path) -> None:
     db = tmp_path / "i.duckdb"
     ingest([SAMPLES / "ddp"], db=db)

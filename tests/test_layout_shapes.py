@@ -125,6 +125,7 @@ def test_one_rank_of_a_large_job_counts_its_nodes(db: Path) -> None:
     multiplies_out(r)
 
 
+@pytest.mark.slow
 def test_names_that_put_two_ranks_on_one_gpu_lose(tmp_path: Path) -> None:
     """Every rank named `bignode`, each seeing 2 GPUs: ranks 0, 2, 4, 6 would share GPU 0;
     deviceProperties win: 4 nodes of 2."""

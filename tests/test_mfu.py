@@ -124,6 +124,7 @@ EXPECTED_DEVICES = {
 }
 
 
+@pytest.mark.slow
 def test_every_device_in_the_bundled_and_shared_traces_is_known() -> None:
     names: dict[str, dict] = {}
     files = shared_trace_files() + sorted((SIM).rglob("rank0.json.gz"))
@@ -182,6 +183,7 @@ def test_dtype_without_peak_asks_for_another(db: Path) -> None:
     assert fixed["mfu"] is not None and fixed["message"] is None
 
 
+@pytest.mark.slow
 def test_cli_report_with_yaml_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = json.loads((SIM / "healthy" / "model.json").read_text())
     yml = tmp_path / "model.yaml"

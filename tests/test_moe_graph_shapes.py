@@ -138,6 +138,7 @@ def test_ep_matching_without_an_expert_label_uses_the_only_group(tmp_path: Path)
     assert_matches_truth(db, "n", "moe_ep", {c: (c,) for c in CATEGORIES})
 
 
+@pytest.mark.slow
 def test_ep_kernels_unmatched_when_the_group_is_unknown_or_partial(tmp_path: Path) -> None:
     """Two different groups and no label, or a group not every member of which was
     traced: no match is guessed; the waits then count as exposed communication."""

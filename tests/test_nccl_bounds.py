@@ -29,6 +29,8 @@ from stepscope.ingest.nccl import safe_pickle
 from stepscope.ingest.nccl.safe_pickle import TooLargeError, load_plain
 from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, sniff
 
+pytestmark = pytest.mark.slow  # ingests real Flight Recorder dumps and oversized inputs
+
 FR = SHARED_TRACES / "nvidia-resiliency-ext" / "tests" / "attribution" / "unit" / "fr_traces"
 LOG = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs" / "nccl.node002.1005.log"
 # A run that stays near the baseline: what a block of text, a read step and the polars

@@ -24,6 +24,8 @@ from stepscope.ingest.nccl.inspector import read_inspector
 from stepscope.ingest.nccl.profiler_plugin import read_profiler_ops
 from stepscope.ingest.nccl.sniff import NCCL_LOG, sniff
 
+pytestmark = pytest.mark.slow  # ingests NCCL logs with the bundled Kineto sets
+
 LOGS = REPO / "tests" / "data" / "nccl" / "tp_across_nodes" / "nccl-logs"
 INSPECTOR = LOGS.parent / "nccl-inspector-unknown-jobid"
 TRACES = REPO / "sample_traces" / "simulated" / "tp_across_nodes"

@@ -100,6 +100,7 @@ def test_host_name_wins_and_is_labelled(db: Path) -> None:
     assert r["run"]["host_source"] == "host_name" and r["run"]["hosts"] == ["node000"]
 
 
+@pytest.mark.slow
 def test_group_larger_than_a_node_crosses_nodes(tmp_path: Path) -> None:
     """Every rank on one named host, but the TP group (4) exceeds the 2 GPUs it sees."""
     def one_host(doc: dict[str, Any]) -> None:

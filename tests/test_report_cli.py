@@ -15,6 +15,7 @@ from stepscope.dashboard.render.report import report_markdown
 SIM = REPO / "sample_traces" / "simulated"
 
 
+@pytest.mark.slow
 def test_report_on_a_path_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(SIM / "deep_pipeline"), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
@@ -24,6 +25,7 @@ def test_report_on_a_path_json(capsys: pytest.CaptureFixture[str]) -> None:
                       "per_rank", "per_step", "stragglers", "pipeline"}
 
 
+@pytest.mark.slow
 def test_report_on_a_run_in_the_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "r.duckdb"
     assert main(["ingest", str(SAMPLES / "straggler"), "--db", str(db), "--quiet"]) == 0
