@@ -4,13 +4,12 @@ page for a device without a bf16 peak."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 from conftest import kineto_trace, write_trace
-from dashboard_helpers import app_test, no_exception, texts
+from dashboard_helpers import SIMULATED, app_test, no_exception, texts
 from streamlit.testing.v1 import AppTest
 
 from stepscope.analyzers.report import build_report
@@ -18,11 +17,11 @@ from stepscope.dashboard.uploads import ingest_staged
 
 
 @pytest.fixture(scope="module")
-def shapes_db(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> Path:
-    """A copy of the sample database (it holds host_bound and fp32_v100) plus one step."""
+def shapes_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("dash_shapes")
     db = tmp / "d.duckdb"
-    shutil.copyfile(sample_db, db)
+    ingest_staged([SIMULATED / "host_bound"], db, "host_bound")
+    ingest_staged([SIMULATED / "fp32_v100"], db, "fp32_v100")
     one = write_trace(tmp / "one" / "rank0.json", kineto_trace(rank=0, world_size=1, steps=1))
     ingest_staged([one.parent], db, "one_step")
     return db
