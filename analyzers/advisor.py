@@ -138,6 +138,17 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
+def _split(rows: list[CollectiveStat]) -> str:
+    """Where the rest of these collectives' time went, beside their exposed time: the
+    straggler wait (waiting for a late rank: overlap does not remove it) and the
+    overlapped part (already hidden), so the figures add up to their time."""
+    wait = sum(c.straggler_wait_ms for c in rows)
+    hidden = sum(c.overlapped_ms + c.bubble_ms for c in rows)
+    total = sum(c.time_ms for c in rows)
+    return (f"; besides, straggler wait {wait:.2f} ms/step and overlapped {hidden:.2f} "
+            f"ms/step, of {total:.2f} ms/step in these collectives")
+
+
 # ------------------------------------------------------------------ the checks
 def straggler(ev: Evidence) -> list[Recommendation]:
     """Gain: the critical path's what-if (the rank at the median speed, recomputed on the
@@ -246,8 +257,8 @@ def exposed_dp_comm(ev: Evidence) -> list[Recommendation]:
     rec = _rec(ev, "exposed-dp-comm", title, (FSDP_DETAIL if fsdp else DP_DETAIL) + memory,
                f"data-parallel collectives exposed {exposed:.2f} ms/step "
                f"({_pct(exposed, step)} of the step): {worst.collective} on "
-               f"{worst.group_label} {worst.exposed_ms:.2f} ms{link}" + _guessed(rows),
-               gain)
+               f"{worst.group_label} {worst.exposed_ms:.2f} ms exposed{link}" + _split(rows)
+               + _guessed(rows), gain)
     return [rec] if rec else []
 
 
@@ -270,6 +281,8 @@ def exposed_ep_comm(ev: Evidence) -> list[Recommendation]:
     if step <= 0 or exposed < TRIGGER * step:
         return []
     total = sum(c.time_ms for c in rows)
+    wait = sum(c.straggler_wait_ms for c in rows)
+    hidden = sum(c.overlapped_ms + c.bubble_ms for c in rows)
     compute = ev.breakdown.compute + ev.breakdown.recompute
     worst = max(rows, key=lambda c: c.exposed_ms)
     libraries = ", ".join(sorted({c.library for c in rows}))
@@ -277,8 +290,9 @@ def exposed_ep_comm(ev: Evidence) -> list[Recommendation]:
                "Hide the EP dispatch/combine under the other micro-batch's compute",
                EP_DETAIL,
                f"EP dispatch/combine exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of "
-               f"the step) of {total:.2f} ms/step of token exchange "
-               f"({_pct(total - exposed, total)} hidden under compute; {libraries}): "
+               f"the step) of {total:.2f} ms/step of token exchange: straggler wait "
+               f"{wait:.2f} ms/step (uneven expert load), overlapped {hidden:.2f} ms/step "
+               f"({_pct(hidden, total)} hidden under compute; {libraries}); "
                f"{worst.collective} {worst.group_label} {worst.exposed_ms:.2f} ms exposed",
                min(exposed, compute))
     return [rec] if rec else []
@@ -306,7 +320,7 @@ def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
                "NVLink domain where the layout allows.",
                f"all-to-all exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of the "
                f"step): {worst.collective} on {worst.group_label} "
-               f"{worst.exposed_ms:.2f} ms" + _guessed(rows), gain)
+               f"{worst.exposed_ms:.2f} ms exposed" + _split(rows) + _guessed(rows), gain)
     return [rec] if rec else []
 
 
@@ -446,7 +460,8 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
                "parallelism.",
                f"TP collectives on {worst.group_label} cross nodes: {exposed:.2f} ms/step "
                f"exposed ({_pct(exposed, step)} of the step) at "
-               f"{bw or 0:.0f} GB/s bus bandwidth vs {nvlink or 0:.0f} GB/s on NVLink", gain)
+               f"{bw or 0:.0f} GB/s bus bandwidth vs {nvlink or 0:.0f} GB/s on NVLink"
+               + _split(rows), gain)
     return [rec] if rec else []
 
 

@@ -26,6 +26,9 @@ class _StatRow(TypedDict):
     bytes_per_step: float
     time_ms: float
     exposed_ms: float
+    straggler_wait_ms: float
+    bubble_ms: float
+    overlapped_ms: float
     bus_bw_gbs: float | None
     is_p2p: bool
     library: str
@@ -46,7 +49,9 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         group_size=None if row["group_size"] is None else int(row["group_size"]),
         calls_per_step=float(row["calls_per_step"]),
         bytes_per_step=float(row["bytes_per_step"]), time_ms=float(row["time_ms"]),
-        exposed_ms=float(row["exposed_ms"]), bus_bw_gbs=bw, is_p2p=bool(row["is_p2p"]),
+        exposed_ms=float(row["exposed_ms"]),
+        straggler_wait_ms=float(row["straggler_wait_ms"]), bubble_ms=float(row["bubble_ms"]),
+        overlapped_ms=float(row["overlapped_ms"]), bus_bw_gbs=bw, is_p2p=bool(row["is_p2p"]),
         # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
         measured_bus_bw_gbs=inspector.get((row["collective"], row["group_label"])),
         link=link, link_source=link_source, link_peak_gbs=peak,
@@ -59,7 +64,8 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
 
 def collective_stats(ctx: RunContext,
                      network_gbs: float = DEFAULT_NETWORK_GBS) -> tuple[CollectiveStat, ...]:
-    """Per (collective, group) per rank and step: calls, bytes, time, exposed time, bus
+    """Per (collective, group) per rank and step: calls, bytes, time split into exposed,
+    straggler wait, bubble and overlapped (analyzers/sql/collectives/stats.sql), bus
     bandwidth and the peak of the link (NVLink inside a node, network across nodes; the
     transport of the NCCL_DEBUG logs when the run has them)."""
     measured = measured_links(ctx.con, ctx.run)

@@ -94,7 +94,9 @@ def _side(c: CollectiveStat | None) -> CollectiveSide | None:
         return None
     return CollectiveSide(
         calls_per_step=c.calls_per_step, bytes_per_step=c.bytes_per_step, time_ms=c.time_ms,
-        exposed_ms=c.exposed_ms, bus_bw_gbs=c.bus_bw_gbs, link=c.link,
+        exposed_ms=c.exposed_ms, straggler_wait_ms=c.straggler_wait_ms,
+        bubble_ms=c.bubble_ms, overlapped_ms=c.overlapped_ms, bus_bw_gbs=c.bus_bw_gbs,
+        link=c.link,
         link_peak_gbs=c.link_peak_gbs, link_utilization=c.link_utilization,
         group_size=c.group_size)
 

@@ -214,7 +214,9 @@ class Mfu(Model, frozen=True, kw_only=True):
 
 
 class CollectiveStat(Model, frozen=True, kw_only=True):
-    """One collective type on one process group, per rank and step, with its link."""
+    """One collective type on one process group, per rank and step, with its link.
+    Its time splits into exposed + straggler wait + bubble + overlapped; the first three,
+    summed over the collectives, are the run's categories of the same names."""
     collective: str
     group_label: str
     crosses_nodes: bool
@@ -222,7 +224,10 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     calls_per_step: float
     bytes_per_step: float
     time_ms: float
-    exposed_ms: float
+    exposed_ms: float                   # attributed to exposed_comm (nothing else ran)
+    straggler_wait_ms: float = 0.0      # attributed to straggler_wait (waiting for a late rank)
+    bubble_ms: float = 0.0              # attributed to bubble (point-to-point ops)
+    overlapped_ms: float = 0.0          # hidden under compute or another collective
     bus_bw_gbs: float | None
     is_p2p: bool
     measured_bus_bw_gbs: float | None = None  # what NCCL itself measured (Inspector)
@@ -712,6 +717,9 @@ class CollectiveSide(Model, frozen=True, kw_only=True):
     bytes_per_step: float
     time_ms: float
     exposed_ms: float
+    straggler_wait_ms: float = 0.0
+    bubble_ms: float = 0.0
+    overlapped_ms: float = 0.0
     bus_bw_gbs: float | None
     link: str
     link_peak_gbs: float | None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import Diff, Expected, to_json
-from stepscope.dashboard.render.format import num, pct, short_names
-from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.analyzers.model import CollectiveChange, CollectiveSide, Diff, Expected, to_json
+from stepscope.dashboard.render.format import DASH, mfu_points, num, pct, points, short_names
+from stepscope.dashboard.render.labels import CATEGORIES, COMM_SPLIT, STAGE_LABELS, STAGES
 from stepscope.dashboard.render.plan import TERM_LABELS
 from stepscope.dashboard.render.report import recommendation_lines
 
@@ -16,7 +16,7 @@ def diff_json(diff: Diff) -> str:
 def _summary_table(d: Diff) -> list[str]:
     a, b = d.a, d.b
     out = ["| | " + f"{a.run} | {b.run} | change |", "|---|---:|---:|---:|",
-           f"| MFU | {pct(a.mfu)} | {pct(b.mfu)} | {num(d.mfu_delta_points, '+.1f')} pts |",
+           f"| MFU | {pct(a.mfu)} | {pct(b.mfu)} | {mfu_points(d.mfu_delta_points)} pts |",
            f"| step time ms | {a.step_time_ms:.2f} | {b.step_time_ms:.2f} | "
            f"{d.step_time_delta_ms:+.2f} |"]
     for cat in CATEGORIES:
@@ -31,22 +31,32 @@ def _points_lines(d: Diff) -> list[str]:
     if pts is None:
         return out + ["- not available: MFU needs a known peak and model FLOPs on both runs"]
     out += ["| stage | points |", "|---|---:|"]
-    out += [f"| {STAGE_LABELS[s]} | {pts.points(s):+.2f} |" for s in STAGES]
-    out.append(f"| **total** | **{sum(pts.as_dict().values()):+.2f}** |")
+    out += [f"| {STAGE_LABELS[s]} | {points(pts.points(s), 2, signed=True)} |" for s in STAGES]
+    out.append(f"| **total** | **{points(sum(pts.as_dict().values()), 2, signed=True)}** |")
     return out
 
 
 def _collective_lines(d: Diff) -> list[str]:
-    out = ["", "## Communication (per rank and step)", "",
-           "| collective | group | exposed ms | bus GB/s | link |", "|---|---|---:|---:|---|"]
+    out = ["", "## Communication (per rank and step)", "", COMM_SPLIT, "",
+           "| collective | group | exposed ms | straggler wait ms | overlapped ms | bus GB/s "
+           "| link |", "|---|---|---:|---:|---:|---:|---|"]
     for c in d.collectives:
         ca, cb = c.a, c.b
         link = (cb.link if cb else None) or (ca.link if ca else None)
-        out.append(f"| {c.collective} | {c.group} | {num(ca.exposed_ms if ca else None)} -> "
-                   f"{num(cb.exposed_ms if cb else None)} | "
-                   f"{num(ca.bus_bw_gbs if ca else None, '.0f')} -> "
-                   f"{num(cb.bus_bw_gbs if cb else None, '.0f')} | {link} |")
+        out.append(f"| {c.collective} | {c.group} | {side_change(c, 'exposed_ms')} | "
+                   f"{side_change(c, 'straggler_wait_ms')} | "
+                   f"{side_change(c, 'overlapped_ms')} | "
+                   f"{side_change(c, 'bus_bw_gbs', '.0f')} | {link} |")
     return out
+
+
+def side_change(c: CollectiveChange, field: str, spec: str = ".2f", missing: str = DASH,
+                arrow: str = "->") -> str:
+    """'a -> b' of one field of a collective's two sides (`missing` where a side lacks
+    the collective); the HTML diff uses it too."""
+    def side(s: CollectiveSide | None) -> str:
+        return num(None if s is None else getattr(s, field), spec, missing)
+    return f"{side(c.a)} {arrow} {side(c.b)}"
 
 
 def _straggler_lines(d: Diff) -> list[str]:

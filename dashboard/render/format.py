@@ -1,28 +1,55 @@
 """Number formatting of every renderer and page: the one place a percentage, a share, a
 number or a rank list becomes text (labels live in labels.py).
 
+The rule for digits (`decimals`): a value is shown with the usual number of decimals,
+and with more when that would misstate it by more than a tenth of itself, so an MFU of
+0.0312 percent reads "0.03%", never "0.0%", and a gain of 0.004 points "+0.004", never
+"+0.0". Zero stays "0.0", and nothing is ever "-0.0".
+
 `missing` is what a format shows for a value that could not be computed: "-" in
 Markdown and plain text, "–" in HTML, "n/a" in the nightly summaries.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Layout
 
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML
+MAX_DECIMALS = 6
+TOLERANCE = 0.1  # a shown value may be off by at most this share of the true value
+
+
+def decimals(value: float, digits: int = 1) -> int:
+    """The fewest decimals, at least `digits`, that show `value` within TOLERANCE of
+    itself (at most MAX_DECIMALS): (33.04, 1) -> 1, (0.0312, 1) -> 2, (0.45, 1) -> 2."""
+    if value == 0 or not math.isfinite(value):
+        return digits
+    for d in range(digits, MAX_DECIMALS + 1):
+        if abs(round(value, d) - value) <= TOLERANCE * abs(value):
+            return d
+    return MAX_DECIMALS
+
+
+def fixed(value: float, digits: int = 1, signed: bool = False) -> str:
+    """`value` with `decimals(value, digits)` decimals, never '-0.0': 0.0312 -> '0.03',
+    -0.0 -> '0.0', 12.34 -> '12.3'; '+' in front with signed=True."""
+    d = decimals(value, digits)
+    shown = round(value, d) + 0.0  # adding 0.0 turns -0.0 into 0.0
+    return f"{shown:+.{d}f}" if signed else f"{shown:.{d}f}"
 
 
 def pct(fraction: float | None, digits: int = 1, missing: str = DASH) -> str:
-    """0.4213 -> '42.1%'; None -> `missing`."""
-    return missing if fraction is None else f"{100 * fraction:.{digits}f}%"
+    """0.4213 -> '42.1%', 0.000312 -> '0.03%'; None -> `missing`."""
+    return missing if fraction is None else f"{fixed(100 * fraction, digits)}%"
 
 
 def share(part: float, whole: float, digits: int = 1, missing: str = DASH) -> str:
     """`part` as a percentage of `whole`: (3, 12) -> '25.0%'; `missing` when whole is 0."""
-    return f"{100 * part / whole:.{digits}f}%" if whole else missing
+    return f"{fixed(100 * part / whole, digits)}%" if whole else missing
 
 
 def num(value: float | None, spec: str = ".2f", missing: str = DASH) -> str:
@@ -31,10 +58,25 @@ def num(value: float | None, spec: str = ".2f", missing: str = DASH) -> str:
 
 
 def points(value: float, digits: int = 1, signed: bool = False) -> str:
-    """MFU points as a chart label, never '-0.0': -0.04 -> '0.0', -2.345 -> '-2.3'
-    ('+0.00' / '-2.35' with signed=True, digits=2)."""
-    shown = round(value, digits) + 0.0  # adding 0.0 turns -0.0 into 0.0
-    return f"{shown:+.{digits}f}" if signed else f"{shown:.{digits}f}"
+    """MFU points (percentage points) with the digits rule: -2.345 -> '-2.3', -0.04 ->
+    '-0.04', 0.0 -> '0.0' ('+0.004' / '-2.35' with signed=True, digits=2)."""
+    return fixed(value, digits, signed)
+
+
+def mfu_points(value: float | None, digits: int = 1, missing: str = DASH) -> str:
+    """A change of MFU in points, signed, with the digits rule: '+1.5', '+0.004'."""
+    return missing if value is None else fixed(value, digits, signed=True)
+
+
+def middle(text: str, width: int = 60) -> str:
+    """`text` shortened in the middle to at most `width` characters, so both the start
+    (the library and kernel family) and the end (the tile shape, the pass) stay:
+    'sm90_xmma_gemm_bf16bf16_…_tilesize128x128x64_qkv_bwd'."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head):]
 
 
 def rank_list(ranks: Sequence[int], missing: str = DASH) -> str:

@@ -5,10 +5,11 @@ nightly report for the change against its baseline."""
 from __future__ import annotations
 
 from stepscope.analyzers.model import CollectiveChange, Diff, StragglerChanges
-from stepscope.dashboard.render.format import EN_DASH, num, pct, short_names
+from stepscope.dashboard.render.diff import side_change
+from stepscope.dashboard.render.format import EN_DASH, mfu_points, pct, short_names
 from stepscope.dashboard.render.html_page import esc, page, section, swatch, table
 from stepscope.dashboard.render.html_report import recommendations_section
-from stepscope.dashboard.render.labels import CATEGORIES, STAGE_LABELS, STAGES
+from stepscope.dashboard.render.labels import CATEGORIES, COMM_SPLIT, STAGE_LABELS, STAGES
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.svg_charts import diverging_bars, stacked_bars
 
@@ -16,7 +17,7 @@ from stepscope.dashboard.render.svg_charts import diverging_bars, stacked_bars
 def _comparison(d: Diff) -> list[list[str]]:
     a, b = d.a, d.b
     rows = [["MFU", pct(a.mfu, missing=EN_DASH), pct(b.mfu, missing=EN_DASH),
-             num(d.mfu_delta_points, "+.1f", EN_DASH) + " pts"],
+             mfu_points(d.mfu_delta_points, missing=EN_DASH) + " pts"],
             ["step time ms", f"{a.step_time_ms:.2f}", f"{b.step_time_ms:.2f}",
              f"{d.step_time_delta_ms:+.2f}"]]
     rows += [[swatch(c) + esc(LABELS[c]) + " ms", f"{a.breakdown_ms.ms(c):.2f}",
@@ -59,9 +60,11 @@ def _details(d: Diff) -> list[str]:
                                          for c in d.setup_changes])
                if d.setup_changes else "<p>None.</p>")
     if d.collectives:
-        out += ["<h3>Communication (per rank and step)</h3>",
-                table(["collective", "group", "exposed ms", "change", "bus GB/s", "link"],
-                      [_collective_change(c) for c in d.collectives], numeric=(2, 3, 4))]
+        out += ["<h3>Communication (per rank and step)</h3>", f"<p>{esc(COMM_SPLIT)}</p>",
+                table(["collective", "group", "exposed ms", "change", "straggler wait ms",
+                       "overlapped ms", "bus GB/s", "link"],
+                      [_collective_change(c) for c in d.collectives],
+                      numeric=(2, 3, 4, 5, 6))]
     items = _straggler_items(d.stragglers)
     out += ["<h3>Stragglers</h3>", f"<ul>{''.join(items)}</ul>" if items
             else "<p>None on either run.</p>"]
@@ -80,12 +83,11 @@ def _collective_change(c: CollectiveChange) -> list[str]:
     ca, cb = c.a, c.b
     link = (cb.link if cb else None) or (ca.link if ca else None)
     return [esc(c.collective), esc(c.group),
-            f"{num(ca.exposed_ms if ca else None, missing=EN_DASH)} → "
-            f"{num(cb.exposed_ms if cb else None, missing=EN_DASH)}",
+            side_change(c, "exposed_ms", missing=EN_DASH, arrow="→"),
             f"{c.exposed_delta_ms:+.2f}",
-            f"{num(ca.bus_bw_gbs if ca else None, '.0f', EN_DASH)} → "
-            f"{num(cb.bus_bw_gbs if cb else None, '.0f', EN_DASH)}",
-            esc(link or EN_DASH)]
+            side_change(c, "straggler_wait_ms", missing=EN_DASH, arrow="→"),
+            side_change(c, "overlapped_ms", missing=EN_DASH, arrow="→"),
+            side_change(c, "bus_bw_gbs", ".0f", EN_DASH, "→"), esc(link or EN_DASH)]
 
 
 def diff_html(d: Diff) -> str:

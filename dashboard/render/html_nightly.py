@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from stepscope.analyzers.model import NightlyReport
-from stepscope.dashboard.render.format import EN_DASH, num, pct
+from stepscope.dashboard.render.format import EN_DASH, num, pct, points
 from stepscope.dashboard.render.html_diff import diff_sections
 from stepscope.dashboard.render.html_page import card, cards, esc, page, section, table
 from stepscope.dashboard.render.html_report import report_sections
@@ -25,7 +25,8 @@ def _cards(night: NightlyReport) -> str:
     step_delta = d.step_time_delta_ms if d else None
     return cards([
         card("MFU", pct(night.mfu.mfu, missing=EN_DASH),
-             "" if mfu_delta is None else f"{mfu_delta:+.1f} pts", _delta_cls(mfu_delta, True)),
+             "" if mfu_delta is None else f"{points(mfu_delta, signed=True)} pts",
+             _delta_cls(mfu_delta, True)),
         card("step time", f"{night.step_time_ms:.2f} ms",
              "" if step_delta is None else f"{step_delta:+.2f} ms",
              _delta_cls(step_delta, False)),

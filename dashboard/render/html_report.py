@@ -20,6 +20,7 @@ from stepscope.dashboard.render.format import (
     layout_nodes,
     num,
     pct,
+    points,
     rank_list_short,
     share,
 )
@@ -36,6 +37,7 @@ from stepscope.dashboard.render.html_page import (
 )
 from stepscope.dashboard.render.labels import (
     CATEGORIES,
+    COMM_SPLIT,
     IDLE_LABELS,
     IDLE_PARTS,
     STAGE_LABELS,
@@ -146,7 +148,7 @@ def recommendations_section(recs: Sequence[Recommendation]) -> str:
                        anchor="recommendations")
     parts = []
     for r in recs:
-        pts = (f", about +{r.expected_mfu_points:.1f} MFU points"
+        pts = (f", about {points(r.expected_mfu_points, signed=True)} MFU points"
                if r.expected_mfu_points is not None else "")
         parts.append(f'<div class="rec {esc(r.severity)}"><b>[{esc(r.severity)}] '
                      f"{esc(r.title)}</b> (<code>{esc(r.id)}</code>): expected gain "
@@ -172,15 +174,22 @@ def _communication(report: Report) -> str:
     rows = report.collectives
     if not rows:
         return ""
+    cells = [[esc(c.collective), esc(c.group_label), esc(c.group_size),
+              f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
+              f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", f"{c.straggler_wait_ms:.2f}",
+              f"{c.bubble_ms:.2f}", f"{c.overlapped_ms:.2f}",
+              num(c.bus_bw_gbs, ".1f", EN_DASH),
+              f"{esc(c.link)} ({num(c.link_peak_gbs, '.0f', EN_DASH)})"] for c in rows]
+    cells.append(["<b>all</b>", "", "", "", "",
+                  *[f"<b>{sum(getattr(c, f) for c in rows):.2f}</b>"
+                    for f in ("time_ms", "exposed_ms", "straggler_wait_ms", "bubble_ms",
+                              "overlapped_ms")], "", ""])
     body = table(
-        ["collective", "group", "size", "calls", "MB", "time ms", "exposed ms", "bus GB/s",
-         "link (peak GB/s)"],
-        [[esc(c.collective), esc(c.group_label), esc(c.group_size),
-          f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
-          f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", num(c.bus_bw_gbs, ".1f", EN_DASH),
-          f"{esc(c.link)} ({num(c.link_peak_gbs, '.0f', EN_DASH)})"] for c in rows],
-        numeric=(2, 3, 4, 5, 6, 7))
-    return section("Communication (per rank and step)", body, anchor="communication")
+        ["collective", "group", "size", "calls", "MB", "time ms", "exposed ms",
+         "straggler wait ms", "in bubble ms", "overlapped ms", "bus GB/s",
+         "link (peak GB/s)"], cells, numeric=(2, 3, 4, 5, 6, 7, 8, 9, 10))
+    return section("Communication (per rank and step)", f"<p>{esc(COMM_SPLIT)}</p>", body,
+                   anchor="communication")
 
 
 def _pipeline(report: Report) -> str:

@@ -19,6 +19,13 @@ IDLE_LABELS = {"host_bound": "waiting for the host", "launch_overhead": "launch 
                "other": "other (launched, not running)"}
 IDLE_SHOWN_SHARE = 0.01  # the renderers show the idle split from this share of the step
 
+# how a collective's time splits (report, diff, dashboard): one sentence everywhere
+COMM_SPLIT = ("Each collective's time = exposed (nothing else ran: the exposed communication "
+              "category) + straggler wait (waiting for a late rank) + in bubble "
+              "(point-to-point, the pipeline bubble) + overlapped (hidden under compute or "
+              "another collective); the columns add up over the collectives to the "
+              "categories of the same names.")
+
 
 def idle_shown(report: Report) -> bool:
     """Whether the renderers explain idle (the JSON always has the split): a GPU timeline
@@ -27,5 +34,5 @@ def idle_shown(report: Report) -> bool:
     return (report.idle_split is not None and report.run.timeline != "cpu" and step > 0
             and idle >= IDLE_SHOWN_SHARE * step)
 
-__all__ = ["CATEGORIES", "CATEGORY_LABELS", "IDLE_LABELS", "IDLE_PARTS", "IDLE_SHOWN_SHARE",
-           "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "idle_shown"]
+__all__ = ["CATEGORIES", "CATEGORY_LABELS", "COMM_SPLIT", "IDLE_LABELS", "IDLE_PARTS",
+           "IDLE_SHOWN_SHARE", "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "idle_shown"]

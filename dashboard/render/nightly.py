@@ -15,7 +15,7 @@ from stepscope.analyzers.history import HistoryNight, history_nights
 from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
-from stepscope.dashboard.render.format import num, pct
+from stepscope.dashboard.render.format import num, pct, points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.report import report_markdown
 
@@ -46,7 +46,8 @@ def headline(night: NightlyReport) -> list[str]:
         return [f"- **MFU {pct(mfu, missing=NA)}** · **step time {step:.2f} ms** ({why})"]
     a = d.a
     mfu_change = ("" if d.mfu_delta_points is None
-                  else f" ({d.mfu_delta_points:+.1f} pts vs {pct(a.mfu, missing=NA)})")
+                  else f" ({points(d.mfu_delta_points, signed=True)} pts vs "
+                       f"{pct(a.mfu, missing=NA)})")
     rel = 100 * d.step_time_delta_ms / a.step_time_ms if a.step_time_ms else 0.0
     return [f"- **MFU {pct(mfu, missing=NA)}**{mfu_change} · **step time {step:.2f} ms** "
             f"({d.step_time_delta_ms:+.2f} ms, {rel:+.1f}% vs {a.step_time_ms:.2f} ms) "
@@ -118,7 +119,8 @@ def history_cells(frame: pl.DataFrame) -> list[list[str]]:
     """One row of display cells per night (HISTORY_COLUMNS)."""
     return [[_date(n.trace_start), n.run, _status(n), num(n.step_time_ms, ".2f"),
              num(n.step_time_change_ms, "+.2f"), pct(n.mfu, missing=NA),
-             num(n.mfu_change_points, "+.1f"), _loss(n)]
+             ("-" if n.mfu_change_points is None else points(n.mfu_change_points, signed=True)),
+             _loss(n)]
             for n in history_nights(frame)]
 
 

@@ -23,10 +23,19 @@ from stepscope.analyzers.model import (
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import markdown
 from stepscope.dashboard.render.critical_path import critical_path_markdown
-from stepscope.dashboard.render.format import layout_degrees, layout_nodes, num, pct, share
+from stepscope.dashboard.render.format import (
+    fixed,
+    layout_degrees,
+    layout_nodes,
+    num,
+    pct,
+    points,
+    share,
+)
 from stepscope.dashboard.render.labels import (
     CATEGORIES,
     CATEGORY_LABELS,
+    COMM_SPLIT,
     IDLE_LABELS,
     IDLE_PARTS,
     WATERFALL_LABELS,
@@ -96,8 +105,8 @@ def _mfu_lines(mfu: Mfu) -> list[str]:
         out.append(f"- note: {mfu.message}")
     out += ["", "| from 100% of peak, lost to | points |", "|---|---:|"]
     for step in mfu.waterfall:
-        out.append(f"| {WATERFALL_LABELS[step.name]} | {step.points:.2f} |")
-    out.append(f"| **= MFU** | **{100 * mfu.mfu:.2f}** |")
+        out.append(f"| {WATERFALL_LABELS[step.name]} | {points(step.points, 2)} |")
+    out.append(f"| **= MFU** | **{fixed(100 * mfu.mfu, 2)}** |")
     return out
 
 
@@ -106,7 +115,7 @@ def recommendation_lines(recs: Sequence[Recommendation]) -> list[str]:
     if not recs:
         return out + ["- none: no category costs enough for a fix to pay off"]
     for r in recs:
-        pts = (f", about +{r.expected_mfu_points:.1f} MFU points"
+        pts = (f", about {points(r.expected_mfu_points, signed=True)} MFU points"
                if r.expected_mfu_points is not None else "")
         out.append(f"- **[{r.severity}] {r.title}** (`{r.id}`): expected gain "
                    f"{r.expected_gain_ms:.2f} ms/step{pts}.")
@@ -118,16 +127,23 @@ def recommendation_lines(recs: Sequence[Recommendation]) -> list[str]:
 def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
     if not rows:
         return []
-    out = ["", "## Communication (per rank and step)", "",
-           "| collective | group | calls | MB | time ms | exposed ms | bus GB/s "
-           "| NCCL-measured bus GB/s | link (peak GB/s) |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = ["", "## Communication (per rank and step)", "", COMM_SPLIT, "",
+           "| collective | group | calls | MB | time ms | exposed ms | straggler wait ms "
+           "| in bubble ms | overlapped ms | bus GB/s | NCCL-measured bus GB/s "
+           "| link (peak GB/s) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
         link = f"{c.link} ({num(c.link_peak_gbs, '.0f')})"
         out.append(f"| {c.collective} | {c.group_label} | {c.calls_per_step:.1f} | "
                    f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
-                   f"{c.exposed_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
+                   f"{c.exposed_ms:.2f} | {c.straggler_wait_ms:.2f} | {c.bubble_ms:.2f} | "
+                   f"{c.overlapped_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
                    f"{num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
+    out.append(f"| **all** | | | | **{sum(c.time_ms for c in rows):.2f}** | "
+               f"**{sum(c.exposed_ms for c in rows):.2f}** | "
+               f"**{sum(c.straggler_wait_ms for c in rows):.2f}** | "
+               f"**{sum(c.bubble_ms for c in rows):.2f}** | "
+               f"**{sum(c.overlapped_ms for c in rows):.2f}** | | | |")
     return out
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from stepscope.dashboard.render.format import fixed
+
 COLORS = {
     "compute": "#2e7d32", "recompute": "#9ccc65", "exposed_comm": "#e53935",
     "straggler_wait": "#fb8c00", "bubble": "#8e24aa", "memory": "#1e88e5", "idle": "#9e9e9e",
@@ -93,15 +95,17 @@ def waterfall(stages: Sequence[tuple[str, str, float]], final: float, title: str
         body.append(_text(label_w - 6, y + ROW_H - 5, label, "end"))
         if name in ("peak", "mfu"):
             color = "#37474f" if name == "peak" else "#2e7d32"
-            body.append(_rect(label_w, y, points * scale, ROW_H, color, f"{label}: {points:.1f}%"))
-            body.append(_text(label_w + points * scale + 4, y + ROW_H - 5, f"{points:.1f}%"))
+            body.append(_rect(label_w, y, points * scale, ROW_H, color,
+                              f"{label}: {fixed(points)}%"))
+            body.append(_text(label_w + points * scale + 4, y + ROW_H - 5, f"{fixed(points)}%"))
             continue
         lost = -points
         left = level - lost
-        shown = 0.0 if abs(points) < 0.05 else points  # no "-0.0"
         body.append(_rect(label_w + left * scale, y, lost * scale, ROW_H,
-                          COLORS.get(name, "#757575"), f"{label}: {points:+.2f} points"))
-        body.append(_text(label_w + level * scale + 4, y + ROW_H - 5, f"{shown:+.1f}"))
+                          COLORS.get(name, "#757575"),
+                          f"{label}: {fixed(points, 2, signed=True)} points"))
+        body.append(_text(label_w + level * scale + 4, y + ROW_H - 5,
+                          fixed(points, signed=True)))
         level = left
     return _svg(width, 8 + len(rows) * (ROW_H + GAP), title, body)
 
@@ -122,7 +126,7 @@ def diverging_bars(items: Sequence[tuple[str, str, float]], title: str, unit: st
         x = zero - w if v < 0 else zero
         body.append(_text(label_w - 6, y + ROW_H - 5, label, "end"))
         body.append(_rect(x, y, w, ROW_H, "#e53935" if v < 0 else "#43a047",
-                          f"{label}: {v:+.2f} {unit}"))
+                          f"{label}: {fixed(v, 2, signed=True)} {unit}"))
         tx, anchor = (x - 4, "end") if v < 0 else (x + w + 4, "start")
-        body.append(_text(tx, y + ROW_H - 5, f"{v:+.2f} {unit}", anchor))
+        body.append(_text(tx, y + ROW_H - 5, f"{fixed(v, 2, signed=True)} {unit}", anchor))
     return _svg(width, 8 + len(items) * (ROW_H + GAP), title, body)

@@ -140,7 +140,10 @@ WITH run_sum AS (
 )
 SELECT rank, t AS s, t_next AS e,
     CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
-         WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat
+         WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat,
+    -- how many intervals of the segment's own category run in it (shares it out below)
+    CASE WHEN n1 > 0 THEN n1 WHEN n2 > 0 THEN n2 WHEN n3 > 0 THEN n3 WHEN n4 > 0 THEN n4
+         WHEN n5 > 0 THEN n5 WHEN n6 > 0 THEN n6 ELSE 0 END AS n_cat
 FROM run_sum WHERE t_next IS NOT NULL AND t_next > t;
 
 CREATE OR REPLACE TEMP TABLE a_attr AS
@@ -163,22 +166,40 @@ SELECT $run AS run, *,
 FROM a_attr;
 
 -- ------------------------------------------------------------------ per-collective exposure
--- The time of each collective's interval that the sweep gave to a communication category
--- (two collectives running at once both claim the shared time).
-CREATE OR REPLACE TEMP TABLE a_coll_exposure AS
-SELECT c.rank, c.coll_id, w.step,
-    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 3)
-        AS exposed_ns,
-    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 4)
-        AS straggler_wait_ns,
-    sum(least(c.work_end_ns, g.e) - greatest(c.work_start_ns, g.s)) FILTER (WHERE g.cat = 5)
-        AS bubble_ns
+-- The time of each collective that the sweep gave to a communication category: an
+-- exposed_comm segment goes to the collectives in their transfer part there, a
+-- straggler_wait segment to those in their wait part, a bubble segment to the
+-- point-to-point ops; when several run at once they share it equally. So summed over
+-- collectives, each column is exactly its category in step_attribution, and the rest of
+-- a collective's time (under compute, or under another collective) is overlapped.
+CREATE OR REPLACE TEMP TABLE a_coll_parts AS
+SELECT c.rank, c.coll_id, c.work_start_ns AS s, c.work_start_ns + w.wait_ns AS e, 4 AS cat
+FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p AND w.wait_ns > 0
+UNION ALL
+SELECT c.rank, c.coll_id, c.work_start_ns + w.wait_ns, c.work_end_ns, 3
+FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
+    AND c.work_start_ns IS NOT NULL
+UNION ALL
+SELECT c.rank, c.coll_id, c.work_start_ns, c.work_end_ns, 5
 FROM collectives c
-JOIN a_segments g ON g.rank = c.rank AND g.s < c.work_end_ns AND g.e > c.work_start_ns
-                 AND g.cat IN (3, 4, 5)
-JOIN a_windows w ON w.rank = c.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
-WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.work_start_ns IS NOT NULL
-GROUP BY c.rank, c.coll_id, w.step;
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p AND c.work_start_ns IS NOT NULL;
+
+CREATE OR REPLACE TEMP TABLE a_coll_exposure AS
+WITH shares AS (
+    SELECT p.rank, p.coll_id, w.step, g.cat,
+        (least(p.e, g.e) - greatest(p.s, g.s)) / g.n_cat AS ns
+    FROM a_coll_parts p
+    JOIN a_segments g ON g.rank = p.rank AND g.cat = p.cat AND g.s < p.e AND g.e > p.s
+    JOIN a_windows w ON w.rank = p.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
+    WHERE p.e > p.s
+)
+SELECT rank, coll_id, step,
+    round(sum(ns) FILTER (WHERE cat = 3)) AS exposed_ns,
+    round(sum(ns) FILTER (WHERE cat = 4)) AS straggler_wait_ns,
+    round(sum(ns) FILTER (WHERE cat = 5)) AS bubble_ns
+FROM shares GROUP BY rank, coll_id, step;
 
 INSERT INTO collective_exposure BY NAME
 SELECT $run AS run, rank, coll_id, step,

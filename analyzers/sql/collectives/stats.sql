@@ -1,5 +1,10 @@
 -- Per collective type and process-group kind of run $run, over complete steps, per rank
--- and step: calls, bytes, time, exposed time, and the achieved bus bandwidth. Kernels of
+-- and step: calls, bytes, time and where it went, and the achieved bus bandwidth.
+-- Where the time went (collective_exposure, inside the complete steps' windows): exposed
+-- (exposed_comm), straggler wait, bubble (point-to-point ops) and overlapped (the rest:
+-- under compute or under another collective); the first three summed over every row are
+-- the run's categories, and the four add up to time_ms, the collective's time inside
+-- those windows. Kernels of
 -- the communication-kernel table without a process group are grouped by library and op
 -- ('deepep dispatch'), with the role the table gives.
 -- Bus bandwidth (nccl-tests convention) = bytes x factor / transfer time, factor
@@ -35,31 +40,55 @@ WITH complete AS (
         greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
         c.work_end_ns - c.work_start_ns AS dur_ns,
         w.min_dur_ns,
-        coalesce(e.exposed_ns, 0) + coalesce(e.straggler_wait_ns, 0) AS exposed_ns,
-        coalesce(e.bubble_ns, 0) AS bubble_ns
+        s.step IS NOT NULL AS in_complete_step
     FROM collectives c
-    JOIN complete s ON s.rank = c.rank AND s.step = c.step
+    LEFT JOIN complete s ON s.rank = c.rank AND s.step = c.step
     LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
     LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
-    LEFT JOIN (SELECT rank, coll_id, sum(exposed_ns) AS exposed_ns,
-                      sum(straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns) AS bubble_ns
-               FROM collective_exposure WHERE run = $run GROUP BY rank, coll_id) e
-           ON e.rank = c.rank AND e.coll_id = c.coll_id
     WHERE c.run = $run AND c.work_start_ns IS NOT NULL
+), windows AS (
+    SELECT a.rank, a.window_start_ns AS ws, a.window_end_ns AS we
+    FROM step_attribution a JOIN complete s ON s.rank = a.rank AND s.step = a.step
+    WHERE a.run = $run
+), inside AS (
+    -- each collective's time inside the complete steps' windows
+    SELECT c.rank, c.coll_id,
+        sum(least(c.work_end_ns, w.we) - greatest(c.work_start_ns, w.ws)) AS ns
+    FROM collectives c
+    JOIN windows w ON w.rank = c.rank AND c.work_start_ns < w.we AND c.work_end_ns > w.ws
+    WHERE c.run = $run GROUP BY c.rank, c.coll_id
+), exposure AS (
+    SELECT e.rank, e.coll_id, sum(e.exposed_ns) AS exposed_ns,
+        sum(e.straggler_wait_ns) AS wait_ns, sum(e.bubble_ns) AS bubble_ns
+    FROM collective_exposure e JOIN complete s ON s.rank = e.rank AND s.step = e.step
+    WHERE e.run = $run GROUP BY e.rank, e.coll_id
+), timed AS (
+    SELECT calls.*, coalesce(i.ns, 0) AS inside_ns, coalesce(x.exposed_ns, 0) AS exposed_ns,
+        coalesce(x.wait_ns, 0) AS wait_ns, coalesce(x.bubble_ns, 0) AS bubble_ns
+    FROM calls
+    LEFT JOIN inside i ON i.rank = calls.rank AND i.coll_id = calls.coll_id
+    LEFT JOIN exposure x ON x.rank = calls.rank AND x.coll_id = calls.coll_id
+    WHERE calls.in_complete_step OR i.ns IS NOT NULL
 )
 SELECT collective, group_label, bool_or(crosses_nodes) AS crosses_nodes,
     max(group_size) AS group_size,
-    count(*) / any_value(rs.n) AS calls_per_step,
-    sum(nbytes) / any_value(rs.n) AS bytes_per_step,
-    sum(dur_ns) / any_value(rs.n) / 1e6 AS time_ms,
-    sum(exposed_ns + bubble_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
-    median(CASE WHEN is_p2p THEN NULL ELSE nbytes * CASE
+    count(*) FILTER (WHERE in_complete_step) / any_value(rs.n) AS calls_per_step,
+    coalesce(sum(nbytes) FILTER (WHERE in_complete_step), 0) / any_value(rs.n)
+        AS bytes_per_step,
+    sum(inside_ns) / any_value(rs.n) / 1e6 AS time_ms,
+    sum(exposed_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
+    sum(wait_ns) / any_value(rs.n) / 1e6 AS straggler_wait_ms,
+    sum(bubble_ns) / any_value(rs.n) / 1e6 AS bubble_ms,
+    greatest(sum(inside_ns - exposed_ns - wait_ns - bubble_ns), 0) / any_value(rs.n) / 1e6
+        AS overlapped_ms,
+    median(CASE WHEN is_p2p OR NOT in_complete_step THEN NULL ELSE nbytes * CASE
         WHEN collective = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
         WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
             THEN 1.0 * (group_size - 1) / group_size
         ELSE 1.0 END / nullif(coalesce(min_dur_ns, dur_ns), 0) END) AS bus_bw_gbs,
     bool_or(is_p2p) AS is_p2p,
     min(library) AS library, min(comm_op) AS comm_op, min(comm_role) AS comm_role
-FROM calls CROSS JOIN rank_steps rs
+FROM timed CROSS JOIN rank_steps rs
 GROUP BY collective, group_label
-ORDER BY exposed_ms DESC, time_ms DESC;
+HAVING count(*) FILTER (WHERE in_complete_step) > 0 OR sum(inside_ns) > 0
+ORDER BY exposed_ms + straggler_wait_ms + bubble_ms DESC, time_ms DESC;
