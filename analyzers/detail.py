@@ -51,6 +51,7 @@ class StepTimeline:
     end_ms: tuple[float, ...]
     category: tuple[str, ...]
     bin_ms: float | None
+    label: tuple[str | None, ...] = ()  # what ran: the GPU op or the collective and group
 
     @property
     def rectangles(self) -> int:
@@ -102,7 +103,7 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
         rank=tuple(r[0] for r in rows), start_ms=tuple(r[1] / 1e6 for r in rows),
         end_ms=tuple(r[2] / 1e6 for r in rows),
         category=tuple(CATEGORY_CODES[r[3]] for r in rows),
-        bin_ms=None if bins is None else longest / bins)
+        bin_ms=None if bins is None else longest / bins, label=tuple(r[4] for r in rows))
 
 
 def top_kernels(con: duckdb.DuckDBPyConnection, run: str, limit: int = 30,

@@ -10,9 +10,18 @@ from datetime import datetime
 
 import plotly.graph_objects as go
 
-from stepscope.analyzers.detail import KernelRow, RankStepGrid, StepTimeline
-from stepscope.analyzers.model import CATEGORIES, STAGES, Breakdown, Diff, Mfu, PlanResult, Report
-from stepscope.dashboard.render.format import pct, short_names
+from stepscope.analyzers.detail import KernelRow, StepTimeline
+from stepscope.analyzers.model import (
+    CATEGORIES,
+    STAGES,
+    Breakdown,
+    CollectiveStat,
+    Diff,
+    Mfu,
+    PlanResult,
+    Report,
+)
+from stepscope.dashboard.render.format import fixed, pct, share, short_name, short_names
 from stepscope.dashboard.render.format import points as fmt_points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 
@@ -62,22 +71,47 @@ def rank_breakdown(report: Report) -> go.Figure:
                              [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
 
 
-def mfu_waterfall(mfu: Mfu) -> go.Figure:
-    """From 100% of peak down to the MFU: the points lost at each stage."""
-    steps = [w for w in mfu.waterfall]
-    fig = _figure(f"MFU {pct(mfu.mfu or 0)} of peak: where the points went",
-                  yaxis_title="% of peak", showlegend=mfu.hfu is not None,
+def waterfall_shares(report: Report, short: bool = False) -> list[str]:
+    """Beside each stage's points, the share of the step its time took (kernel
+    efficiency: the efficiency itself), so 88% idle next to -5 points reads right."""
+    step = report.step_time_ms
+    out = []
+    for w in report.mfu.waterfall:
+        if w.name == "kernel_efficiency":
+            out.append(f"eff. {fixed(100 + w.points)}%" if short
+                       else f"efficiency {fixed(100 + w.points)}%")
+        else:
+            sh = share(report.breakdown_ms.ms(w.name), step)
+            out.append(f"{sh} of step" if short else f"{sh} of the step")
+    return out
+
+
+def mfu_waterfall(report: Report) -> go.Figure:
+    """From 100% of peak down to the MFU: the points lost at each stage, with the share
+    of the step each stage's time took."""
+    mfu: Mfu = report.mfu
+    steps = list(mfu.waterfall)
+    shares = waterfall_shares(report, short=True)
+    fig = _figure(f"MFU {pct(mfu.mfu or 0)} of peak: points lost per stage "
+                  "(and the share of the step behind them)",
+                  yaxis_title="% of peak", showlegend=mfu.hfu is not None, height=480,
+                  uniformtext={"minsize": 11, "mode": "show"},
                   legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
                           "yanchor": "bottom"})
     fig.add_trace(go.Waterfall(showlegend=False,
         x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
         measure=["absolute", *["relative"] * len(steps), "total"],
         y=[100.0, *[w.points for w in steps], 0.0],
-        text=["100", *[fmt_points(w.points) for w in steps], f"{100 * (mfu.mfu or 0):.1f}"],
-        textposition="outside", connector={"line": {"color": "#999"}},
+        text=["100", *[f"{fmt_points(w.points)}<br>{sh}" for w, sh in
+                       zip(steps, shares, strict=True)], fixed(100 * (mfu.mfu or 0))],
+        customdata=["", *shares, ""],
+        hovertemplate="%{x}: %{y:.3g} points (%{customdata})<extra></extra>",
+        textposition="outside", textfont={"size": 11}, cliponaxis=False,
+        connector={"line": {"color": "#999"}},
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         totals={"marker": {"color": COLORS["compute"]}},
         increasing={"marker": {"color": COLORS["compute"]}}))
+    fig.update_yaxes(range=[0, 118])
     if mfu.hfu is not None:
         # named in the legend, not on the line: a label on the line sits on the bars
         fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555")
@@ -87,17 +121,32 @@ def mfu_waterfall(mfu: Mfu) -> go.Figure:
     return fig
 
 
-def rank_step_heatmap(grid: RankStepGrid, metric: str, title: str) -> go.Figure:
-    """Ranks x steps coloured by one of the grid's columns (ms)."""
-    values: dict[tuple[int, int], float] = dict(
-        zip(zip(grid.rank, grid.step, strict=True), getattr(grid, metric), strict=True))
-    ranks, steps = sorted(set(grid.rank)), sorted(set(grid.step))
-    z = [[values.get((r, s)) for s in steps] for r in ranks]
+@dataclass(frozen=True)
+class Heat:
+    """One view of the rank x step grid: the value of each (rank, step), its unit and
+    the colour scale's range."""
+
+    ranks: list[int]
+    steps: list[int]
+    z: list[list[float | None]]
+    unit: str
+    zmin: float
+    zmax: float
+    diverging: bool = False
+
+
+def rank_step_heatmap(heat: Heat, title: str) -> go.Figure:
+    """Ranks x steps coloured by one view of the grid; a click on a cell opens the
+    Timeline there (the page wires the selection)."""
     fig = _figure(title, xaxis_title="step", yaxis_title="rank",
-                  height=max(260, 14 * len(ranks) + 120))
-    fig.add_trace(go.Heatmap(z=z, x=[str(s) for s in steps], y=[str(r) for r in ranks],
-                             colorscale="Reds", colorbar={"title": "ms"},
-                             hovertemplate="rank %{y}, step %{x}: %{z:.2f} ms<extra></extra>"))
+                  height=max(260, 16 * len(heat.ranks) + 140))
+    scale = "RdBu_r" if heat.diverging else [[0.0, "#ffffff"], [1.0, "#b30000"]]
+    fig.add_trace(go.Heatmap(
+        z=heat.z, x=[str(s) for s in heat.steps], y=[str(r) for r in heat.ranks],
+        zmin=heat.zmin, zmax=heat.zmax, colorscale=scale, xgap=1, ygap=1,
+        colorbar={"title": {"text": heat.unit, "side": "right"}},
+        hovertemplate=("rank %{y}, step %{x}: %{z:.3f} " + heat.unit
+                       + "<br>click: open the Timeline here<extra></extra>")))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
     return fig
@@ -115,28 +164,46 @@ def timeline(tl: StepTimeline, stragglers: Sequence[int] = ()) -> go.Figure:
         idx = [i for i, c in enumerate(tl.category) if c == cat]
         if not idx:
             continue
+        names = [short_name(tl.label[i] or CATEGORY_LABELS[cat], 90) if tl.label else
+                 CATEGORY_LABELS[cat] for i in idx]
         fig.add_bar(name=CATEGORY_LABELS[cat], orientation="h",
                     y=[lanes[tl.rank[i]] for i in idx],
                     x=[tl.end_ms[i] - tl.start_ms[i] for i in idx],
                     base=[tl.start_ms[i] for i in idx], marker_color=COLORS[cat],
-                    marker_line_width=0,
-                    hovertemplate=(f"{CATEGORY_LABELS[cat]}: %{{base:.3f}} + %{{x:.3f}} ms"
-                                   "<extra>%{y}</extra>"))
+                    marker_line_width=0, customdata=names,
+                    hovertemplate=(f"<b>%{{customdata}}</b><br>{CATEGORY_LABELS[cat]}: "
+                                   "from %{base:.3f} ms, %{x:.3f} ms<extra>%{y}</extra>"))
     fig.update_yaxes(autorange="reversed", categoryorder="array",
                      categoryarray=[lanes[r] for r in tl.ranks])
     return fig
 
 
+COMM_PARTS = (("exposed_ms", "exposed", COLORS["exposed_comm"]),
+              ("straggler_wait_ms", "straggler wait", COLORS["straggler_wait"]),
+              ("bubble_ms", "in bubble (p2p)", COLORS["bubble"]),
+              ("overlapped_ms", "overlapped", "#c9d6e3"))
+
+
+def collective_label(c: CollectiveStat, width: int = 48) -> str:
+    return short_name(f"{c.collective} · {c.group_label}", width)
+
+
 def collectives_exposure(report: Report) -> go.Figure:
-    """Per collective and group: time per step, split into exposed and overlapped."""
+    """Per collective and group: time per step split into exposed, straggler wait, in
+    the bubble and overlapped (they add up to its time; the first three over all rows
+    are the report's categories)."""
     rows = report.collectives
-    labels = [f"{c.collective} · {c.group_label}" for c in rows]
-    fig = _figure("Communication per rank and step", barmode="stack", xaxis_title="ms",
-                  height=max(260, 30 * len(rows) + 120))
-    fig.add_bar(name="exposed", orientation="h", y=labels, x=[c.exposed_ms for c in rows],
-                marker_color=COLORS["exposed_comm"])
-    fig.add_bar(name="overlapped / waiting", orientation="h", y=labels,
-                x=[max(c.time_ms - c.exposed_ms, 0.0) for c in rows], marker_color="#f4b6b6")
+    labels = [collective_label(c) for c in rows]
+    fig = _figure("Communication per rank and step: where each collective's time went",
+                  barmode="stack", xaxis_title="ms per rank and step",
+                  height=max(280, 32 * len(rows) + 150))
+    for field, name, color in COMM_PARTS:
+        values = [getattr(c, field) for c in rows]
+        if not any(values):
+            continue
+        fig.add_bar(name=name, orientation="h", y=labels, x=values, marker_color=color,
+                    customdata=[f"{c.collective} · {c.group_label}" for c in rows],
+                    hovertemplate=f"%{{customdata}}<br>{name}: %{{x:.3f}} ms<extra></extra>")
     fig.update_yaxes(autorange="reversed")
     return fig
 
@@ -144,7 +211,7 @@ def collectives_exposure(report: Report) -> go.Figure:
 def bus_bandwidth(report: Report) -> go.Figure:
     """Achieved bus bandwidth of each collective against its link's peak."""
     rows = [c for c in report.collectives if c.bus_bw_gbs is not None]
-    labels = [f"{c.collective} · {c.group_label}" for c in rows]
+    labels = [collective_label(c) for c in rows]
     fig = _figure("Bus bandwidth vs the link's peak", barmode="overlay", xaxis_title="GB/s",
                   height=max(260, 30 * len(rows) + 120))
     fig.add_bar(name="link peak", orientation="h", y=labels,
@@ -157,9 +224,11 @@ def bus_bandwidth(report: Report) -> go.Figure:
 
 
 def pipeline_stages(report: Report) -> go.Figure:
-    """Bubble and idle per pipeline stage, against the 1F1B theory."""
+    """Bubble and idle per pipeline stage, against the 1F1B theory (a dotted line named
+    in the legend: a label on the line would sit on the first stage's bar)."""
     pipe = report.pipeline
-    fig = _figure("Per stage", barmode="group", yaxis_title="ms per step")
+    fig = _figure("Per stage", barmode="group", yaxis_title="ms per step",
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0})
     if pipe is None:
         return fig
     x = [f"stage {s.stage}" for s in pipe.per_stage]
@@ -168,8 +237,11 @@ def pipeline_stages(report: Report) -> go.Figure:
     fig.add_bar(name="idle", x=x, y=[s.idle_ms for s in pipe.per_stage],
                 marker_color=COLORS["idle"])
     theory_ms = pipe.bubble_theory * report.step_time_ms
-    fig.add_hline(y=theory_ms, line_dash="dot", annotation_position="top left",
-                  annotation_text=f"1F1B theory {pct(pipe.bubble_theory)} of the step")
+    fig.add_hline(y=theory_ms, line_dash="dot", line_color="#333")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
+                             name=f"1F1B theory {theory_ms:.2f} ms ({pct(pipe.bubble_theory)} "
+                                  "of the step, dotted)",
+                             line={"dash": "dot", "color": "#333"}))
     return fig
 
 
@@ -207,9 +279,9 @@ def diff_waterfall(diff: Diff) -> go.Figure:
         x=[diff.a.run, *[STAGE_LABELS[s] for s in STAGES], diff.b.run],
         measure=["absolute", *["relative"] * len(STAGES), "total"],
         y=[100 * diff.a.mfu, *[points.points(s) for s in STAGES], 0.0],
-        text=[f"{100 * diff.a.mfu:.1f}",
+        text=[fixed(100 * diff.a.mfu),
               *[fmt_points(points.points(s), 2, signed=True) for s in STAGES],
-              f"{100 * diff.b.mfu:.1f}"], textposition="outside",
+              fixed(100 * diff.b.mfu)], textposition="outside",
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         increasing={"marker": {"color": COLORS["compute"]}},
         totals={"marker": {"color": COLORS["memory"]}}))

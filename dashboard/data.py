@@ -40,6 +40,8 @@ from stepscope.analyzers.history import jobs as history_jobs
 from stepscope.analyzers.history import read_history
 from stepscope.analyzers.model import Calibration, Diff, Expected, Report, WhatIfResult
 from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.dashboard.render.html_report import report_html
+from stepscope.dashboard.render.report import report_markdown
 from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only
 from stepscope.ingest import run_tokens as read_tokens
 
@@ -85,8 +87,10 @@ def forget_tokens(db: Path) -> None:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _report(db: str, run: str, token: str, dtype: str | None) -> Report:
-    return with_connection(Path(db), lambda con: build_report(con, run, dtype=dtype))
+def _report(db: str, run: str, token: str, dtype: str | None,
+            peak_tflops: float | None = None) -> Report:
+    return with_connection(Path(db), lambda con: build_report(
+        con, run, dtype=dtype, peak_tflops=peak_tflops))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -94,9 +98,25 @@ def _summary(db: str, tokens: tuple[tuple[str, str], ...]) -> pl.DataFrame:
     return with_connection(Path(db), run_summary)
 
 
-def report(db: Path, run: str, dtype: str | None = None) -> Report:
-    """The report model of one run (cached on db, run, its token and the peak dtype)."""
-    return _report(str(db), run, _token(db, run), dtype)
+def report(db: Path, run: str, dtype: str | None = None,
+           peak_tflops: float | None = None) -> Report:
+    """The report model of one run (cached on db, run, its token and the peak: dtype and
+    TFLOP/s, as `stepscope report --dtype --peak-tflops`)."""
+    return _report(str(db), run, _token(db, run), dtype, peak_tflops)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _report_files(db: str, run: str, token: str, dtype: str | None,
+                  peak_tflops: float | None) -> tuple[str, str]:
+    rep = _report(db, run, token, dtype, peak_tflops)
+    return report_html(rep), report_markdown(rep)
+
+
+def report_files(db: Path, run: str, dtype: str | None = None,
+                 peak_tflops: float | None = None) -> tuple[str, str]:
+    """The whole report of a run as `stepscope report --format html` and `--format md`
+    write it (the same renderers): (html, markdown)."""
+    return _report_files(str(db), run, _token(db, run), dtype, peak_tflops)
 
 
 def summary(db: Path) -> pl.DataFrame:
@@ -147,15 +167,23 @@ def _op_times(db: str, run: str, token: str) -> dict[str, float]:
     return with_connection(Path(db), lambda con: op_times(con, run))
 
 
+def ops(db: Path, run: str) -> dict[str, float]:
+    """ms per rank and step of each kernel (or leaf CPU op) name of a run."""
+    return _op_times(str(db), run, _token(db, run))
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None) -> Diff:
-    return build_diff(_report(db, a, token_a, dtype), _report(db, b, token_b, dtype),
+def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None,
+          peak_tflops: float | None = None) -> Diff:
+    return build_diff(_report(db, a, token_a, dtype, peak_tflops),
+                      _report(db, b, token_b, dtype, peak_tflops),
                       _op_times(db, a, token_a), _op_times(db, b, token_b))
 
 
-def diff(db: Path, a: str, b: str, dtype: str | None = None) -> Diff:
+def diff(db: Path, a: str, b: str, dtype: str | None = None,
+         peak_tflops: float | None = None) -> Diff:
     """The diff model of two runs (what `stepscope diff A B` renders)."""
-    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype)
+    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype, peak_tflops)
 
 
 def _calibrate(con: duckdb.DuckDBPyConnection, run: str, dtype: str | None

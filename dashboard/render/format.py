@@ -68,17 +68,6 @@ def mfu_points(value: float | None, digits: int = 1, missing: str = DASH) -> str
     return missing if value is None else fixed(value, digits, signed=True)
 
 
-def middle(text: str, width: int = 60) -> str:
-    """`text` shortened in the middle to at most `width` characters, so both the start
-    (the library and kernel family) and the end (the tile shape, the pass) stay:
-    'sm90_xmma_gemm_bf16bf16_…_tilesize128x128x64_qkv_bwd'."""
-    if len(text) <= width:
-        return text
-    keep = width - 1
-    head = (keep + 1) // 2
-    return text[:head] + "…" + text[len(text) - (keep - head):]
-
-
 def rank_list(ranks: Sequence[int], missing: str = DASH) -> str:
     """[0, 1, 3] -> '0, 1, 3'; no ranks -> `missing`."""
     return ", ".join(str(r) for r in ranks) if ranks else missing

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import CATEGORIES, STAGES, Report
+from stepscope.dashboard.render.format import short_name
 
 CATEGORY_LABELS = {
     "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
@@ -19,12 +20,21 @@ IDLE_LABELS = {"host_bound": "waiting for the host", "launch_overhead": "launch 
                "other": "other (launched, not running)"}
 IDLE_SHOWN_SHARE = 0.01  # the renderers show the idle split from this share of the step
 
+
+def group_name(label: str, width: int = 32) -> str:
+    """A process group's label short enough for a table column: Megatron's
+    'PIPELINE_MODEL_PARALLEL_GROUP' reads 'PIPELINE_PARALLEL'."""
+    return short_name(label.removesuffix("_GROUP").replace("_MODEL_PARALLEL", "_PARALLEL"),
+                      width)
+
+
 # how a collective's time splits (report, diff, dashboard): one sentence everywhere
 COMM_SPLIT = ("Each collective's time = exposed (nothing else ran: the exposed communication "
               "category) + straggler wait (waiting for a late rank) + in bubble "
               "(point-to-point, the pipeline bubble) + overlapped (hidden under compute or "
               "another collective); the columns add up over the collectives to the "
               "categories of the same names.")
+
 
 
 def idle_shown(report: Report) -> bool:
@@ -35,4 +45,5 @@ def idle_shown(report: Report) -> bool:
             and idle >= IDLE_SHOWN_SHARE * step)
 
 __all__ = ["CATEGORIES", "CATEGORY_LABELS", "COMM_SPLIT", "IDLE_LABELS", "IDLE_PARTS",
-           "IDLE_SHOWN_SHARE", "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "idle_shown"]
+           "IDLE_SHOWN_SHARE", "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "group_name",
+           "idle_shown"]

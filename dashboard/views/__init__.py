@@ -11,6 +11,7 @@ from stepscope.dashboard.views import (
     communication,
     compare,
     critical_path,
+    guide,
     kernels,
     memory,
     overview,
@@ -39,6 +40,7 @@ PAGES: dict[str, ModuleType] = {
     "compare": compare,
     "plan": plan,
     "trends": trends,
+    "help": guide,
 }
 # pages about one run: the sidebar shows the run selector, the URL carries the run
 RUN_PAGES = frozenset({"runs", "overview", "ranks", "timeline", "communication", "pipeline",

@@ -1,31 +1,78 @@
-"""Communication: per collective and process group, exposed vs overlapped time, bus
-bandwidth against the link's peak, and which groups cross nodes."""
+"""Communication: per collective and process group, where its time went (exposed,
+straggler wait, in the pipeline bubble, overlapped: they add up to its time, and summed
+over the collectives the first three are the report's categories), bus bandwidth against
+the link's peak, and which groups cross nodes."""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import Report
-from stepscope.dashboard import charts, data
+from stepscope.analyzers.model import CollectiveStat, Report
+from stepscope.dashboard import charts, data, explain
 from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.render.labels import COMM_SPLIT, group_name
 from stepscope.dashboard.views import alltoall
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Communication"
 HEADER = "Communication"
+PARTS = ("exposed_ms", "straggler_wait_ms", "bubble_ms", "overlapped_ms")
+
+
+def totals(report: Report) -> dict[str, float]:
+    """Each part summed over the collectives, and their time ('time_ms')."""
+    rows = report.collectives
+    return {f: sum(getattr(c, f) for c in rows) for f in ("time_ms", *PARTS)}
 
 
 def collective_table(report: Report) -> pl.DataFrame:
+    """One row per collective and group: its time split four ways (they add up)."""
+    def row(c: CollectiveStat) -> dict[str, object]:
+        return {"collective": c.collective, "group": group_name(c.group_label),
+                "time ms": round(c.time_ms, 3), "exposed ms": round(c.exposed_ms, 3),
+                "wait ms": round(c.straggler_wait_ms, 3),
+                "bubble ms": round(c.bubble_ms, 3),
+                "overlapped ms": round(c.overlapped_ms, 3),
+                "calls/step": round(c.calls_per_step, 2)}
+    return pl.DataFrame([row(c) for c in report.collectives])
+
+
+def link_table(report: Report) -> pl.DataFrame:
+    """One row per collective and group: its traffic and the link it ran on."""
     return pl.DataFrame([{
-        "collective": c.collective, "group": c.group_label, "crosses nodes": c.crosses_nodes,
-        "group size": c.group_size, "calls/step": round(c.calls_per_step, 2),
-        "MB/step": round(c.bytes_per_step / 1e6, 2), "time (ms)": round(c.time_ms, 3),
-        "exposed (ms)": round(c.exposed_ms, 3),
+        "collective": c.collective, "group": group_name(c.group_label),
+        "size": c.group_size, "MB/step": round(c.bytes_per_step / 1e6, 2),
         "bus GB/s": None if c.bus_bw_gbs is None else round(c.bus_bw_gbs, 1),
-        "link": c.link, "link peak GB/s": c.link_peak_gbs,
-        "link use": None if c.link_utilization is None else round(c.link_utilization, 3),
+        "link": c.link, "peak GB/s": c.link_peak_gbs,
+        "use": None if c.link_utilization is None else round(c.link_utilization, 3),
+        "crosses nodes": c.crosses_nodes,
     } for c in report.collectives])
+
+
+COLUMN_HELP = {
+    "exposed ms": "nothing else ran: the exposed communication category",
+    "wait ms": "waiting for the last rank to arrive: the straggler wait category",
+    "bubble ms": "point-to-point send/recv between pipeline stages: the bubble category",
+    "overlapped ms": "hidden under compute or under another collective",
+}
+
+
+def headline(report: Report) -> None:
+    """Exposed + straggler wait + bubble + overlapped = the collectives' time."""
+    t = totals(report)
+    cols = st.columns(4)
+    cols[0].metric("Exposed", f"{t['exposed_ms']:.2f} ms", help=explain.EXPOSED.help())
+    cols[1].metric("Straggler wait", f"{t['straggler_wait_ms']:.2f} ms",
+                   help=explain.STRAGGLER_WAIT.help())
+    cols[2].metric("Overlapped", f"{t['overlapped_ms']:.2f} ms",
+                   help="time under compute or under another collective")
+    cols[3].metric("Communication", f"{t['time_ms']:.2f} ms",
+                   help="every collective's time per rank and step")
+    bubble = f" + {t['bubble_ms']:.2f} ms in the bubble (p2p)" if t["bubble_ms"] else ""
+    st.caption(f"{t['exposed_ms']:.2f} exposed + {t['straggler_wait_ms']:.2f} straggler wait"
+               f"{bubble} + {t['overlapped_ms']:.2f} overlapped = {t['time_ms']:.2f} ms per "
+               "rank and step. " + COMM_SPLIT)
 
 
 def render(ctx: PageContext) -> None:
@@ -33,22 +80,21 @@ def render(ctx: PageContext) -> None:
     if ctx.run is None:
         st.info("No run yet: upload traces first.")
         return
-    report = data.report(ctx.config.db, ctx.run, ctx.dtype)
+    report = data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops)
     if not report.collectives:
         st.info("No collectives in this run.")
         return
+    headline(report)
     crossing = sorted({c.group_label for c in report.collectives if c.crosses_nodes})
-    exposed = report.breakdown_ms.exposed_comm
-    cols = st.columns(3)
-    cols[0].metric("Exposed communication", f"{exposed:.2f} ms/step")
-    cols[1].metric("Straggler wait", f"{report.breakdown_ms.straggler_wait:.2f} ms/step")
-    cols[2].metric("Groups crossing nodes", len(crossing))
     if crossing:
-        st.caption("Crossing nodes: " + ", ".join(crossing))
-    frame = collective_table(report)
-    chart_and_table(charts.collectives_exposure(report), frame, "collectives", "coll")
+        st.caption(f"{len(crossing)} group(s) cross nodes: " + ", ".join(crossing))
+    help_ = {k: st.column_config.NumberColumn(k, help=v) for k, v in COLUMN_HELP.items()}
+    chart_and_table(charts.collectives_exposure(report), collective_table(report),
+                    "collectives", "coll", column_config=help_)
+    st.subheader("Traffic and links")
+    links = link_table(report)
     if any(c.bus_bw_gbs is not None for c in report.collectives):
-        chart_and_table(charts.bus_bandwidth(report),
-                        frame.select("collective", "group", "bus GB/s", "link",
-                                     "link peak GB/s", "link use"), "bus bandwidth", "busbw")
+        chart_and_table(charts.bus_bandwidth(report), links, "traffic and links", "busbw")
+    else:
+        table(links, "traffic and links", "busbw")
     alltoall.render_section(report.all_to_all)

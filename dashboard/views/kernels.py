@@ -8,10 +8,22 @@ import streamlit as st
 
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.render.format import short_name
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Kernels"
 HEADER = "Kernels"
+KERNEL_WIDTH = 34
+COLUMNS = {
+    "kernel": st.column_config.TextColumn(
+        help="shortened in the middle; the full name is in the chart's hover and the list "
+             "below the table"),
+    "min": st.column_config.NumberColumn(help="ms/step of the fastest rank"),
+    "max": st.column_config.NumberColumn(help="ms/step of the slowest rank"),
+    "calls": st.column_config.NumberColumn(help="calls per step"),
+    "slowest": st.column_config.NumberColumn(help="the rank where it takes longest"),
+    "share": st.column_config.NumberColumn(help="share of the run's GPU time"),
+}
 
 
 def render(ctx: PageContext) -> None:
@@ -24,9 +36,14 @@ def render(ctx: PageContext) -> None:
         st.info("No GPU ops in the complete steps of this run (CPU-only traces?).")
         return
     frame = pl.DataFrame([{
-        "kernel": r.name, "kind": r.kind, "ms/step": r.mean_ms, "min": r.min_ms,
-        "max": r.max_ms, "std": r.std_ms, "cv": r.std_ms / r.mean_ms if r.mean_ms else None,
-        "calls/step": r.calls_per_step, "slowest rank": r.slowest_rank,
-        "share of GPU time": r.share_of_gpu_time} for r in rows]
-    ).with_columns(pl.selectors.float().round(4))
-    chart_and_table(charts.kernels(rows), frame, "kernels", "kernels", side=False)
+        "kernel": f"{i}. {short_name(r.name, KERNEL_WIDTH)}", "kind": r.kind,
+        "ms/step": r.mean_ms, "min": r.min_ms,
+        "max": r.max_ms, "calls": r.calls_per_step, "slowest": r.slowest_rank,
+        "share": r.share_of_gpu_time} for i, r in enumerate(rows, start=1)]
+    ).with_columns(pl.selectors.float().round(3))
+    chart_and_table(charts.kernels(rows), frame, "kernels", "kernels",
+                    column_config=COLUMNS)
+    st.caption("Long names are shortened in the middle (start and end kept); hover a bar "
+               "for the full name, or open the list below.")
+    with st.expander("Full kernel names"):
+        st.markdown("\n".join(f"{i}. `{r.name}`" for i, r in enumerate(rows, start=1)))

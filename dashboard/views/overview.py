@@ -1,16 +1,24 @@
 """Overview of a run: step time and its breakdown per step, MFU/HFU against the peak
-with the waterfall of lost points, the top recommendations with predicted gains and
-evidence, notes and caveats."""
+with the waterfall of lost points (and the share of the step behind each stage's
+points), the top recommendations with predicted gains, evidence and a link to the
+Timeline where they show, notes and caveats."""
 
 from __future__ import annotations
 
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import CATEGORIES, Report
-from stepscope.dashboard import charts, data
-from stepscope.dashboard.context import PageContext, deep_link
-from stepscope.dashboard.render.format import layout_degrees, layout_nodes, pct
+from stepscope.analyzers.model import CATEGORIES, Recommendation, Report
+from stepscope.dashboard import charts, data, explain
+from stepscope.dashboard.context import PageContext, deep_link, timeline_link
+from stepscope.dashboard.render.format import (
+    fixed,
+    layout_degrees,
+    layout_nodes,
+    pct,
+    points,
+    share,
+)
 from stepscope.dashboard.render.labels import (
     CATEGORY_LABELS,
     IDLE_LABELS,
@@ -24,20 +32,37 @@ TITLE = "Overview"
 HEADER = "Overview"
 
 
+def largest_loss(report: Report) -> tuple[str, float]:
+    """The non-compute category that costs most (category, ms per step)."""
+    ms, cat = max((report.breakdown_ms.ms(c), c) for c in CATEGORIES if c != "compute")
+    return cat, ms
+
+
+def straggler_value(report: Report) -> str:
+    """The headline's straggler cell: short enough for its column at 1000 px."""
+    ranks = [s.rank for s in report.stragglers]
+    if not ranks:
+        return "none"
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
+
+
 def headline(report: Report) -> None:
-    """The numbers a user looks for first."""
+    """The numbers a user looks for first, three to a row so none is cut at 1000 px."""
     mfu = report.mfu
-    losses = [(report.breakdown_ms.ms(c), c) for c in CATEGORIES if c != "compute"]
-    top_ms, top_cat = max(losses)
-    cols = st.columns([2, 2, 2, 3, 2])
-    cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms")
-    cols[1].metric("MFU", pct(mfu.mfu))
-    cols[2].metric("HFU", pct(mfu.hfu))
-    share = top_ms / report.step_time_ms if report.step_time_ms else None
-    cols[3].metric(f"Largest loss: {CATEGORY_LABELS[top_cat]}", f"{top_ms:.2f} ms",
-                   help=f"{pct(share)} of the step")
-    named = ", ".join(f"rank {s.rank}" for s in report.stragglers)
-    cols[4].metric("Stragglers", named or "none")
+    cols = st.columns(3)
+    cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms",
+                   help="mean over ranks of each rank's mean complete step")
+    cols[1].metric("MFU", pct(mfu.mfu), help=explain.MFU.help())
+    cols[2].metric("HFU", pct(mfu.hfu), help=explain.HFU.help())
+    cat, ms = largest_loss(report)
+    cols = st.columns(3)
+    cols[0].metric(f"Largest loss: {CATEGORY_LABELS[cat]}", f"{ms:.2f} ms",
+                   f"{share(ms, report.step_time_ms)} of the step", delta_color="off",
+                   delta_arrow="off")
+    cols[1].metric("Stragglers", straggler_value(report),
+                   help=", ".join(f"rank {s.rank} ({s.host or '?'})" for s in report.stragglers)
+                   or "no rank is consistently the last to arrive")
+    cols[2].metric("Ranks", f"{report.run.ranks} of {report.run.world_size}")
     run = report.run
     st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "
                f"{run.device} · layout {layout_degrees(report.layout, '×')} · "
@@ -45,12 +70,18 @@ def headline(report: Report) -> None:
                f"[link to this view]({deep_link('overview', run.name)})")
 
 
+SHORT = {"compute": "compute", "recompute": "recompute", "exposed_comm": "exposed comm",
+         "straggler_wait": "straggler wait", "bubble": "bubble", "memory": "memory",
+         "idle": "idle"}
+
+
 def step_table(report: Report) -> pl.DataFrame:
-    rows = [{"step": "mean", "step time (ms)": report.step_time_ms,
-             **{CATEGORY_LABELS[c]: report.breakdown_ms.ms(c) for c in CATEGORIES}}]
+    """The mean step and every step, in ms (short headers so every column shows)."""
+    rows = [{"step": "mean", "step ms": report.step_time_ms,
+             **{SHORT[c]: report.breakdown_ms.ms(c) for c in CATEGORIES}}]
     rows += [{"step": str(s.step) + ("" if s.complete else " (last)"),
-              "step time (ms)": s.step_time_ms,
-              **{CATEGORY_LABELS[c]: s.breakdown_ms.ms(c) for c in CATEGORIES}}
+              "step ms": s.step_time_ms,
+              **{SHORT[c]: s.breakdown_ms.ms(c) for c in CATEGORIES}}
              for s in report.per_step]
     return pl.DataFrame(rows).with_columns(pl.selectors.numeric().round(3))
 
@@ -76,12 +107,18 @@ def idle_split(report: Report) -> None:
 
 
 def waterfall_table(report: Report) -> pl.DataFrame:
+    """Each stage's points beside the time behind them (its share of the step)."""
     mfu = report.mfu
-    rows = [{"stage": STAGE_LABELS.get(w.name, w.name), "points": round(w.points, 2)}
-            for w in mfu.waterfall]
+    shares = charts.waterfall_shares(report)
+    rows = [{"stage": STAGE_LABELS.get(w.name, w.name), "points": points(w.points, 2),
+             "time": "" if w.name == "kernel_efficiency" else
+             f"{report.breakdown_ms.ms(w.name):.2f} ms", "share": sh}
+            for w, sh in zip(mfu.waterfall, shares, strict=True)]
     if mfu.mfu is not None:
-        rows.append({"stage": "= MFU", "points": round(100 * mfu.mfu, 2)})
-    return pl.DataFrame(rows, schema={"stage": pl.String, "points": pl.Float64})
+        rows.append({"stage": "= MFU", "points": fixed(100 * mfu.mfu, 2), "time": "",
+                     "share": ""})
+    return pl.DataFrame(rows, schema={"stage": pl.String, "points": pl.String,
+                                      "time": pl.String, "share": pl.String})
 
 
 def render(ctx: PageContext) -> None:
@@ -89,30 +126,48 @@ def render(ctx: PageContext) -> None:
     if ctx.run is None:
         st.info("No run yet: upload traces first.")
         return
-    report = data.report(ctx.config.db, ctx.run, ctx.dtype)
+    report = data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops)
     headline(report)
     st.subheader("Where the step time went")
     chart_and_table(charts.step_breakdown(report), step_table(report), "per step", "steps")
+    st.caption(explain.EXPOSED.caption())
     idle_split(report)
     st.subheader("How far from the hardware")
-    mfu = report.mfu
-    if mfu.mfu is None:
-        st.warning(f"MFU not computed: {mfu.message}")
-    else:
-        st.markdown(
-            f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
-            f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
-            f"({mfu.device}; peak table {mfu.peak_table_version}); model FLOPs from the "
-            f"{mfu.flops_source}.")
-        chart_and_table(charts.mfu_waterfall(mfu), waterfall_table(report), "MFU waterfall",
-                        "waterfall")
-        if mfu.message:
-            st.caption(mfu.message)
+    mfu_section(report)
     _recommendations(report)
     if report.notes or report.layout.notes:
         st.subheader("Notes")
         for note in (*report.notes, *report.layout.notes):
             st.caption(f"• {note}")
+
+
+def mfu_section(report: Report) -> None:
+    mfu = report.mfu
+    if mfu.mfu is None:
+        st.warning(f"MFU not computed: {mfu.message}")
+        if mfu.message and "--peak-tflops" in mfu.message:
+            st.caption("Set **Peak TFLOP/s per GPU** (and the dtype) in the sidebar: the "
+                       "dashboard's `--peak-tflops`; the link carries them.")
+        return
+    st.markdown(
+        f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
+        f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
+        f"({mfu.device}; peak table {mfu.peak_table_version}); model FLOPs from the "
+        f"{mfu.flops_source}.")
+    chart_and_table(charts.mfu_waterfall(report), waterfall_table(report), "MFU waterfall",
+                    "waterfall")
+    st.caption(explain.WATERFALL.caption())
+    if mfu.message:
+        st.caption(mfu.message)
+
+
+def recommendation_link(report: Report, rec: Recommendation) -> str:
+    """Where a recommendation shows on the Timeline: the straggler's rank at its slowest
+    step, else the slowest complete step."""
+    complete = [s for s in report.per_step if s.complete] or list(report.per_step)
+    step = max(complete, key=lambda s: s.step_time_ms).step if complete else None
+    rank = next((s.rank for s in report.stragglers if f"rank {s.rank} " in rec.title), None)
+    return timeline_link(report.run.name, rank, step)
 
 
 def _recommendations(report: Report) -> None:
@@ -121,10 +176,11 @@ def _recommendations(report: Report) -> None:
         st.success("No recommendation: no category costs enough for a fix to pay off.")
         return
     for rec in report.recommendations[:5]:
-        points = (f", about +{rec.expected_mfu_points:.1f} MFU points"
-                  if rec.expected_mfu_points is not None else "")
+        gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
+                if rec.expected_mfu_points is not None else "")
         with st.container(border=True):
             st.markdown(f"**{rec.title}** · {rec.severity} · expected gain "
-                        f"**{rec.expected_gain_ms:.2f} ms/step**{points}")
-            st.markdown(f"Evidence: {rec.evidence}")
+                        f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
+            st.markdown(f"Evidence: {rec.evidence} · "
+                        f"[see it on the Timeline]({recommendation_link(report, rec)})")
             st.caption(rec.detail)

@@ -32,14 +32,35 @@ HEADER = "Plan a layout"
 ANY = "any"
 
 
-def _defaults(ctx: PageContext) -> tuple[int, str]:
-    """GPUs and device of the selected run, so the form starts from the user's job."""
+def _defaults(ctx: PageContext) -> tuple[int, str, list[str]]:
+    """GPUs and device of the selected run, so the form starts from the user's job, and
+    which of the form's values are assumed rather than the run's."""
     devices = [d.id for d in table().devices]
+    assumed = list(ASSUMED)
     if ctx.run is None:
-        return 64, "H100-SXM"
-    report = data.report(ctx.config.db, ctx.run, ctx.dtype)
+        return 64, "H100-SXM", ["GPUs (64)", "GPU (H100-SXM)", *assumed]
+    report = data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops)
     peak = lookup(report.run.device)
-    return int(report.run.world_size or 8), peak.id if peak and peak.id in devices else "H100-SXM"
+    if report.run.world_size is None:
+        assumed.insert(0, "GPUs (8)")
+    if not (peak and peak.id in devices):
+        assumed.insert(0, f"GPU (H100-SXM: the peak table has no '{report.run.device}')")
+    return (int(report.run.world_size or 8),
+            peak.id if peak and peak.id in devices else "H100-SXM", assumed)
+
+
+PLAN_COLUMNS = {
+    "layout": st.column_config.TextColumn(help="tensor, pipeline, data parallel degrees and "
+                                               "the ZeRO stage"),
+    "mb": st.column_config.NumberColumn(help="microbatches per step"),
+    "GB": st.column_config.NumberColumn(help="memory per GPU"),
+    "TP ms": st.column_config.NumberColumn(help="tensor-parallel communication per step"),
+    "DP ms": st.column_config.NumberColumn(help="exposed data-parallel communication"),
+}
+# the form's values that no run tells (the planner's defaults, docs/planner.md)
+ASSUMED = ("parameters (8 B)", "GPUs per node (8)", "sequence (8192)",
+           "global batch (4 Mi tokens)", f"network ({DEFAULT_NETWORK_GBS:g} GB/s per GPU)",
+           f"kernel efficiency ({DEFAULT_EFFICIENCY:g})")
 
 
 def render(ctx: PageContext) -> None:
@@ -105,7 +126,8 @@ def _show(result: PlanResult) -> None:
                 f"{best.recompute}: predicted MFU **{pct(best.mfu)}**, "
                 f"{best.step_ms:.2f} ms/step, {best.memory_gb:.1f} GB per GPU "
                 f"({result.feasible} of {result.evaluated} layouts fit).")
-    chart_and_table(charts.plan_scatter(result), _frame(result), "layouts", "plans", side=False)
+    chart_and_table(charts.plan_scatter(result), _frame(result), "layouts", "plans",
+                    column_config=PLAN_COLUMNS)
     if best.terms:
         with st.expander("What the best layout's step is made of"):
             st.dataframe(pl.DataFrame([{"term": TERM_LABELS.get(t.name, t.name),
@@ -114,18 +136,22 @@ def _show(result: PlanResult) -> None:
 
 
 def _frame(result: PlanResult) -> pl.DataFrame:
+    """One row per layout, short columns so that none is cut at 1000 px (PLAN_COLUMNS
+    explains them)."""
     return pl.DataFrame([{
-        "TP": p.tp, "PP": p.pp, "DP": p.dp, "ZeRO": p.zero, "microbatches": p.microbatches,
-        "recompute": p.recompute, "memory GB": round(p.memory_gb, 1),
-        "bubble ms": round(p.bubble_ms, 1), "TP comm ms": round(p.tp_comm_ms, 1),
-        "DP exposed ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
-        "MFU %": round(100 * p.mfu, 1), "TP link": p.tp_link, "fits": p.fits}
+        "layout": f"TP{p.tp} PP{p.pp} DP{p.dp} Z{p.zero}", "mb": p.microbatches,
+        "recompute": p.recompute, "GB": round(p.memory_gb, 1),
+        "bubble ms": round(p.bubble_ms, 1), "TP ms": round(p.tp_comm_ms, 1),
+        "DP ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
+        "MFU %": round(100 * p.mfu, 1), "fits": p.fits}
         for p in result.plans])
 
 
 def render_fixed(ctx: PageContext) -> None:
     """The standard formulas at a fixed kernel efficiency and network bandwidth."""
-    gpus0, device0 = _defaults(ctx)
+    gpus0, device0, assumed = _defaults(ctx)
+    st.caption(("From the run: its GPU count and device. " if ctx.run else "")
+               + "Assumed until you change them: " + ", ".join(assumed) + ".")
     devices = [d.id for d in table().devices]
     with st.form("plan_form"):
         c = st.columns(4)

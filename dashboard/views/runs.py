@@ -11,8 +11,7 @@ import streamlit as st
 from stepscope.analyzers.model import FailedFile
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
-from stepscope.dashboard.render.format import pct
-from stepscope.dashboard.render.labels import CATEGORY_LABELS
+from stepscope.dashboard.render.format import pct, short_name
 from stepscope.ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
@@ -24,24 +23,35 @@ def failed_files(files: Sequence[FailedFile]) -> list[tuple[str, str]]:
     return [(f.file, f.error) for f in files]
 
 
+SHORT_LOSS = {"exposed_comm": "exposed comm", "straggler_wait": "straggler wait",
+              "bubble": "bubble", "memory": "memory", "recompute": "recompute",
+              "idle": "idle", "compute": "compute"}
+
+
+def _status(status: str | None, failed: int | None) -> str:
+    return f"{status}: {failed} failed" if failed else str(status or "-")
+
+
 def runs_table(ctx: PageContext) -> pl.DataFrame:
-    """One row per run as the page shows it (numbers from the summary and the report)."""
+    """One row per run as the page shows it (numbers from the summary and the report);
+    few, short columns, so that none is cut at 1000 px (hosts and steps are in the
+    selected run's details below)."""
     summary = data.summary(ctx.config.db)
-    mfu = {run: data.report(ctx.config.db, run, ctx.dtype).mfu.mfu for run in ctx.runs}
-    return summary.select(
-        pl.col("run"), pl.col("status"),
-        pl.format("{} / {}", pl.col("n_ranks"), pl.col("world_size")).alias("ranks"),
-        pl.col("hosts"), pl.col("devices").alias("device"), pl.col("steps"),
-        pl.col("attributed_step_ms").round(2).alias("step time (ms)"),
-        pl.col("run").replace_strict(mfu, default=None, return_dtype=pl.Float64)
-        .map_elements(pct, return_dtype=pl.String).alias("MFU"),
-        pl.format("{} ({})",
-                  pl.col("top_loss").replace_strict(CATEGORY_LABELS, default=pl.col("top_loss")),
-                  pl.col("top_loss_share").map_elements(pct, return_dtype=pl.String))
-        .alias("largest loss"),
-        pl.col("failed_files").alias("failed files"),
-        pl.col("ingested_at").cast(pl.String).str.slice(0, 19).alias("ingested (UTC)"),
-    ).sort("ingested (UTC)", descending=True)
+    mfu = {run: data.report(ctx.config.db, run, ctx.dtype, ctx.peak_tflops).mfu.mfu
+           for run in ctx.runs}
+    rows = [{
+        "run": r["run"], "status": _status(r["status"], r["failed_files"]),
+        "ranks": f"{r['n_ranks']} / {r['world_size']}",
+        "device": short_name((r["devices"] or "-").replace("NVIDIA ", ""), 22),
+        "step ms": None if r["attributed_step_ms"] is None
+        else round(r["attributed_step_ms"], 2),
+        "MFU": pct(mfu.get(r["run"])),
+        "largest loss": (f"{SHORT_LOSS.get(r['top_loss'], r['top_loss'])} "
+                         f"{pct(r['top_loss_share'], 0)}" if r["top_loss"] else "-"),
+        "ingested": r["ingested_at"]}
+        for r in summary.iter_rows(named=True)]
+    frame = pl.DataFrame(rows).sort("ingested", descending=True, nulls_last=True)
+    return frame.with_columns(pl.col("ingested").dt.strftime("%m-%d %H:%M"))
 
 
 def render(ctx: PageContext) -> None:
@@ -52,14 +62,17 @@ def render(ctx: PageContext) -> None:
         return
     with st.spinner("Building the reports (once per run)…"):
         table = runs_table(ctx)
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch", key="df_runs", column_config={
+        "ingested": st.column_config.TextColumn(help="when the run was ingested (UTC)")})
     st.download_button("Download CSV", table.write_csv(), "runs.csv", "text/csv")
-    st.caption("Pick a run in the sidebar to see its details here.")
-    _run_detail(ctx, ctx.run or ctx.runs[0])
+    run = ctx.run or ctx.runs[0]
+    st.subheader(f"Run '{run}'")
+    st.caption("The run selected in the sidebar; pick another there.")
+    _run_detail(ctx, run)
 
 
 def _run_detail(ctx: PageContext, run: str) -> None:
-    report = data.report(ctx.config.db, run, ctx.dtype)
+    report = data.report(ctx.config.db, run, ctx.dtype, ctx.peak_tflops)
     failures = failed_files(report.run.failed_files)
     row = data.summary(ctx.config.db).filter(pl.col("run") == run).row(0, named=True)
     st.markdown(f"**{run}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
@@ -69,8 +82,8 @@ def _run_detail(ctx: PageContext, run: str) -> None:
     cols[1].markdown(f"[Link to this run]({deep_link('overview', run)})")
     if failures:
         st.warning(f"Run '{run}' is partial: {len(failures)} file(s) failed")
-        st.dataframe(pl.DataFrame(failures, schema=["file", "reason"], orient="row"),
-                     hide_index=True, width="stretch")
+        # a list, not a table: a reason is a sentence, and a table cell would cut it
+        st.markdown("\n".join(f"- `{file}`: {reason}" for file, reason in failures))
     with st.expander(f"Delete run '{run}'"):
         confirm = st.checkbox(f"Yes, delete every row of '{run}' from {ctx.config.db.name}",
                               key="confirm_delete")

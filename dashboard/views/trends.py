@@ -28,10 +28,13 @@ def history_points(frame: pl.DataFrame) -> list[TrendPoint]:
 
 
 def run_points(ctx: PageContext) -> list[TrendPoint]:
+    """Every run, oldest ingest first, with when it was ingested."""
+    when = {r["run"]: r["ingested_at"] for r in
+            data.summary(ctx.config.db).iter_rows(named=True)}
     points = []
     for run in reversed(ctx.runs):  # oldest first
-        report = data.report(ctx.config.db, run, ctx.dtype)
-        points.append(TrendPoint(run=run, when=None, mfu=report.mfu.mfu,
+        report = data.report(ctx.config.db, run, ctx.dtype, ctx.peak_tflops)
+        points.append(TrendPoint(run=run, when=when.get(run), mfu=report.mfu.mfu,
                                  step_time_ms=report.step_time_ms,
                                  breakdown_ms=report.breakdown_ms))
     return points
@@ -52,7 +55,11 @@ def render(ctx: PageContext) -> None:
                    "oldest ingest first.")
         points = run_points(ctx)
         title = "All runs by ingest time"
-    frame = pl.DataFrame([{"run": p.run, "when": p.when, "MFU %": None if p.mfu is None
-                           else round(100 * p.mfu, 2),
-                           "step time (ms)": p.step_time_ms} for p in points])
+    frame = pl.DataFrame([{"run": p.run,
+                           "when (UTC)": None if p.when is None else str(p.when)[:19],
+                           "MFU %": None if p.mfu is None else round(100 * p.mfu, 3),
+                           "step time (ms)": None if p.step_time_ms is None
+                           else round(p.step_time_ms, 3)} for p in points],
+                         schema={"run": pl.String, "when (UTC)": pl.String,
+                                 "MFU %": pl.Float64, "step time (ms)": pl.Float64})
     chart_and_table(charts.trends(points, title), frame, "trend", "trend")

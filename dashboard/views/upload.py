@@ -48,11 +48,12 @@ def render(ctx: PageContext) -> None:
     if not ctx.runs:
         st.info("The database is empty. Upload the traces of every rank of a run, or load a "
                 "bundled sample below to see what stepscope shows.")
-    _samples(ctx)
+    _show_outcome(st.session_state.get(OUTCOME))
+    # the user's own traces first, the bundled samples last
     _from_browser(ctx)
     if ctx.config.traces_root is not None:
         _from_server(ctx, ctx.config.traces_root)
-    _show_outcome(st.session_state.get(OUTCOME))
+    _samples(ctx)
 
 
 def _from_browser(ctx: PageContext) -> None:
@@ -114,7 +115,10 @@ def _samples(ctx: PageContext) -> None:
 
 
 def _replace_warning(ctx: PageContext, run: str) -> None:
-    if run.strip() in ctx.runs:
+    """Warn before an ingest replaces a run, not after one made it (the run just
+    ingested is the outcome shown above, not a run to be replaced)."""
+    outcome = st.session_state.get(OUTCOME)
+    if run.strip() in ctx.runs and not (outcome is not None and outcome.run == run.strip()):
         st.caption(f":orange[A run named '{run.strip()}' exists: ingesting replaces it.]")
 
 

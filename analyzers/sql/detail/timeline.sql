@@ -10,6 +10,9 @@
 -- priority sweep); tests check that each rank's segments add up to step_attribution.
 -- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble,
 -- 6 memory, 7 idle. Times are ns from the rank's own window start (hosts' clocks differ).
+-- Each rectangle names what ran: the GPU op, or the collective and its group (of the
+-- segment's own category, the latest to start; NULL for idle and CPU-only ranks' ops);
+-- adjacent segments merge when both category and name are the same.
 WITH win AS (
     SELECT rank, timeline, window_start_ns AS ws, window_end_ns AS we
     FROM step_attribution
@@ -20,35 +23,38 @@ WITH win AS (
     -- GPU kernels and memory ops (communication comes from the collectives below)
     SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
         CASE WHEN g.kind IN ('memcpy', 'memset') THEN 6
-             WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
+             WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat, g.name
     FROM gpu_ops g JOIN win ON win.rank = g.rank AND win.timeline = 'gpu'
     LEFT JOIN rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id
     WHERE g.run = $run AND g.kind <> 'comm' AND g.end_ns > win.ws AND g.start_ns < win.we
     UNION ALL
     -- collectives: the wait for the last rank, then the transfer; P2P is bubble
-    SELECT c.rank, c.work_start_ns, c.work_start_ns + coalesce(w.wait_ns, 0), 4
+    SELECT c.rank, c.work_start_ns, c.work_start_ns + coalesce(w.wait_ns, 0), 4,
+        c.collective || ' · ' || coalesce(c.pg_desc, c.library, 'collective') || ' (wait)'
     FROM collectives c JOIN win ON win.rank = c.rank
     JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
     WHERE c.run = $run AND NOT c.is_p2p AND w.wait_ns > 0
       AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
     UNION ALL
-    SELECT c.rank, c.work_start_ns + coalesce(w.wait_ns, 0), c.work_end_ns, 3
+    SELECT c.rank, c.work_start_ns + coalesce(w.wait_ns, 0), c.work_end_ns, 3,
+        c.collective || ' · ' || coalesce(c.pg_desc, c.library, 'collective')
     FROM collectives c JOIN win ON win.rank = c.rank
     JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
     WHERE c.run = $run AND NOT c.is_p2p AND c.work_start_ns IS NOT NULL
       AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
     UNION ALL
-    SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
+    SELECT c.rank, c.work_start_ns, c.work_end_ns, 5,
+        c.collective || ' · ' || coalesce(c.pg_desc, c.library, 'p2p')
     FROM collectives c JOIN win ON win.rank = c.rank
     WHERE c.run = $run AND c.is_p2p AND c.work_start_ns IS NOT NULL
       AND c.work_end_ns > win.ws AND c.work_start_ns < win.we
     UNION ALL
     -- CPU-only ranks: the self time of each compute op (attribution/macros.sql), of the
     -- ops overlapping the window
-    SELECT rank, s, e, cat FROM cpu_self_time($run, (
+    SELECT rank, s, e, cat, NULL AS name FROM cpu_self_time($run, (
         SELECT list({'rank': rank, 'ws': ws, 'we': we}) FROM win WHERE timeline = 'cpu'))
 ), clipped AS (
-    SELECT iv.rank, greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.cat
+    SELECT iv.rank, greatest(iv.s, win.ws) AS s, least(iv.e, win.we) AS e, iv.cat, iv.name
     FROM iv JOIN win USING (rank) WHERE iv.e > iv.s
 ), pts AS (
     SELECT rank, s AS t, cat, 1 AS d FROM clipped WHERE e > s
@@ -68,25 +74,34 @@ WITH win AS (
         sum(coalesce(d5, 0)) OVER w AS n5, sum(coalesce(d6, 0)) OVER w AS n6
     FROM bounds
     WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-), segments AS (
-    SELECT r.rank, r.t - win.ws AS s, r.t_next - win.ws AS e,
+), swept AS (
+    SELECT r.rank, r.t AS ts, r.t_next AS te, win.ws,
         CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
              WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat
     FROM running r JOIN win USING (rank)
     WHERE r.t_next IS NOT NULL AND r.t_next > r.t AND r.t >= win.ws AND r.t_next <= win.we
+), segments AS (
+    -- what ran: the latest-starting interval of the segment's category that covers it
+    SELECT g.rank, g.ts - g.ws AS s, g.te - g.ws AS e, g.cat, arg_max(c.name, c.s) AS name
+    FROM swept g
+    LEFT JOIN clipped c ON c.rank = g.rank AND c.cat = g.cat AND c.s <= g.ts AND c.e >= g.te
+    GROUP BY g.rank, g.ts, g.te, g.ws, g.cat
 ), islands AS (
-    -- adjacent segments of one category become one rectangle
-    SELECT *, sum(CASE WHEN cat = prev_cat AND s = prev_e THEN 0 ELSE 1 END)
+    -- adjacent segments of one category and name become one rectangle
+    SELECT *, sum(CASE WHEN cat = prev_cat AND name IS NOT DISTINCT FROM prev_name
+                            AND s = prev_e THEN 0 ELSE 1 END)
                   OVER (PARTITION BY rank ORDER BY s) AS island
     FROM (SELECT *, lag(cat) OVER (PARTITION BY rank ORDER BY s) AS prev_cat,
+                    lag(name) OVER (PARTITION BY rank ORDER BY s) AS prev_name,
                     lag(e) OVER (PARTITION BY rank ORDER BY s) AS prev_e
           FROM segments)
 ), merged AS (
-    SELECT rank, min(s) AS start_ns, max(e) AS end_ns, any_value(cat) AS cat
+    SELECT rank, min(s) AS start_ns, max(e) AS end_ns, any_value(cat) AS cat,
+        any_value(name) AS name
     FROM islands GROUP BY rank, island
-), binned AS (
+), binned_named AS (
     -- each segment's time spread over the equal bins it covers
-    SELECT m.rank, b.bin, m.cat,
+    SELECT m.rank, b.bin, m.cat, m.name,
         sum(least(m.end_ns, (b.bin + 1) * w.width) - greatest(m.start_ns, b.bin * w.width))
             AS ns
     FROM merged m
@@ -97,11 +112,15 @@ WITH win AS (
     ) b
     WHERE $bins IS NOT NULL
     GROUP BY ALL
+), binned AS (
+    -- per bin and category: its time, and the name that holds most of it
+    SELECT rank, bin, cat, sum(ns) AS ns, arg_max(name, ns) AS name
+    FROM binned_named GROUP BY rank, bin, cat
 )
-SELECT rank, start_ns, end_ns, cat FROM merged WHERE $bins IS NULL
+SELECT rank, start_ns, end_ns, cat, name FROM merged WHERE $bins IS NULL
 UNION ALL
 SELECT b.rank, CAST(b.bin * w.width AS BIGINT), CAST((b.bin + 1) * w.width AS BIGINT),
-    arg_max(b.cat, b.ns)
+    arg_max(b.cat, b.ns), arg_max(b.name, b.ns)
 FROM binned b JOIN (SELECT rank, (we - ws) / $bins::DOUBLE AS width FROM win) w USING (rank)
 GROUP BY b.rank, b.bin, w.width
 ORDER BY rank, start_ns
