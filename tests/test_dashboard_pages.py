@@ -19,7 +19,7 @@ from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.format import mfu_points, pct
 from stepscope.dashboard.uploads import ingest_staged
 from stepscope.dashboard.views import PAGES, compare
 
@@ -86,11 +86,11 @@ def test_ranks_names_the_straggler_with_evidence(monkeypatch, pages_db):
     assert f"**rank 3** ({report.stragglers[0].host})" in texts(at)
     grid = at.dataframe[1].value
     assert len(grid) == 8 * 3  # ranks x profiled steps
-    assert grid.groupby("rank")["wait caused (ms)"].sum().idxmax() == 3
+    assert grid.groupby("rank")["wait caused ms"].sum().idxmax() == 3
     at.radio(key="ranks_metric").set_value("wait_suffered_ms").run()
     no_exception(at)
     per_rank = at.dataframe[2].value
-    assert per_rank["step time (ms)"].tolist() == pytest.approx(
+    assert per_rank["step ms"].tolist() == pytest.approx(
         [r.step_time_ms for r in report.per_rank], abs=1e-3)
 
 
@@ -113,7 +113,7 @@ def test_communication_and_pipeline_match_the_report(monkeypatch, pages_db):
     report = cli_report(pages_db, "straggler")
     at = open_page(monkeypatch, pages_db, "communication", "straggler")
     shown = metrics(at)
-    assert shown["Exposed communication"] == f"{report.breakdown_ms.exposed_comm:.2f} ms/step"
+    assert shown["Exposed"] == f"{report.breakdown_ms.exposed_comm:.2f} ms"
     assert len(at.dataframe[0].value) == len(report.collectives)
     at = open_page(monkeypatch, pages_db, "pipeline", "straggler")
     pipe = report.pipeline
@@ -142,9 +142,9 @@ def test_compare_shows_the_diff_model(monkeypatch, pages_db):
     diff = build_diff(a, b, op_times(con, "diff_base"), op_times(con, "diff_scaled"))
     con.close()
     shown = metrics(at)
-    assert shown["MFU"] == f"{pct(a.mfu.mfu)} → {pct(b.mfu.mfu)}"
+    assert shown["MFU (A → B)"] == f"{pct(a.mfu.mfu)} → {pct(b.mfu.mfu)}"
     assert diff.mfu_delta_points is not None and diff.mfu_delta_points < 0
-    assert at.metric[0].delta == f"{diff.mfu_delta_points:+.2f} points"
+    assert at.metric[0].delta == f"{mfu_points(diff.mfu_delta_points, 2)} points"
     points = at.dataframe[0].value
     assert sum(points["MFU points"]) == pytest.approx(diff.mfu_delta_points, abs=0.01)
     assert diff.narrative.splitlines()[0][:40] in texts(at)
@@ -247,7 +247,10 @@ def test_deep_link_and_navigation_keep_the_url(monkeypatch, pages_db):
     assert at.query_params["page"] in ("ranks", ["ranks"])
     assert at.query_params["run"] in ("diff_base", ["diff_base"])
     unknown = open_page(monkeypatch, pages_db, "nope", "nope")
-    assert unknown.header[0].value == "Runs"  # a bad link lands somewhere useful
+    # a bad link says what is wrong, and shows no other run's numbers
+    assert "Run 'nope' does not exist" in unknown.error[0].value and not unknown.metric
+    lost = open_page(monkeypatch, pages_db, "nope")
+    assert lost.header[0].value == "Runs"  # an unknown page lands somewhere useful
 
 
 def lock(db: Path) -> subprocess.Popen[str]:
@@ -280,11 +283,19 @@ def test_busy_database_shows_last_state_or_busy(monkeypatch, pages_db, tmp_path)
             holder.wait()
 
 
-def test_waterfall_labels_never_show_minus_zero() -> None:
-    """A stage that lost a few hundredths of a point reads 0.0, not -0.0."""
-    from stepscope.dashboard.render.format import points
+def test_numbers_keep_enough_digits_and_never_show_minus_zero() -> None:
+    """The digits rule (render/format.py): never more than a tenth off the true value, so
+    a stage that lost a few hundredths of a point reads -0.04, not 0.0 or -0.0, and an
+    MFU of 0.03% is not 0.0%; zero is 0.0."""
+    from stepscope.dashboard.render.format import decimals, fixed, points
 
-    assert [points(v) for v in (-0.04, -0.0, 0.04, -2.345, -10.06)] == \
-        ["0.0", "0.0", "0.0", "-2.3", "-10.1"]
-    assert [points(v, 2, signed=True) for v in (-0.001, 0.004, -2.346, 1.5)] == \
-        ["+0.00", "+0.00", "-2.35", "+1.50"]
+    assert [points(v) for v in (-0.04, -0.0, 0.0, 0.04, -2.345, -10.06)] == \
+        ["-0.04", "0.0", "0.0", "0.04", "-2.3", "-10.1"]
+    assert [points(v, 2, signed=True) for v in (-0.001, 0.004, -2.346, 1.5, 0.0)] == \
+        ["-0.001", "+0.004", "-2.35", "+1.50", "+0.00"]
+    assert [pct(x) for x in (0.000312, 0.0312, 0.33, 0.0049, 0.0)] == \
+        ["0.03%", "3.1%", "33.0%", "0.5%", "0.0%"]
+    for value in (0.0312, 0.00049, 7.77e-5, 123.456, 0.95, 0.149):
+        shown = float(fixed(value))
+        assert abs(shown - value) <= 0.1 * value, value
+        assert decimals(value) >= 1

@@ -21,9 +21,16 @@ PARTS = ("exposed_ms", "straggler_wait_ms", "bubble_ms", "overlapped_ms")
 
 
 def totals(report: Report) -> dict[str, float]:
-    """Each part summed over the collectives, and their time ('time_ms')."""
+    """Each part over the collectives, and their time ('time_ms'): exposed, straggler
+    wait and bubble are the report's categories (the collectives' parts sum to them),
+    shown as the Overview shows them."""
     rows = report.collectives
-    return {f: sum(getattr(c, f) for c in rows) for f in ("time_ms", *PARTS)}
+    out = {f: sum(getattr(c, f) for c in rows) for f in ("time_ms", *PARTS)}
+    bd = report.breakdown_ms
+    out.update(exposed_ms=bd.exposed_comm, straggler_wait_ms=bd.straggler_wait)
+    if any(c.is_p2p for c in rows):
+        out["bubble_ms"] = bd.bubble
+    return out
 
 
 def collective_table(report: Report) -> pl.DataFrame:
