@@ -1,7 +1,11 @@
 """The dashboard as a person sees it: `stepscope dashboard` on a free port, headless
 Chromium (Debian's /usr/bin/chromium, driven by playwright; never a downloaded browser),
-an 8-rank archive uploaded through the file input, every page opened by its deep link.
-Screenshots go to .artifacts/dashboard/ (git-ignored) for people to look at."""
+an 8-rank simulated archive and a real trace uploaded through the file input, then every
+page of both runs at 1400 and 1000 px. Each page is checked in the DOM once Streamlit's
+script run has finished (stApp's data-test-script-state): no headline number cut
+("17.…": a metric's text wider than its box), no table wider than its box (a cut
+column), no error; a heatmap cell opens the Timeline. Screenshots go to
+.artifacts/dashboard/<width>/ (git-ignored) for people to look at."""
 
 from __future__ import annotations
 
@@ -15,19 +19,51 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 from dashboard_helpers import REPO, SIMULATED
 from playwright.sync_api import sync_playwright
 
+from stepscope.dashboard.views import PAGES, RUN_PAGES
+
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
-WAIT_MS = 180_000
+REAL = (REPO.parent / "shared" / "traces" / "HolisticTraceAnalysis" / "tests" / "data"
+        / "nccl_parser_config" / "nccl_data.json.gz")
+WAIT_MS = 240_000
+WIDTHS = (1400, 1000)
 
 if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium: run `apt-get install -y chromium` as root "
                 "(.ci/run does)", allow_module_level=True)
+
+# What a reader cannot see whole: a metric's value or label wider than its box (Streamlit
+# cuts it to "17.…"), a table wider than its box (glide's scroller: columns cut off), an
+# HTML table or a chart running out of the page's content column.
+CUT_JS = """() => {
+  const out = [];
+  const over = (e) => e.scrollWidth > e.clientWidth + 1;
+  for (const kind of ["stMetricValue", "stMetricLabel", "stMetricDelta"]) {
+    for (const el of document.querySelectorAll(`[data-testid="${kind}"]`)) {
+      const inner = el.querySelector('[data-testid="stMarkdownContainer"]') || el;
+      if (over(inner) || over(el))
+        out.push(`${kind} "${el.innerText}" ${inner.scrollWidth} > ${inner.clientWidth} px`);
+    }
+  }
+  document.querySelectorAll('[data-testid="stDataFrame"]').forEach((df, i) => {
+    const sc = df.querySelector('.dvn-scroller');
+    if (sc && over(sc)) out.push(`table ${i}: ${sc.scrollWidth} > ${sc.clientWidth} px`);
+  });
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const right = main.getBoundingClientRect().right + 1;
+  document.querySelectorAll('[data-testid="stMain"] table, [data-testid="stPlotlyChart"]')
+    .forEach((t, i) => {
+      if (t.getBoundingClientRect().right > right) out.push(`${t.tagName} ${i} past the page`);
+    });
+  return out;
+}"""
 
 
 def free_port() -> int:
@@ -83,12 +119,12 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser_page(server: tuple[str, Path]) -> Iterator[tuple[object, list[str]]]:
+def browser_page(server: tuple[str, Path]) -> Iterator[tuple[Any, list[str]]]:
     """A Chromium page, with every request URL recorded (nothing may leave the machine)."""
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                      args=["--no-sandbox", "--disable-dev-shm-usage"])
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page = browser.new_page(viewport={"width": WIDTHS[0], "height": 1000})
         requests: list[str] = []
         page.on("request", lambda req: requests.append(req.url))
         try:
@@ -97,68 +133,112 @@ def browser_page(server: tuple[str, Path]) -> Iterator[tuple[object, list[str]]]
             browser.close()
 
 
-def shot(page: object, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.wait_for_timeout(1500)  # type: ignore[attr-defined]  # let charts finish drawing
-    # Streamlit scrolls inside its main block: grow the window to the content's height
-    height = page.evaluate(  # type: ignore[attr-defined]
+def settle(page: Any) -> None:
+    """Wait until Streamlit has finished running the script, twice over a pause (a
+    callback may start another run), and the charts have drawn."""
+    for _ in range(2):
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
+            " === 'notRunning'", timeout=WAIT_MS)
+        page.wait_for_timeout(1000)
+
+
+def shot(page: Any, name: str, width: int) -> Path:
+    """The whole page (Streamlit scrolls inside its main block: the window grows to the
+    content's height for the picture)."""
+    folder = SHOTS / str(width)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    height = page.evaluate(
         "() => document.querySelector('[data-testid=stMain]')?.scrollHeight || 1000")
-    size = {"width": 1440, "height": min(max(int(height), 1000), 5000)}
-    page.set_viewport_size(size)  # type: ignore[attr-defined]
-    page.wait_for_timeout(800)  # type: ignore[attr-defined]
-    page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
-    page.set_viewport_size({"width": 1440, "height": 1000})  # type: ignore[attr-defined]
+    page.set_viewport_size({"width": width, "height": min(max(int(height), 1000), 8000)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": width, "height": 1000})
     return path
 
 
-def wait_text(page: object, text: str) -> None:
-    page.get_by_text(text).first.wait_for(timeout=WAIT_MS)  # type: ignore[attr-defined]
+def wait_text(page: Any, text: str) -> None:
+    page.get_by_text(text).first.wait_for(timeout=WAIT_MS)
 
 
-def wait_heading(page: object, text: str) -> None:
-    page.get_by_role("heading", name=text).first.wait_for(  # type: ignore[attr-defined]
-        timeout=WAIT_MS)
+def open_and_check(page: Any, base: str, query: str, name: str, width: int) -> None:
+    """Open one page by its link, wait for the script, check what a reader sees, shoot."""
+    page.goto(f"{base}?{query}")
+    settle(page)
+    assert page.get_by_text("Internal error").count() == 0, name
+    assert page.locator("[data-testid=stException]").count() == 0, name
+    cut = page.evaluate(CUT_JS)
+    path = shot(page, name, width)
+    assert not cut, f"{name} at {width} px ({path}): {cut}"
 
 
-def settle(page: object) -> None:
-    """Wait until Streamlit has finished running the script (no 'Running' widget)."""
-    page.wait_for_function(  # type: ignore[attr-defined]
-        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=WAIT_MS)
+def upload(page: Any, path: Path, run: str, ranks: int) -> None:
+    page.locator("input[type=file]").first.set_input_files(str(path))
+    wait_text(page, path.name)
+    settle(page)
+    page.get_by_role("button", name="Ingest the uploaded files").click()
+    wait_text(page, f"Run '{run}' ingested: {ranks} rank(s)")
+    settle(page)
+    # after a successful upload, no stale "a run of that name exists" warning
+    assert page.get_by_text(f"A run named '{run}' exists").count() == 0
 
 
-@pytest.mark.browser
-def test_upload_an_archive_then_every_page(server, archive, browser_page):
+def test_upload_then_every_page_at_two_widths(server, archive, browser_page):
+    if not REAL.exists():
+        pytest.skip("../shared/traces is not present (the real trace to upload)")
     base, _ = server
     page, requests = browser_page
     page.goto(base)
     wait_text(page, "The database is empty")  # no database: the upload page
-    shot(page, "01-upload-empty")
-    page.locator("input[type=file]").first.set_input_files(str(archive))
-    wait_text(page, "slowjob.tar.gz")
-    page.get_by_role("button", name="Ingest the uploaded files").click()
-    wait_text(page, "Run 'slowjob' ingested: 8 rank(s) from 8 file(s)")
-    shot(page, "02-upload-done")
-    page.get_by_role("button", name="Open run 'slowjob'").click()
-    wait_heading(page, "Overview")
-    wait_text(page, "rank 3")  # the simulated straggler, named on the overview
     settle(page)
-    assert "page=overview" in page.url and "run=slowjob" in page.url
-    # a bundled sample, one click away on the Upload page: the same job without straggler
-    page.goto(f"{base}?page=upload")
-    wait_heading(page, "Upload traces")
+    # the user's own traces come before the bundled samples
+    own = page.get_by_text("From your computer").bounding_box()
+    samples = page.get_by_text("Bundled samples").bounding_box()
+    assert own["y"] < samples["y"]
+    shot(page, "upload-empty", WIDTHS[0])
+    upload(page, archive, "slowjob", 8)
+    shot(page, "upload-done", WIDTHS[0])
+    upload(page, REAL, "nccl_data", 1)
+    # a bundled sample, one click away on the Upload page: the baseline for Compare
     page.get_by_role("combobox", name="Sample run").click()
     page.get_by_role("option", name="simulated/healthy").click()
     settle(page)
     page.get_by_role("button", name="Load sample").click()
     wait_text(page, "Run 'healthy' ingested: 8 rank(s) from 8 file(s)")
-    from stepscope.dashboard.views import PAGES
-    for n, key in enumerate(PAGES, start=3):
-        page.goto(f"{base}?page={key}&run=slowjob" + ("&vs=healthy" if key == "compare" else ""))
-        wait_heading(page, PAGES[key].HEADER)
-        settle(page)
-        assert page.get_by_text("Internal error").count() == 0
-        assert page.locator("[data-testid=stException]").count() == 0
-        shot(page, f"{n:02d}-{key}")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        for key in PAGES:
+            runs = ("slowjob", "nccl_data") if key in RUN_PAGES else (None,)
+            for run in runs:
+                query = f"page={key}" + (f"&run={run}" if run else "")
+                open_and_check(page, base, query, f"{run or 'all'}-{key}", width)
+        open_and_check(page, base, "page=overview&run=doesnotexist", "missing-run", width)
+        assert page.get_by_text("Run 'doesnotexist' does not exist").count() == 1
     hosts = {urlparse(u).hostname for u in requests if u.startswith("http")}
     assert hosts == {"127.0.0.1"}, f"requests left the machine: {hosts}"
+
+
+def test_a_heatmap_cell_opens_the_timeline(server, browser_page):
+    """Clicking a cell of the Ranks heatmap opens the Timeline at that step, with that
+    rank drawn; the Timeline's hover names what ran."""
+    base, _ = server
+    page, _ = browser_page
+    page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
+    page.goto(f"{base}?page=ranks&run=slowjob")
+    settle(page)
+    chart = page.locator("[data-testid=stPlotlyChart]").first
+    drag = chart.locator(".nsewdrag").first
+    box = drag.bounding_box()
+    # rank 3 (row 4 of 8), the first complete step (column 1 of 2)
+    page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * (3.5 / 8))
+    page.get_by_role("heading", name="Timeline").first.wait_for(timeout=WAIT_MS)
+    settle(page)
+    assert "3" in page.locator("[data-testid=stMultiSelect]").first.inner_text()
+    gantt = page.locator("[data-testid=stPlotlyChart]").first.locator(".nsewdrag").first
+    g = gantt.bounding_box()
+    page.mouse.move(g["x"] + g["width"] * 0.3, g["y"] + g["height"] * 0.1)
+    page.wait_for_timeout(800)
+    hover = page.locator(".hoverlayer").first.inner_text()
+    assert "ms" in hover and "from" in hover, hover
+    shot(page, "heatmap-click-timeline", WIDTHS[0])

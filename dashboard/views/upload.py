@@ -58,9 +58,12 @@ def render(ctx: PageContext) -> None:
 
 def _from_browser(ctx: PageContext) -> None:
     st.subheader("From your computer")
+    # a successful ingest starts a new round: the uploader (and the run name) start empty
+    done = st.session_state.get("upload_round", 0)
     files = st.file_uploader(
         "Trace files or archives of every rank (.json, .json.gz, .zip, .tar.gz)",
-        type=list(UPLOAD_TYPES), accept_multiple_files=True, key="upload_files")
+        type=list(UPLOAD_TYPES), accept_multiple_files=True,
+        key="upload_files" if not done else f"upload_files_{done}")
     names = [f.name for f in files or []]
     run = st.text_input("Run name", value=default_run_name(names) if names else "",
                         key=f"upload_run_{'|'.join(names)}",
@@ -148,6 +151,7 @@ def _ingest(ctx: PageContext, work: Callable[..., IngestResult]) -> None:
     data.forget_tokens(ctx.config.db)
     if outcome.run is not None:
         st.session_state["nav_run_pending"] = outcome.run
+        st.session_state["upload_round"] = st.session_state.get("upload_round", 0) + 1
     st.rerun()
 
 
