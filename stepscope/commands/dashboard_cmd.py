@@ -19,6 +19,8 @@ HELP = "browse runs and upload traces in a local web app"
 APP = Path(__file__).parents[1] / "dashboard" / "app.py"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_S = 10
+# what stops the server: Ctrl-C, `kill`, the terminal closing
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # Nothing phones home, errors show one line, the server runs without a browser.
 STREAMLIT_OPTIONS = (
@@ -93,16 +95,33 @@ def _warn_public(host: str) -> None:
               "(docs/dashboard.md).", file=sys.stderr)
 
 
+class _Stopped(Exception):
+    """A stop signal arrived (SIGINT, SIGTERM or SIGHUP)."""
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Let Streamlit shut down on SIGINT; terminate, then kill, if it lingers."""
-    for sig, wait in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        if proc.poll() is not None:
-            return
-        proc.send_signal(sig)
+    """Stop the server's whole process tree: Streamlit runs in a process group of its own
+    (a new session), which gets SIGTERM (Streamlit's graceful stop), then SIGKILL if it
+    lingers; anything it started that is still in the group is killed too."""
+    if proc.poll() is None:
+        _kill_group(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=wait)
+            proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            continue
+            _kill_group(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=STOP_GRACE_S)
+    _kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group, if any
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,15 +129,29 @@ def run(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     _warn_public(args.host)
     env = {**os.environ, **config.to_env()}
-    proc = subprocess.Popen(streamlit_command(config, args.host, args.port), env=env)
-    print(f"stepscope dashboard: {url(args.host, args.port)}  (database {config.db}; "
-          "Ctrl-C to stop)", flush=True)
+    # Our own handlers for every stop signal, also where the shell started us with SIGINT
+    # ignored; the child in its own session, so a signal to us (or to the terminal's
+    # group) is passed on once, by _stop, to the whole tree.
+    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    proc = None
     try:
+        proc = subprocess.Popen(streamlit_command(config, args.host, args.port), env=env,
+                                start_new_session=True)
+        print(f"stepscope dashboard: {url(args.host, args.port)}  (database {config.db}; "
+              "Ctrl-C to stop)", flush=True)
         code = proc.wait()
-    except KeyboardInterrupt:
-        _stop(proc)
+    except (_Stopped, KeyboardInterrupt):
+        for sig in STOP_SIGNALS:  # a second Ctrl-C does not cut the stop short
+            signal.signal(sig, signal.SIG_IGN)
+        if proc is not None:
+            _stop(proc)
         print("stepscope dashboard stopped", file=sys.stderr)
         return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if proc is not None and proc.poll() is None:
+            _stop(proc)
     if code != 0:
         print(f"error: the dashboard server exited with code {code}", file=sys.stderr)
         return EXIT_NOTHING
