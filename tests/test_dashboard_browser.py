@@ -1,20 +1,22 @@
-"""The dashboard as a person sees it: `stepscope dashboard` on a free port, headless
-Chromium (Debian's /usr/bin/chromium, driven by playwright; never a downloaded browser),
-an 8-rank simulated archive and a real trace uploaded through the file input, then every
-page of both runs at 1400 and 1000 px. Each page is checked in the DOM once Streamlit's
-script run has finished (stApp's data-test-script-state): no headline number cut
-("17.…": a metric's text wider than its box), no table wider than its box (a cut
+"""The dashboard as a person sees it: `stepscope dashboard` on a free port over a copy of
+the session's database of every bundled run, headless Chromium (Debian's
+/usr/bin/chromium, driven by playwright; never a downloaded browser), a real two-rank job
+from ../shared/traces uploaded through the file input, then every page of a simulated run
+and of the uploaded one at 1400 and 1000 px. Each page is checked in the DOM once
+Streamlit's script run has finished (stApp's data-test-script-state): no headline number
+cut ("17.…": a metric's text wider than its box), no table wider than its box (a cut
 column), no error; a heatmap cell opens the Timeline. Screenshots go to
-.artifacts/dashboard/<width>/ (git-ignored) for people to look at."""
+$STEPSCOPE_TEST_ARTIFACTS/dashboard/<width>/ (default .artifacts, git-ignored) for people
+to look at. Marked `browser`: select with -m browser."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,17 +25,22 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from dashboard_helpers import REPO, SIMULATED
+from dashboard_helpers import REPO
 from playwright.sync_api import sync_playwright
 
 from stepscope.dashboard.views import PAGES, RUN_PAGES
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
-REAL = (REPO.parent / "shared" / "traces" / "HolisticTraceAnalysis" / "tests" / "data"
-        / "nccl_parser_config" / "nccl_data.json.gz")
+# two ranks of a real 128-rank job (HTA's trace_filter samples): uploaded as one run
+REAL = REPO.parent / "shared" / "traces" / "HolisticTraceAnalysis" / "tests" / "data" / \
+    "trace_filter"
+REAL_FILES = tuple(REAL / f"sampled_rank-{r}.json.gz" for r in (0, 1))
+REAL_RUN = "real2"
+SIM_RUN = "straggler"  # a bundled simulated run: rank 3 makes the others wait
 WAIT_MS = 240_000
 WIDTHS = (1400, 1000)
+pytestmark = pytest.mark.browser
 
 if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium: run `apt-get install -y chromium` as root "
@@ -87,11 +94,13 @@ def wait_healthy(base: str, proc: subprocess.Popen[str], timeout_s: float = 120)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A running `stepscope dashboard` on an empty database; stopped with Ctrl-C (SIGINT
-    to its process group) at the end, which must exit 0."""
+def server(tmp_path_factory: pytest.TempPathFactory,
+           sample_db: Path) -> Iterator[tuple[str, Path]]:
+    """A running `stepscope dashboard` on a copy of the database of every bundled run;
+    stopped with Ctrl-C (SIGINT to its process group) at the end, which must exit 0."""
     tmp = tmp_path_factory.mktemp("browser")
     db, port = tmp / "ui.duckdb", free_port()
+    shutil.copyfile(sample_db, db)
     proc = subprocess.Popen(
         [sys.executable, "-m", "stepscope", "dashboard", "--db", str(db), "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -106,16 +115,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     assert proc.returncode == 0, err
     assert f"stepscope dashboard: {base}" in out
     assert "stopped" in err
-
-
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The simulated 8-rank straggler job as one .tar.gz, as a user would upload it."""
-    path = tmp_path_factory.mktemp("archive") / "slowjob.tar.gz"
-    with tarfile.open(path, "w:gz") as tf:
-        for f in sorted((SIMULATED / "straggler").glob("rank*.json.gz")):
-            tf.add(f, arcname=f"slowjob/{f.name}")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -162,20 +161,27 @@ def wait_text(page: Any, text: str) -> None:
     page.get_by_text(text).first.wait_for(timeout=WAIT_MS)
 
 
-def open_and_check(page: Any, base: str, query: str, name: str, width: int) -> None:
-    """Open one page by its link, wait for the script, check what a reader sees, shoot."""
+def open_and_check(page: Any, base: str, query: str, name: str, width: int) -> list[str]:
+    """Open one page by its link, wait for the script, shoot it and say what a reader
+    could not see whole (an error, a cut metric, a cut table)."""
     page.goto(f"{base}?{query}")
     settle(page)
-    assert page.get_by_text("Internal error").count() == 0, name
-    assert page.locator("[data-testid=stException]").count() == 0, name
+    problems = [f"{name}: internal error"] if page.get_by_text("Internal error").count() else []
+    if page.locator("[data-testid=stException]").count():
+        problems.append(f"{name}: {page.locator('[data-testid=stException]').first.inner_text()}")
     cut = page.evaluate(CUT_JS)
     path = shot(page, name, width)
-    assert not cut, f"{name} at {width} px ({path}): {cut}"
+    return problems + [f"{name} at {width} px ({path}): {c}" for c in cut]
 
 
-def upload(page: Any, path: Path, run: str, ranks: int) -> None:
-    page.locator("input[type=file]").first.set_input_files(str(path))
-    wait_text(page, path.name)
+def upload(page: Any, files: tuple[Path, ...], run: str, ranks: int) -> None:
+    """Choose the files in the file input, name the run, ingest."""
+    page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
+    wait_text(page, files[-1].name)
+    settle(page)
+    name = page.get_by_label("Run name").first
+    name.fill(run)
+    name.press("Enter")
     settle(page)
     page.get_by_role("button", name="Ingest the uploaded files").click()
     wait_text(page, f"Run '{run}' ingested: {ranks} rank(s)")
@@ -184,37 +190,31 @@ def upload(page: Any, path: Path, run: str, ranks: int) -> None:
     assert page.get_by_text(f"A run named '{run}' exists").count() == 0
 
 
-def test_upload_then_every_page_at_two_widths(server, archive, browser_page):
-    if not REAL.exists():
+def test_upload_then_every_page_at_two_widths(server, browser_page):
+    if not all(f.exists() for f in REAL_FILES):
         pytest.skip("../shared/traces is not present (the real trace to upload)")
     base, _ = server
     page, requests = browser_page
-    page.goto(base)
-    wait_text(page, "The database is empty")  # no database: the upload page
+    page.goto(f"{base}?page=upload")
     settle(page)
     # the user's own traces come before the bundled samples
     own = page.get_by_text("From your computer").bounding_box()
     samples = page.get_by_text("Bundled samples").bounding_box()
     assert own["y"] < samples["y"]
-    shot(page, "upload-empty", WIDTHS[0])
-    upload(page, archive, "slowjob", 8)
+    shot(page, "upload", WIDTHS[0])
+    upload(page, REAL_FILES, REAL_RUN, 2)
     shot(page, "upload-done", WIDTHS[0])
-    upload(page, REAL, "nccl_data", 1)
-    # a bundled sample, one click away on the Upload page: the baseline for Compare
-    page.get_by_role("combobox", name="Sample run").click()
-    page.get_by_role("option", name="simulated/healthy").click()
-    settle(page)
-    page.get_by_role("button", name="Load sample").click()
-    wait_text(page, "Run 'healthy' ingested: 8 rank(s) from 8 file(s)")
+    problems: list[str] = []
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
         for key in PAGES:
-            runs = ("slowjob", "nccl_data") if key in RUN_PAGES else (None,)
-            for run in runs:
+            for run in (SIM_RUN, REAL_RUN) if key in RUN_PAGES else (None,):
                 query = f"page={key}" + (f"&run={run}" if run else "")
-                open_and_check(page, base, query, f"{run or 'all'}-{key}", width)
-        open_and_check(page, base, "page=overview&run=doesnotexist", "missing-run", width)
+                problems += open_and_check(page, base, query, f"{run or 'all'}-{key}", width)
+        problems += open_and_check(page, base, "page=overview&run=doesnotexist",
+                                   "missing-run", width)
         assert page.get_by_text("Run 'doesnotexist' does not exist").count() == 1
+    assert not problems, "\n".join(problems)
     hosts = {urlparse(u).hostname for u in requests if u.startswith("http")}
     assert hosts == {"127.0.0.1"}, f"requests left the machine: {hosts}"
 
@@ -225,7 +225,7 @@ def test_a_heatmap_cell_opens_the_timeline(server, browser_page):
     base, _ = server
     page, _ = browser_page
     page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
-    page.goto(f"{base}?page=ranks&run=slowjob")
+    page.goto(f"{base}?page=ranks&run={SIM_RUN}")
     settle(page)
     chart = page.locator("[data-testid=stPlotlyChart]").first
     drag = chart.locator(".nsewdrag").first

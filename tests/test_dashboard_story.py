@@ -290,6 +290,37 @@ def test_runs_trends_and_plan_say_what_they_show(monkeypatch, sample_db):
     assert "Assumed until you change them: parameters (8 B)" in texts(plan)
 
 
+@pytest.mark.parametrize("run", ["healthy", "cpu-pipeline"])
+def test_plan_starts_from_the_runs_facts_and_marks_what_it_assumes(monkeypatch, sample_db,
+                                                                    run):
+    """GPUs, GPUs per node, network bandwidth and kernel efficiency come from the report
+    where it has them (the caption names them), every other value is listed as assumed;
+    a CPU run's device is an assumed GPU, said so."""
+    report = cli(sample_db, run)
+    at = open_page(monkeypatch, sample_db, "plan", run)
+    caption = next(t for t in texts(at).splitlines() if "Assumed until you change" in t)
+    form = {n.label: n.value for n in at.number_input}
+    assert form["GPUs"] == report.run.world_size and f"GPUs ({form['GPUs']})" in caption
+    per_node = report.layout.gpus_per_node
+    assert form["GPUs per node"] == (per_node or 8)
+    crossing = [c.measured_bus_bw_gbs or c.bus_bw_gbs for c in report.collectives
+                if c.crosses_nodes and not c.is_p2p]
+    if crossing:
+        assert form["Network GB/s per GPU"] == pytest.approx(max(crossing))
+        assert "measured across nodes" in caption
+    else:
+        assert "no collective crossed nodes" in caption
+    if report.mfu.mfu is not None:
+        eff = 1 + report.mfu.waterfall[0].points / 100
+        assert form["Kernel efficiency"] == pytest.approx(eff, abs=5e-4)
+        assert f"kernel efficiency ({form['Kernel efficiency']:g})" in caption
+    else:
+        assert "no MFU for this run" in caption
+    if report.run.device and "cpu" in report.run.device.lower():
+        assert "GPU (H100-SXM: the peak table has no" in caption
+    assert "parameters (8 B), sequence (8192), global batch (4 Mi tokens)" in caption
+
+
 def test_every_run_page_offers_the_whole_report(monkeypatch, sample_db):
     """The sidebar's downloads are the CLI's renderers of the same report."""
     from stepscope.dashboard import data

@@ -6,11 +6,13 @@ the fixed assumptions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.calibrate import tier
-from stepscope.analyzers.model import Calibration, PlanResult
+from stepscope.analyzers.model import Calibration, PlanResult, Report
 from stepscope.analyzers.peaks import by_id, lookup, table
 from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.planner import (
@@ -32,21 +34,60 @@ HEADER = "Plan a layout"
 ANY = "any"
 
 
-def _defaults(ctx: PageContext) -> tuple[int, str, list[str]]:
-    """GPUs and device of the selected run, so the form starts from the user's job, and
-    which of the form's values are assumed rather than the run's."""
-    devices = [d.id for d in table().devices]
-    assumed = list(ASSUMED)
+@dataclass(frozen=True)
+class Start:
+    """Where the form starts: the run's facts where it has them, the planner's defaults
+    elsewhere; `facts` and `assumed` say which is which, in words."""
+    gpus: int = 64
+    device: str = "H100-SXM"
+    per_node: int = 8
+    network_gbs: float = DEFAULT_NETWORK_GBS
+    efficiency: float = DEFAULT_EFFICIENCY
+    facts: tuple[str, ...] = ()
+    assumed: tuple[str, ...] = ()
+
+
+def measured_network(report: Report) -> float | None:
+    """The best bus bandwidth the run's collectives reached across nodes (GB/s per GPU),
+    NCCL's own measurement where it has one; None on one node."""
+    seen = [c.measured_bus_bw_gbs or c.bus_bw_gbs for c in report.collectives
+            if c.crosses_nodes and not c.is_p2p]
+    return max((b for b in seen if b), default=None)
+
+
+def run_start(report: Report, devices: list[str]) -> Start:
+    """The form's start from one run: GPUs, device, GPUs per node, the network bandwidth
+    its collectives measured and its kernel efficiency (the MFU waterfall's first stage)."""
+    run, facts, assumed = report.run, [], []
+    gpus = report.run.world_size
+    facts.append(f"GPUs ({gpus})") if gpus else assumed.append("GPUs (8)")
+    peak = lookup(run.device)
+    device = peak.id if peak and peak.id in devices else None
+    (facts.append(f"GPU ({device})") if device else
+     assumed.append(f"GPU (H100-SXM: the peak table has no '{run.device}')"))
+    per_node = report.layout.gpus_per_node
+    (facts.append(f"GPUs per node ({per_node})") if per_node else
+     assumed.append("GPUs per node (8)"))
+    net = measured_network(report)
+    (facts.append(f"network ({net:.1f} GB/s per GPU, measured across nodes)") if net else
+     assumed.append(f"network ({DEFAULT_NETWORK_GBS:g} GB/s per GPU: no collective "
+                    "crossed nodes)"))
+    eff = next((1 + w.points / 100 for w in report.mfu.waterfall
+                if w.name == "kernel_efficiency"), None) if report.mfu.mfu else None
+    eff = round(eff, 3) if eff is not None and 0.05 <= eff <= 1 else None
+    (facts.append(f"kernel efficiency ({eff:g})") if eff else
+     assumed.append(f"kernel efficiency ({DEFAULT_EFFICIENCY:g}: no MFU for this run)"))
+    return Start(gpus=int(gpus or 8), device=device or "H100-SXM", per_node=per_node or 8,
+                 network_gbs=net or DEFAULT_NETWORK_GBS, efficiency=eff or DEFAULT_EFFICIENCY,
+                 facts=tuple(facts), assumed=(*assumed, *MODEL_ASSUMED))
+
+
+def _start(ctx: PageContext, devices: list[str]) -> Start:
     if ctx.run is None:
-        return 64, "H100-SXM", ["GPUs (64)", "GPU (H100-SXM)", *assumed]
-    report = data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops)
-    peak = lookup(report.run.device)
-    if report.run.world_size is None:
-        assumed.insert(0, "GPUs (8)")
-    if not (peak and peak.id in devices):
-        assumed.insert(0, f"GPU (H100-SXM: the peak table has no '{report.run.device}')")
-    return (int(report.run.world_size or 8),
-            peak.id if peak and peak.id in devices else "H100-SXM", assumed)
+        return Start(assumed=("GPUs (64)", "GPU (H100-SXM)", "GPUs per node (8)",
+                              f"network ({DEFAULT_NETWORK_GBS:g} GB/s per GPU)",
+                              f"kernel efficiency ({DEFAULT_EFFICIENCY:g})", *MODEL_ASSUMED))
+    return run_start(data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops), devices)
 
 
 PLAN_COLUMNS = {
@@ -57,10 +98,8 @@ PLAN_COLUMNS = {
     "TP ms": st.column_config.NumberColumn(help="tensor-parallel communication per step"),
     "DP ms": st.column_config.NumberColumn(help="exposed data-parallel communication"),
 }
-# the form's values that no run tells (the planner's defaults, docs/planner.md)
-ASSUMED = ("parameters (8 B)", "GPUs per node (8)", "sequence (8192)",
-           "global batch (4 Mi tokens)", f"network ({DEFAULT_NETWORK_GBS:g} GB/s per GPU)",
-           f"kernel efficiency ({DEFAULT_EFFICIENCY:g})")
+# the form's values that no trace tells (the planner's defaults, docs/planner.md)
+MODEL_ASSUMED = ("parameters (8 B)", "sequence (8192)", "global batch (4 Mi tokens)")
 
 
 def render(ctx: PageContext) -> None:
@@ -149,22 +188,23 @@ def _frame(result: PlanResult) -> pl.DataFrame:
 
 def render_fixed(ctx: PageContext) -> None:
     """The standard formulas at a fixed kernel efficiency and network bandwidth."""
-    gpus0, device0, assumed = _defaults(ctx)
-    st.caption(("From the run: its GPU count and device. " if ctx.run else "")
-               + "Assumed until you change them: " + ", ".join(assumed) + ".")
     devices = [d.id for d in table().devices]
+    start = _start(ctx, devices)
+    st.caption((f"From the run: {', '.join(start.facts)}. " if start.facts else "")
+               + "Assumed until you change them: " + ", ".join(start.assumed) + ".")
     with st.form("plan_form"):
         c = st.columns(4)
         params = c[0].number_input("Parameters (billions)", 0.1, 10_000.0, 8.0, key="pl_params")
-        gpus = c[1].number_input("GPUs", 1, 1_000_000, gpus0, key="pl_gpus")
-        device = c[2].selectbox("GPU", devices, index=devices.index(device0), key="pl_gpu")
-        per_node = c[3].number_input("GPUs per node", 1, 64, 8, key="pl_per_node")
+        gpus = c[1].number_input("GPUs", 1, 1_000_000, start.gpus, key="pl_gpus")
+        device = c[2].selectbox("GPU", devices, index=devices.index(start.device), key="pl_gpu")
+        per_node = c[3].number_input("GPUs per node", 1, 64, start.per_node,
+                                   key="pl_per_node")
         c = st.columns(4)
         seq = c[0].number_input("Sequence length", 128, 1_048_576, 8192, key="pl_seq")
         batch = c[1].number_input("Global batch (Mi tokens)", 0.125, 1024.0, 4.0, key="pl_batch")
-        net = c[2].number_input("Network GB/s per GPU", 1.0, 2000.0, DEFAULT_NETWORK_GBS,
-                                key="pl_net")
-        eff = c[3].number_input("Kernel efficiency", 0.05, 1.0, DEFAULT_EFFICIENCY, key="pl_eff")
+        net = c[2].number_input("Network GB/s per GPU", 1.0, 2000.0,
+                                min(max(start.network_gbs, 1.0), 2000.0), key="pl_net")
+        eff = c[3].number_input("Kernel efficiency", 0.05, 1.0, start.efficiency, key="pl_eff")
         st.form_submit_button("Plan", type="primary")
     layers, hidden, heads = default_shape(params * 1e9)
     job = Job(params=params * 1e9, gpus=int(gpus), gpus_per_node=int(per_node), seq=int(seq),
