@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from stepscope.analyzers.model import Diff, DiffSide, Report
+from stepscope.dashboard.render.format import fixed
 
 MODEL_TOLERANCE = 0.02   # model FLOPs per step within 2%: the same model and batch
 KERNEL_OVERLAP = 0.5     # without FLOPs: at least half of the top ops' names in common
@@ -109,8 +110,8 @@ def work_per_gpu(diff: Diff) -> str | None:
         return None
     ratio = fb / fa
     faster = b.step_time_ms < a.step_time_ms
-    text = (f"Work per GPU: each GPU of {b.run} does {ratio:.2f}× the model FLOPs per step "
-            f"of {a.run}'s ({a.world_size} → {b.world_size} GPUs), and its compute went "
+    text = (f"Work per GPU: each GPU of {b.run} does {fixed(ratio, 2)}× the model FLOPs per "
+            f"step of {a.run}'s ({a.world_size} → {b.world_size} GPUs), and its compute went "
             f"{ca:.2f} → {cb:.2f} ms/step.")
     lower = b.mfu is not None and a.mfu is not None and b.mfu < a.mfu
     if faster and lower:

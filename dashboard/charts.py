@@ -21,7 +21,13 @@ from stepscope.analyzers.model import (
     PlanResult,
     Report,
 )
-from stepscope.dashboard.render.format import fixed, pct, share, short_name, short_names
+from stepscope.dashboard.render.format import (
+    fixed,
+    numbered_names,
+    pct,
+    share,
+    short_name,
+)
 from stepscope.dashboard.render.format import points as fmt_points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
 
@@ -137,16 +143,25 @@ class Heat:
 
 def rank_step_heatmap(heat: Heat, title: str) -> go.Figure:
     """Ranks x steps coloured by one view of the grid; a click on a cell opens the
-    Timeline there (the page wires the selection)."""
+    Timeline there (the page wires the selection). Plotly cannot select a heatmap's
+    cells, so an invisible marker sits on each cell: it carries the hover and the click."""
     fig = _figure(title, xaxis_title="step", yaxis_title="rank",
                   height=max(260, 16 * len(heat.ranks) + 140))
     scale = "RdBu_r" if heat.diverging else [[0.0, "#ffffff"], [1.0, "#b30000"]]
+    steps, ranks = [str(s) for s in heat.steps], [str(r) for r in heat.ranks]
     fig.add_trace(go.Heatmap(
-        z=heat.z, x=[str(s) for s in heat.steps], y=[str(r) for r in heat.ranks],
-        zmin=heat.zmin, zmax=heat.zmax, colorscale=scale, xgap=1, ygap=1,
-        colorbar={"title": {"text": heat.unit, "side": "right"}},
-        hovertemplate=("rank %{y}, step %{x}: %{z:.3f} " + heat.unit
-                       + "<br>click: open the Timeline here<extra></extra>")))
+        z=heat.z, x=steps, y=ranks, zmin=heat.zmin, zmax=heat.zmax, colorscale=scale,
+        xgap=1, ygap=1, colorbar={"title": {"text": heat.unit, "side": "right"}},
+        hoverinfo="skip"))
+    cells = [(x, y, row[i]) for y, row in zip(ranks, heat.z, strict=True)
+             for i, x in enumerate(steps)]
+    fig.add_scatter(
+        x=[c[0] for c in cells], y=[c[1] for c in cells], customdata=[c[2] for c in cells],
+        mode="markers", showlegend=False, name="cells",
+        marker={"symbol": "square", "size": 14, "opacity": 0.01, "color": "#000"},
+        hovertemplate=("rank %{y}, step %{x}: %{customdata:.3f} " + heat.unit
+                       + "<br>click: open the Timeline here<extra></extra>"))
+    fig.update_layout(hovermode="closest", hoverdistance=-1)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
     return fig
@@ -249,8 +264,7 @@ def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
     """Top kernels by mean ms per step, with the range over ranks as error bars."""
     shown = list(rows)[:top]
     # numbered, so that two kernels whose names start alike keep their own bars
-    names = [f"{i}. {name}" for i, name in
-             enumerate(short_names([r.name for r in shown], 56), start=1)]
+    names = numbered_names([r.name for r in shown], 40)
     fig = _figure("Top GPU ops (mean over ranks; bars: min–max over ranks)",
                   xaxis_title="ms per step", height=max(260, 24 * len(shown) + 120),
                   showlegend=False)

@@ -15,8 +15,10 @@ import plotly.graph_objects as go
 import polars as pl
 import streamlit as st
 
+from stepscope.analyzers.model import Recommendation
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
+from stepscope.dashboard.render.format import points
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
@@ -80,3 +82,25 @@ def report_downloads(ctx: PageContext) -> None:
                        "text/html", key="dl_report_html", width="stretch")
     st.download_button("Report (Markdown)", markdown, f"stepscope-report-{ctx.run}.md",
                        "text/markdown", key="dl_report_md", width="stretch")
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~$])")
+
+
+def plain(text: str) -> str:
+    """Text from a trace (op names, evidence) shown literally in Markdown: '_foreach_add_'
+    must not turn italic, '$' must not start a formula."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def recommendation_card(rec: Recommendation, link: str | None = None) -> None:
+    """One recommendation as the report words it: title, severity, gain, the evidence
+    (literal: it quotes op names) and the fix; `link` opens the Timeline where it shows."""
+    gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
+            if rec.expected_mfu_points is not None else "")
+    with st.container(border=True):
+        st.markdown(f"**{plain(rec.title)}** · {rec.severity} · expected gain "
+                    f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
+        st.markdown(f"Evidence: {plain(rec.evidence)}"
+                    + (f" · [see it on the Timeline]({link})" if link else ""))
+        st.caption(plain(rec.detail))

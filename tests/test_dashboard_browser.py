@@ -177,9 +177,13 @@ def open_and_check(page: Any, base: str, query: str, name: str, width: int) -> l
 def upload(page: Any, files: tuple[Path, ...], run: str, ranks: int) -> None:
     """Choose the files in the file input, name the run, ingest."""
     page.locator("input[type=file]").first.set_input_files([str(f) for f in files])
-    wait_text(page, files[-1].name)
+    # one chip per file, none still uploading (the chips shorten long names themselves)
+    page.wait_for_function(
+        "n => document.querySelectorAll('[data-testid=stFileChip]').length === n && "
+        "!document.querySelector('[data-testid=stFileChipIconSpinner]')", arg=len(files),
+        timeout=WAIT_MS)
     settle(page)
-    name = page.get_by_label("Run name").first
+    name = page.get_by_role("textbox", name="Run name").first
     name.fill(run)
     name.press("Enter")
     settle(page)
@@ -228,17 +232,23 @@ def test_a_heatmap_cell_opens_the_timeline(server, browser_page):
     page.goto(f"{base}?page=ranks&run={SIM_RUN}")
     settle(page)
     chart = page.locator("[data-testid=stPlotlyChart]").first
-    drag = chart.locator(".nsewdrag").first
-    box = drag.bounding_box()
+    chart.scroll_into_view_if_needed()
+    box = chart.locator(".nsewdrag").first.bounding_box()
     # rank 3 (row 4 of 8), the first complete step (column 1 of 2)
-    page.mouse.click(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * (3.5 / 8))
-    page.get_by_role("heading", name="Timeline").first.wait_for(timeout=WAIT_MS)
+    at = (box["x"] + box["width"] * 0.25, box["y"] + box["height"] * (3.5 / 8))
+    page.mouse.move(*at)
+    page.wait_for_timeout(800)
+    hover = page.locator(".hoverlayer").first.text_content()
+    assert "rank 3, step 1" in hover and "open the Timeline" in hover, hover
+    page.mouse.click(*at)
+    page.wait_for_url("**page=timeline**", timeout=WAIT_MS)
     settle(page)
-    assert "3" in page.locator("[data-testid=stMultiSelect]").first.inner_text()
+    assert page.locator("[data-testid=stSelectbox]").first.inner_text().endswith("1")
+    assert "3" in page.locator("[data-testid=stMultiSelect]").first.inner_text().split()
     gantt = page.locator("[data-testid=stPlotlyChart]").first.locator(".nsewdrag").first
     g = gantt.bounding_box()
     page.mouse.move(g["x"] + g["width"] * 0.3, g["y"] + g["height"] * 0.1)
     page.wait_for_timeout(800)
-    hover = page.locator(".hoverlayer").first.inner_text()
+    hover = page.locator(".hoverlayer").first.text_content()
     assert "ms" in hover and "from" in hover, hover
     shot(page, "heatmap-click-timeline", WIDTHS[0])

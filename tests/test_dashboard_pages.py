@@ -234,7 +234,7 @@ def test_runs_page_lists_every_run_with_mfu(monkeypatch, pages_db):
     assert set(table["run"]) == set(RUNS)
     row = table[table["run"] == "straggler"].iloc[0]
     assert row["MFU"] == pct(cli_report(pages_db, "straggler").mfu.mfu)
-    assert row["ranks"] == "8 / 8"
+    assert row["ranks"] == "8/8"
     assert "**straggler**: complete, 8 of 8 ranks" in texts(at)
 
 

@@ -115,6 +115,14 @@ def short_names(names: list[str], width: int = 80) -> list[str]:
     return out
 
 
+def numbered_names(names: list[str], width: int = 40) -> list[str]:
+    """'1. name', '2. name'... for a ranked list (chart bars, table rows): `short_names`
+    keeps distinct names distinct where it can within `width`, and the number does the
+    rest, so no name is ever longer than `width` (the full names go in the hover)."""
+    return [f"{i}. {short_name(n, width)}"
+            for i, n in enumerate(short_names(names, width), start=1)]
+
+
 def _first_difference(a: str, b: str) -> int:
     return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
                 min(len(a), len(b)))

@@ -68,14 +68,18 @@ COLUMN_HELP = {
 def headline(report: Report) -> None:
     """Exposed + straggler wait + bubble + overlapped = the collectives' time."""
     t = totals(report)
-    cols = st.columns(4)
-    cols[0].metric("Exposed", f"{t['exposed_ms']:.2f} ms", help=explain.EXPOSED.help())
-    cols[1].metric("Straggler wait", f"{t['straggler_wait_ms']:.2f} ms",
-                   help=explain.STRAGGLER_WAIT.help())
-    cols[2].metric("Overlapped", f"{t['overlapped_ms']:.2f} ms",
-                   help="time under compute or under another collective")
-    cols[3].metric("Communication", f"{t['time_ms']:.2f} ms",
-                   help="every collective's time per rank and step")
+    # the parts side by side with their total; "in bubble" only where p2p ops ran in it
+    cols = iter(st.columns(5 if t["bubble_ms"] else 4))
+    next(cols).metric("Exposed", f"{t['exposed_ms']:.2f} ms", help=explain.EXPOSED.help())
+    next(cols).metric("Straggler wait", f"{t['straggler_wait_ms']:.2f} ms",
+                      help=explain.STRAGGLER_WAIT.help())
+    if t["bubble_ms"]:
+        next(cols).metric("In bubble (p2p)", f"{t['bubble_ms']:.2f} ms",
+                          help=explain.BUBBLE.help())
+    next(cols).metric("Overlapped", f"{t['overlapped_ms']:.2f} ms",
+                      help="time under compute or under another collective")
+    next(cols).metric("Communication", f"{t['time_ms']:.2f} ms",
+                      help="every collective's time per rank and step")
     bubble = f" + {t['bubble_ms']:.2f} ms in the bubble (p2p)" if t["bubble_ms"] else ""
     st.caption(f"{t['exposed_ms']:.2f} exposed + {t['straggler_wait_ms']:.2f} straggler wait"
                f"{bubble} + {t['overlapped_ms']:.2f} overlapped = {t['time_ms']:.2f} ms per "

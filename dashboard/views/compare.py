@@ -23,7 +23,7 @@ from stepscope.dashboard.render.labels import (
     group_name,
 )
 from stepscope.dashboard.render.plan import TERM_LABELS
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, recommendation_card, table
 
 TITLE = "Compare"
 HEADER = "Compare two runs"
@@ -133,12 +133,16 @@ def predicted_vs_measured(ctx: PageContext, base: str) -> None:
 
 
 def collectives_table(diff: Diff) -> pl.DataFrame:
-    """The diff's communication table, each side split like the report's (A → B)."""
+    """The diff's communication table, each side split like the report's (A → B): exposed
+    + wait + in bubble (a column only where a side's p2p ran in the bubble) + overlapped."""
+    bubble = any(s is not None and s.bubble_ms for c in diff.collectives for s in (c.a, c.b))
+    parts = ("exposed_ms", "straggler_wait_ms", *(("bubble_ms",) if bubble else ()),
+             "overlapped_ms")
+    names = {"exposed_ms": "exposed ms", "straggler_wait_ms": "wait ms",
+             "bubble_ms": "bubble ms", "overlapped_ms": "overlapped ms"}
     return pl.DataFrame([{
         "collective": c.collective, "group": group_name(c.group, 24),
-        "exposed ms": side_change(c, "exposed_ms", missing="–", arrow="→"),
-        "wait ms": side_change(c, "straggler_wait_ms", missing="–", arrow="→"),
-        "overlapped ms": side_change(c, "overlapped_ms", missing="–", arrow="→"),
+        **{names[p]: side_change(c, p, missing="–", arrow="→") for p in parts},
         "bus GB/s": side_change(c, "bus_bw_gbs", ".0f", "–", "→")}
         for c in diff.collectives])
 
@@ -246,9 +250,4 @@ def _recommendations(diff: Diff) -> None:
         st.caption("No recommendation: no category costs enough for a fix to pay off.")
         return
     for rec in diff.recommendations:
-        gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
-                if rec.expected_mfu_points is not None else "")
-        with st.container(border=True):
-            st.markdown(f"**{rec.title}** · {rec.severity} · expected gain "
-                        f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
-            st.markdown(f"Evidence: {rec.evidence}")
+        recommendation_card(rec)

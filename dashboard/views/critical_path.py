@@ -13,6 +13,7 @@ from stepscope.analyzers.model import CriticalPath, StepPath
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.critical_path import PATH_COLORS, PATH_LABELS, whatif_line
+from stepscope.dashboard.render.format import short_names
 from stepscope.dashboard.widgets import PLOTLY_CONFIG, chart_and_table, table
 from stepscope.ingest import UsageError
 
@@ -57,9 +58,11 @@ def _step_view(step: StepPath) -> None:
     st.plotly_chart(_path_figure(step), width="stretch", config=PLOTLY_CONFIG, key="fig_cp")
     with st.expander("The path's runs (where it stays before each jump)"):
         table(runs, "path runs", "cp_runs")
-    ops = pl.DataFrame([{"op": o.op, "category": o.category, "ms": round(o.ms, 4),
+    # names shortened in the middle (distinct ones kept distinct) so every column shows
+    names = short_names([o.op for o in step.top_ops], 44)
+    ops = pl.DataFrame([{"op": name, "category": o.category, "ms": round(o.ms, 4),
                          "share": round(o.share, 4), "ranks": ", ".join(map(str, o.ranks))}
-                        for o in step.top_ops])
+                        for o, name in zip(step.top_ops, names, strict=True)])
     table(ops, "top ops on the path", "cp_ops")
 
 

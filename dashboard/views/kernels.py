@@ -8,12 +8,12 @@ import streamlit as st
 
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.render.format import short_name
+from stepscope.dashboard.render.format import numbered_names
 from stepscope.dashboard.widgets import chart_and_table
 
 TITLE = "Kernels"
 HEADER = "Kernels"
-KERNEL_WIDTH = 34
+KERNEL_WIDTH = 30
 COLUMNS = {
     "kernel": st.column_config.TextColumn(
         help="shortened in the middle; the full name is in the chart's hover and the list "
@@ -35,11 +35,13 @@ def render(ctx: PageContext) -> None:
     if not rows:
         st.info("No GPU ops in the complete steps of this run (CPU-only traces?).")
         return
+    names = numbered_names([r.name for r in rows], KERNEL_WIDTH)
     frame = pl.DataFrame([{
-        "kernel": f"{i}. {short_name(r.name, KERNEL_WIDTH)}", "kind": r.kind,
+        "kernel": name, "kind": r.kind,
         "ms/step": r.mean_ms, "min": r.min_ms,
         "max": r.max_ms, "calls": r.calls_per_step, "slowest": r.slowest_rank,
-        "share": r.share_of_gpu_time} for i, r in enumerate(rows, start=1)]
+        "share": r.share_of_gpu_time}
+        for r, name in zip(rows, names, strict=True)]
     ).with_columns(pl.selectors.float().round(3))
     chart_and_table(charts.kernels(rows), frame, "kernels", "kernels",
                     column_config=COLUMNS)

@@ -26,7 +26,7 @@ from stepscope.dashboard.render.labels import (
     STAGE_LABELS,
     idle_shown,
 )
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, recommendation_card, table
 
 TITLE = "Overview"
 HEADER = "Overview"
@@ -176,11 +176,4 @@ def _recommendations(report: Report) -> None:
         st.success("No recommendation: no category costs enough for a fix to pay off.")
         return
     for rec in report.recommendations[:5]:
-        gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
-                if rec.expected_mfu_points is not None else "")
-        with st.container(border=True):
-            st.markdown(f"**{rec.title}** · {rec.severity} · expected gain "
-                        f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
-            st.markdown(f"Evidence: {rec.evidence} · "
-                        f"[see it on the Timeline]({recommendation_link(report, rec)})")
-            st.caption(rec.detail)
+        recommendation_card(rec, recommendation_link(report, rec))

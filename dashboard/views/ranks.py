@@ -16,7 +16,7 @@ from stepscope.dashboard.charts import Heat
 from stepscope.dashboard.context import NAV_PAGE, PageContext, timeline_link
 from stepscope.dashboard.render.format import rank_list_short, share
 from stepscope.dashboard.render.labels import CATEGORY_LABELS
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, plain, table
 
 TITLE = "Ranks"
 HEADER = "Ranks"
@@ -53,8 +53,8 @@ def stragglers(report: Report, grid: RankStepGrid) -> None:
     run = report.run.name
     for s in report.stragglers:
         link = timeline_link(run, s.rank, slowest_step(grid, s.rank))
-        st.markdown(f"**rank {s.rank}** ({s.host or 'unknown host'}): the others waited "
-                    f"{s.waited_on_ms:.2f} ms/step for it; {s.evidence} · "
+        st.markdown(f"**rank {s.rank}** ({plain(s.host or 'unknown host')}): the others "
+                    f"waited {s.waited_on_ms:.2f} ms/step for it; {plain(s.evidence)} · "
                     f"[open its Timeline]({link})")
     table(pl.DataFrame([{
         "rank": s.rank, "host": s.host, "others waited ms/step": round(s.waited_on_ms, 3),

@@ -3,6 +3,7 @@ which files of a partial run failed and why; open or delete a run."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import polars as pl
@@ -28,6 +29,13 @@ SHORT_LOSS = {"exposed_comm": "exposed comm", "straggler_wait": "straggler wait"
               "idle": "idle", "compute": "compute"}
 
 
+def device_label(devices: str | None) -> str:
+    """The device short enough for the table ('NVIDIA H100 80GB HBM3' -> 'H100 80GB'):
+    the run's details below name it in full."""
+    text = re.sub(r"\s+HBM\w*", "", (devices or "-").replace("NVIDIA ", ""))
+    return short_name(text, 18)
+
+
 def _status(status: str | None, failed: int | None) -> str:
     return f"{status}: {failed} failed" if failed else str(status or "-")
 
@@ -41,8 +49,8 @@ def runs_table(ctx: PageContext) -> pl.DataFrame:
            for run in ctx.runs}
     rows = [{
         "run": r["run"], "status": _status(r["status"], r["failed_files"]),
-        "ranks": f"{r['n_ranks']} / {r['world_size']}",
-        "device": short_name((r["devices"] or "-").replace("NVIDIA ", ""), 22),
+        "ranks": f"{r['n_ranks']}/{r['world_size']}",
+        "device": device_label(r["devices"]),
         "step ms": None if r["attributed_step_ms"] is None
         else round(r["attributed_step_ms"], 2),
         "MFU": pct(mfu.get(r["run"])),
