@@ -88,7 +88,7 @@ def waterfall_shares(report: Report, short: bool = False) -> list[str]:
                        else f"efficiency {fixed(100 + w.points)}%")
         else:
             sh = share(report.breakdown_ms.ms(w.name), step)
-            out.append(f"{sh} of step" if short else f"{sh} of the step")
+            out.append(sh if short else f"{sh} of the step")
     return out
 
 
@@ -98,12 +98,14 @@ def mfu_waterfall(report: Report) -> go.Figure:
     mfu: Mfu = report.mfu
     steps = list(mfu.waterfall)
     shares = waterfall_shares(report, short=True)
-    fig = _figure(f"MFU {pct(mfu.mfu or 0)} of peak: points lost per stage "
-                  "(and the share of the step behind them)",
+    # the HFU legend sits inside the plot's empty top right (the last bars are low), so
+    # a narrow page has room for the title
+    fig = _figure(f"MFU {pct(mfu.mfu or 0)}: points lost per stage (share of the step "
+                  "under each)",
                   yaxis_title="% of peak", showlegend=mfu.hfu is not None, height=480,
                   uniformtext={"minsize": 11, "mode": "show"},
                   legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
-                          "yanchor": "bottom"})
+                          "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"})
     fig.add_trace(go.Waterfall(showlegend=False,
         x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
         measure=["absolute", *["relative"] * len(steps), "total"],
@@ -158,7 +160,7 @@ def rank_step_heatmap(heat: Heat, title: str) -> go.Figure:
     fig.add_scatter(
         x=[c[0] for c in cells], y=[c[1] for c in cells], customdata=[c[2] for c in cells],
         mode="markers", showlegend=False, name="cells",
-        marker={"symbol": "square", "size": 14, "opacity": 0.01, "color": "#000"},
+        marker={"symbol": "square", "size": 14, "color": "rgba(0,0,0,0)"},
         hovertemplate=("rank %{y}, step %{x}: %{customdata:.3f} " + heat.unit
                        + "<br>click: open the Timeline here<extra></extra>"))
     fig.update_layout(hovermode="closest", hoverdistance=-1)
