@@ -19,9 +19,11 @@ from typing import Annotated, Literal, TypeAlias, TypeVar
 
 import msgspec
 
-REPORT_SCHEMA_VERSION = 4  # 2: run.failed_files an array; idle_split. 3: critical_path.
-#                           4: roofline, memory, all_to_all sections
-DIFF_SCHEMA_VERSION = 2    # 2: `expected` (B as predicted from A, docs/diff.md)
+REPORT_SCHEMA_VERSION = 5  # 2: run.failed_files an array; idle_split. 3: critical_path.
+#                           4: roofline, memory, all_to_all sections.
+# 5: collectives[].exposed_ms without the straggler wait and the bubble (split out)
+DIFF_SCHEMA_VERSION = 3    # 2: `expected` (B as predicted from A, docs/diff.md).
+# 3: collectives[].a/b split like the report's (exposed_ms without the wait)
 PLAN_SCHEMA_VERSION = 2    # 2: `calibration`, `baseline` and each plan's `terms`
 NIGHTLY_SCHEMA_VERSION = 1
 HANG_SCHEMA_VERSION = 1

@@ -40,7 +40,7 @@ def test_report_json_round_trips_and_validates(capsys: pytest.CaptureFixture[str
     data = validate_json(json.loads(text), Report)
     report = from_json(text, Report)
     assert to_json(report) == text.rstrip("\n")
-    assert report.run.name == "straggler" and data["schema_version"] == REPORT_SCHEMA_VERSION == 4
+    assert report.run.name == "straggler" and data["schema_version"] == REPORT_SCHEMA_VERSION == 5
     assert data["run"]["failed_files"] == []  # an array since schema 2, not "[]"
     assert report.breakdown_ms.as_dict() == data["breakdown_ms"]
 
