@@ -301,6 +301,9 @@ def test_plan_starts_from_the_runs_facts_and_marks_what_it_assumes(monkeypatch, 
     a CPU run's device is an assumed GPU, said so."""
     report = cli(sample_db, run)
     at = open_page(monkeypatch, sample_db, "plan", run)
+    if at.toggle:  # a calibrated run: its fixed-assumption form
+        at.toggle(key="pl_fixed").set_value(True).run()
+        no_exception(at)
     caption = next(t for t in texts(at).splitlines() if "Assumed until you change" in t)
     form = {n.label: n.value for n in at.number_input}
     assert form["GPUs"] == report.run.world_size and f"GPUs ({form['GPUs']})" in caption

@@ -23,7 +23,7 @@ from stepscope.dashboard.render.labels import (
     group_name,
 )
 from stepscope.dashboard.render.plan import TERM_LABELS
-from stepscope.dashboard.widgets import chart_and_table, recommendation_card, table
+from stepscope.dashboard.widgets import chart_and_table, plain, recommendation_card, table
 
 TITLE = "Compare"
 HEADER = "Compare two runs"
@@ -105,12 +105,18 @@ def side_by_side(diff: Diff) -> pl.DataFrame:
 def expected_table(e: Expected) -> pl.DataFrame:
     """Per planner term: A measured, B expected from A, B measured, and the points."""
     return pl.DataFrame([{
-        "term": TERM_LABELS.get(c.term, c.term), "A (ms)": round(c.a_ms, 3),
-        "expected B (ms)": round(c.expected_ms, 3), "B (ms)": round(c.b_ms, 3),
-        "expected points": None if c.expected_points is None else round(c.expected_points, 2),
-        "departure points": (None if c.departure_points is None
-                             else round(c.departure_points, 2)),
-        "why": c.why if abs(c.departure_points or 0.0) >= 0.5 else ""} for c in e.terms])
+        "term": TERM_LABELS.get(c.term, c.term), "A ms": round(c.a_ms, 3),
+        "expected B ms": round(c.expected_ms, 3), "B ms": round(c.b_ms, 3),
+        "expected pts": None if c.expected_points is None else round(c.expected_points, 2),
+        "departure pts": (None if c.departure_points is None
+                          else round(c.departure_points, 2))} for c in e.terms])
+
+
+def departures(e: Expected) -> list[str]:
+    """Why B departs from the expectation, per term that moved half a point or more (a
+    list under the table: a column of sentences would push the numbers out of view)."""
+    return [f"{TERM_LABELS.get(c.term, c.term)}: {c.why}" for c in e.terms
+            if c.why and abs(c.departure_points or 0.0) >= 0.5]
 
 
 def predicted_vs_measured(ctx: PageContext, base: str) -> None:
@@ -130,6 +136,8 @@ def predicted_vs_measured(ctx: PageContext, base: str) -> None:
                    delta_color="inverse")
     st.markdown(e.narrative)
     table(expected_table(e), "expected vs measured", "cmp_expected")
+    for line in departures(e):
+        st.markdown(f"- {plain(line)}")
 
 
 def collectives_table(diff: Diff) -> pl.DataFrame:
