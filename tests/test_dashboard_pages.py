@@ -212,7 +212,8 @@ def test_plan_uses_the_selected_runs_calibration(monkeypatch, pages_db):
     at.run()
     no_exception(at)
     table = at.dataframe[0].value
-    assert (table["TP"] * table["PP"] * table["DP"] == 16).all()
+    degrees = table["layout"].str.extract(r"TP(\d+) PP(\d+) DP(\d+)").astype(int)
+    assert (degrees[0] * degrees[1] * degrees[2] == 16).all()
     assert table["MFU %"].tolist() == sorted(table["MFU %"].tolist(), reverse=True)
     at.toggle(key="pl_fixed").set_value(True)
     at.run()

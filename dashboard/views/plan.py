@@ -165,7 +165,8 @@ def _show(result: PlanResult) -> None:
                 f"{best.recompute}: predicted MFU **{pct(best.mfu)}**, "
                 f"{best.step_ms:.2f} ms/step, {best.memory_gb:.1f} GB per GPU "
                 f"({result.feasible} of {result.evaluated} layouts fit).")
-    chart_and_table(charts.plan_scatter(result), _frame(result), "layouts", "plans")
+    chart_and_table(charts.plan_scatter(result), _frame(result), "layouts", "plans",
+                    column_config=PLAN_COLUMNS)
     if best.terms:
         with st.expander("What the best layout's step is made of"):
             st.dataframe(pl.DataFrame([{"term": TERM_LABELS.get(t.name, t.name),
@@ -174,12 +175,14 @@ def _show(result: PlanResult) -> None:
 
 
 def _frame(result: PlanResult) -> pl.DataFrame:
+    """One row per layout, short columns so that none is cut at 1000 px (PLAN_COLUMNS
+    explains them)."""
     return pl.DataFrame([{
-        "TP": p.tp, "PP": p.pp, "DP": p.dp, "ZeRO": p.zero, "microbatches": p.microbatches,
-        "recompute": p.recompute, "memory GB": round(p.memory_gb, 1),
-        "bubble ms": round(p.bubble_ms, 1), "TP comm ms": round(p.tp_comm_ms, 1),
-        "DP exposed ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
-        "MFU %": round(100 * p.mfu, 1), "TP link": p.tp_link, "fits": p.fits}
+        "layout": f"TP{p.tp} PP{p.pp} DP{p.dp} Z{p.zero}", "mb": p.microbatches,
+        "recompute": p.recompute, "GB": round(p.memory_gb, 1),
+        "bubble ms": round(p.bubble_ms, 1), "TP ms": round(p.tp_comm_ms, 1),
+        "DP ms": round(p.dp_exposed_ms, 1), "step ms": round(p.step_ms, 1),
+        "MFU %": round(100 * p.mfu, 1), "fits": p.fits}
         for p in result.plans])
 
 
