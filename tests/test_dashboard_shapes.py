@@ -66,6 +66,11 @@ def test_one_profiled_step_is_complete_everywhere(monkeypatch: pytest.MonkeyPatc
 
 def test_plan_page_for_a_v100_run(monkeypatch: pytest.MonkeyPatch, shapes_db: Path) -> None:
     at = open_page(monkeypatch, shapes_db, "plan", "fp32_v100")
+    # the run has a model.json, so the page opens calibrated on it; the fixed form is one
+    # toggle away and starts from the run's device
+    assert "Calibrated on run **fp32_v100**" in texts(at)
+    at.toggle(key="pl_fixed").set_value(True).run()
+    no_exception(at)
     assert at.selectbox(key="pl_gpu").value == "V100-SXM2"
     assert "no bf16 peak: planned at its fp16 peak" in texts(at)  # 8B on 4 x 32 GB: no fit
     at.number_input(key="pl_params").set_value(1.0)
