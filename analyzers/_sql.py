@@ -17,10 +17,11 @@ fetch_rows = SQL.fetch_rows
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the analyzers' temporary macros in this connection: model_flops
-    (analyzers/sql/mfu/flops.sql) and cpu_self_time (analyzers/sql/attribution/macros.sql);
-    allowed on read-only connections, cheap to repeat."""
-    con.execute(sql("mfu/flops.sql"))
+    """Create the analyzers' temporary macros in this connection: flops_claims and
+    model_flops (analyzers/sql/mfu/flops.sql) and cpu_self_time
+    (analyzers/sql/attribution/macros.sql); allowed on read-only connections, cheap to
+    repeat."""
+    run_script(con, "mfu/flops.sql", {})
     run_script(con, "attribution/macros.sql", {})
 
 

@@ -18,6 +18,7 @@ from stepscope.analyzers import advisor_memory
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.collectives import median_kernel_us
 from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.flops_bound import rate_bound
 from stepscope.analyzers.model import (
     AllToAll,
     Breakdown,
@@ -99,7 +100,7 @@ def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggl
         collectives=collectives, idle=idle, graph_steps=_graph_steps(con, run),
         memory=memory, all_to_all=all_to_all,
         median_kernel_us=median_kernel_us(con, run),
-        recompute_attention_share=_recompute_attention_share(con, run))
+        recompute_attention_share=_recompute_attention_share(con, run, rate_bound(ctx)))
 
 
 def _graph_steps(con: duckdb.DuckDBPyConnection, run: str) -> int:
@@ -107,10 +108,11 @@ def _graph_steps(con: duckdb.DuckDBPyConnection, run: str) -> int:
     return int(steps or 0)
 
 
-def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str) -> float | None:
+def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str,
+                               max_rate: float | None) -> float | None:
     install_macros(con)
     query = sql("advisor/recompute_attention.sql")
-    attn, total = con.execute(query, {"run": run}).fetchall()[0]
+    attn, total = con.execute(query, {"run": run, "max_rate": max_rate}).fetchall()[0]
     return float(attn or 0) / float(total) if total else None
 
 

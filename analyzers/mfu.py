@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import duckdb
 import msgspec
 
+from stepscope.analyzers import flops_bound
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
@@ -53,11 +54,14 @@ def flops_per_step(spec: ModelSpec) -> float:
 
 
 
-def trace_flops(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, float] | None:
+def trace_flops(con: duckdb.DuckDBPyConnection, run: str,
+                max_rate: float | None = None) -> dict[str, float] | None:
     """Model, recompute and extra hardware FLOPs per step summed over ranks (mean over
-    complete steps), or None when no op had shapes to count."""
+    complete steps), or None when no op had shapes to count; ops claiming more than
+    `max_rate` FLOP/s over their kernels' time are left out (analyzers.flops_bound)."""
     install_macros(con)
-    row = con.execute(sql("mfu/trace_flops.sql"), {"run": run}).fetchall()[0]
+    row = con.execute(sql("mfu/trace_flops.sql"), {"run": run, "max_rate": max_rate}
+                      ).fetchall()[0]
     model, recompute, extra, n_ops = row
     if not n_ops:
         return None
@@ -75,12 +79,14 @@ class DtypeChoice:
     reason: str         # which peak and why, in words
 
 
-def _weights(con: duckdb.DuckDBPyConnection, run: str) -> dict[str, dict[str, float]]:
+def _weights(con: duckdb.DuckDBPyConnection, run: str,
+             max_rate: float | None) -> dict[str, dict[str, float]]:
     """{source: {dtype: weight}} from analyzers/sql/mfu/matmul_dtype.sql."""
     install_macros(con)
     query = sql("mfu/matmul_dtype.sql")
     out: dict[str, dict[str, float]] = {"ops": {}, "kernels": {}}
-    for source, dtype, weight in con.execute(query, {"run": run}).fetchall():
+    params = {"run": run, "max_rate": max_rate}
+    for source, dtype, weight in con.execute(query, params).fetchall():
         out[source][dtype] = float(weight or 0.0)
     return out
 
@@ -94,12 +100,12 @@ def _top(weights: dict[str, float]) -> tuple[str, float] | None:
 
 
 def choose_dtype(con: duckdb.DuckDBPyConnection, run: str, flag: str | None,
-                 device: DevicePeak | None) -> DtypeChoice:
+                 device: DevicePeak | None, max_rate: float | None = None) -> DtypeChoice:
     """`--dtype` when given; else the matmul/attention ops' `Input type` weighted by their
     FLOPs; else the GEMM/attention kernel names weighted by time; else bf16. fp32 work
     uses the TF32 peak only where TF32 kernels ran (Ampere and later run fp32 matmuls as
     TF32 only when allowed; PyTorch's default for matmuls is not to)."""
-    weights = _weights(con, run)
+    weights = _weights(con, run, max_rate)
     kernels = _top(weights["kernels"])
     if flag is not None:
         dtype, source, share = flag, "flag", None
@@ -179,9 +185,11 @@ def mfu_section(ctx: RunContext) -> Mfu:
     """The `mfu` section of the report (docs/report.md); `mfu` is None with a `message`
     when it cannot be computed honestly."""
     world = ctx.world
-    choice = choose_dtype(ctx.con, ctx.run, ctx.options.dtype, ctx.device.peak)
+    bound = flops_bound.rate_bound(ctx)
+    choice = choose_dtype(ctx.con, ctx.run, ctx.options.dtype, ctx.device.peak, bound)
     step_ms = ctx.attribution.step_time_ms
-    from_trace = trace_flops(ctx.con, ctx.run)
+    from_trace = trace_flops(ctx.con, ctx.run, bound)
+    odd, n_odd = flops_bound.implausible_ops(ctx.con, ctx.run, ctx)
     from_spec = flops_per_step(ctx.spec) if ctx.spec else None
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
     base = Mfu(
@@ -194,12 +202,14 @@ def mfu_section(ctx: RunContext) -> Mfu:
                              if from_spec and from_trace and from_trace["model"] > 0 else None),
         peak_table_version=table_version(), dtype=choice.dtype,
         dtype_source=choice.source, dtype_share=choice.share, peak_dtype=choice.peak_dtype,
-        peak_reason=choice.reason)
+        peak_reason=choice.reason, implausible_ops=odd, implausible_op_count=n_odd)
     peak, label, message = _peak(ctx, choice)
     if peak is None:
         return msgspec.structs.replace(base, device=label, message=message)
+    notes = [flops_bound.implausible_message(odd, n_odd) if from_spec is None else None]
     if ctx.device.kinds > 1:
-        message = "ranks run on different devices; MFU uses the most common one"
+        notes.append("ranks run on different devices; MFU uses the most common one")
+    message = "; ".join(n for n in notes if n) or None
     if not model or step_ms <= 0:
         return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
                                        message=NO_FLOPS)
@@ -207,9 +217,13 @@ def mfu_section(ctx: RunContext) -> Mfu:
     hw = model + (from_trace["recompute"] + from_trace["extra"] if from_trace else 0.0)
     compute_ms = ctx.attribution.breakdown_ms.compute
     efficiency = (model / world) / (peak * compute_ms / 1e3) if compute_ms > 0 else 0.0
+    mfu, hfu = model / (step_s * world * peak), hw / (step_s * world * peak)
+    if (impossible := flops_bound.above_peak_message(mfu, hfu, base.flops_source)):
+        return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
+                                       message="; ".join(n for n in (impossible, message) if n))
     return msgspec.structs.replace(
         base, device=label, peak_flops_per_gpu=peak, message=message,
-        mfu=model / (step_s * world * peak), hfu=hw / (step_s * world * peak),
+        mfu=mfu, hfu=hw / (step_s * world * peak),
         achieved_tflops_per_gpu=((model / world) / (compute_ms / 1e3) / 1e12
                                  if compute_ms > 0 else None),
         waterfall=waterfall(efficiency, ctx.attribution.breakdown_ms, step_ms))

@@ -191,9 +191,21 @@ class WaterfallStep(Model, frozen=True, kw_only=True):
     points: float
 
 
+class ImplausibleOp(Model, frozen=True, kw_only=True):
+    """A counted op whose shapes claim more FLOPs than its kernels could have done at
+    the device's peak (docs/mfu.md, "Implausible shapes"); left out of the FLOPs."""
+    rank: int
+    step: int | None
+    op_id: int
+    name: str
+    flops: float
+    kernel_ms: float
+    times_peak: float   # its claimed FLOP rate over the device's highest dense peak
+
+
 class Mfu(Model, frozen=True, kw_only=True):
     """MFU/HFU against the peak table (docs/mfu.md); `mfu` is None with a `message`
-    when it cannot be computed honestly."""
+    when it cannot be computed honestly (never above 100%)."""
     mfu: float | None = None
     hfu: float | None = None
     model_flops_per_step: float | None = None
@@ -213,6 +225,8 @@ class Mfu(Model, frozen=True, kw_only=True):
     achieved_tflops_per_gpu: float | None = None
     waterfall: tuple[WaterfallStep, ...] = ()
     message: str | None = None
+    implausible_ops: tuple[ImplausibleOp, ...] = ()   # the worst few
+    implausible_op_count: int = 0
 
 
 class CollectiveStat(Model, frozen=True, kw_only=True):

@@ -10,7 +10,41 @@ exception escaping a reader into a ``TraceFileError`` of that file with
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (os.fsdecode's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _plain(ch: str) -> bool:
+    return ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable (newlines, escape codes,
+    bidirectional controls, bytes that are not UTF-8) written as a backslash escape: a
+    message is always exactly one line, and nothing in it can forge another one."""
+    if all(_plain(ch) for ch in text):
+        return text
+    return "".join(ch if _plain(ch) else _escape_char(ch) for ch in text)
+
+
+def quote_name(name: str | os.PathLike[str]) -> str:
+    """A file, folder or run name as messages show it: as it is when it is plain
+    printable text, else quoted with its odd characters escaped (`'a\\nb.json'`,
+    `'caf\\xe9'` for a name that is not UTF-8). Also valid text for a VARCHAR column."""
+    text = os.fspath(name)
+    shown = one_line(text)
+    return text if shown == text else "'" + shown.replace("'", "\\'") + "'"
 
 
 class StepscopeError(Exception):

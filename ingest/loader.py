@@ -16,6 +16,7 @@ was committed (read back from the database, not guessed).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +36,7 @@ from stepscope.ingest.errors import (
     StepscopeError,
     TraceFileError,
     UsageError,
+    one_line,
 )
 from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
@@ -50,7 +52,13 @@ from stepscope.ingest.reader import (
     OUTPUT_TABLES,
     RankTables,
 )
-from stepscope.ingest.sources import NcclFile, TraceFile, collect_traces, default_run_name
+from stepscope.ingest.sources import (
+    NcclFile,
+    TraceFile,
+    checked_run_name,
+    collect_traces,
+    default_run_name,
+)
 from stepscope.ingest.tasks import (
     NcclParsed,
     NcclTask,
@@ -211,7 +219,7 @@ def ingest(
     read (or, with strict, when any file failed); the database is then unchanged.
     Raises Interrupted on Ctrl-C, saying whether the run was committed.
     """
-    run_name = run or default_run_name(paths)
+    run_name = checked_run_name(run) if run is not None else default_run_name(paths)
     parse_executor(executor)  # a bad --executor or $STEPSCOPE_JOBS is a usage error
     default_jobs()            # before any work
     limit = max_trace_bytes(max_bytes)
@@ -228,7 +236,8 @@ def ingest(
         con = connect_write(db)
         guard.add_stopper(con.interrupt)
         try:
-            _transaction(con, run_name, [str(p) for p in paths], (traces.files, nccl), result,
+            sources = [one_line(os.fspath(p)) for p in paths]
+            _transaction(con, run_name, sources, (traces.files, nccl), result,
                          _Options(strict, jobs, progress, after_load, limit, step_marker,
                                   executor, ranks, stage_dir, comm_kernels),
                          guard)

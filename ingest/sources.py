@@ -14,13 +14,14 @@ import stat
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from stepscope.ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError, one_line, quote_name
 from stepscope.ingest.limits import format_size, max_trace_bytes
 from stepscope.ingest.nccl.sniff import sniff
 
@@ -52,6 +53,16 @@ class TraceSet:
     nccl: list[NcclFile] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (display, problem)
     skipped: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)  # real paths collected so far
+
+    def first_time(self, path: Path) -> bool:
+        """True the first time a file is met (by its real path): the same folder or file
+        given twice, or a file given beside its folder, is read once."""
+        real = os.path.realpath(path)
+        if real in self.seen:
+            return False
+        self.seen.add(real)
+        return True
 
 
 def is_trace_name(name: str) -> bool:
@@ -101,25 +112,44 @@ def is_regular_file(path: Path) -> bool:
 NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
 
 
+UNREADABLE_FOLDER = ("cannot read this folder ({reason}); the traces in it were not "
+                     "ingested (fix its permissions, or leave it out)")
+
+
+def _walk_files(root: Path, out: TraceSet) -> list[Path]:
+    """Every file under `root` (hidden names and links to folders left out), sorted; a
+    folder that cannot be listed is a failure of that folder, never skipped in silence."""
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        where = quote_name(exc.filename if exc.filename is not None else root)
+        out.failures.append((where, UNREADABLE_FOLDER.format(
+            reason=(exc.strerror or type(exc).__name__).lower())))
+
+    for folder, dirs, files in os.walk(root, onerror=unreadable):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [Path(folder, f) for f in files if not f.startswith(".")]
+    return sorted(found)
+
+
 def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
-    for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
-            continue
-        if not path.exists():
-            continue  # a dangling link
+    for path in _walk_files(root, out):
+        if not path.exists() or not out.first_time(path):
+            continue  # a dangling link, or a file already collected through another path
+        shown = quote_name(path)
         if not is_regular_file(path):
             if is_trace_name(path.name) or is_archive_name(path.name):
-                out.failures.append((str(path), NOT_REGULAR))
+                out.failures.append((shown, NOT_REGULAR))
             continue
         lower = path.name.lower()
         kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(path)
         if kind is not None:
-            out.nccl.append(NcclFile(path, str(path), kind))
+            out.nccl.append(NcclFile(path, shown, kind))
         elif is_trace_name(path.name):
             if _looks_like_other_json(path):
-                out.skipped.append(str(path))
+                out.skipped.append(shown)
             else:
-                out.files.append(TraceFile(path, str(path)))
+                out.files.append(TraceFile(path, shown))
         elif is_archive_name(path.name):
             _unpack(path, out, unpack_dir, limit)
 
@@ -146,45 +176,76 @@ def _copy_capped(src: IO[bytes], dest: Path, limit: int) -> bool:
     return True
 
 
+# What reading one archive member can raise: encrypted (RuntimeError), an unsupported
+# method such as deflate64 (NotImplementedError), a bad CRC, truncated data.
+MEMBER_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError,
+                 zlib.error, EOFError, OSError, ValueError)
+
+
 def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
-    """Extract the trace files of a zip / tar archive; skip unsafe member paths; a
-    member larger than the per-trace limit fails alone."""
+    """Extract the trace files of a zip / tar archive; skip unsafe member paths; a member
+    that cannot be read (encrypted, deflate64, corrupt) or is larger than the per-trace
+    limit fails alone, the other members still ingest."""
     if not is_regular_file(archive):
-        out.failures.append((str(archive), NOT_REGULAR))
+        out.failures.append((quote_name(archive), NOT_REGULAR))
         return
     target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
+    shown = quote_name(archive)
     try:
         members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
         found = 0
-        for member, src in members:
-            dest = target / member
-            dest.parent.mkdir(parents=True, exist_ok=True)
+        for member, opener in members:
             found += 1
-            if _copy_capped(src, dest, limit):
-                out.files.append(TraceFile(dest, f"{archive}!{member}"))
-            else:
-                out.failures.append((f"{archive}!{member}", (
-                    f"more than {format_size(limit)} unpacked, the per-trace limit (raise it "
-                    "with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")))
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError) as exc:
+            _extract(member, opener, target, f"{shown}!{quote_name(str(member))}", out, limit)
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError,
+            zlib.error) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        out.failures.append((str(archive), f"unreadable archive ({detail})"))
+        out.failures.append((shown, f"unreadable archive ({detail})"))
         return
     if found == 0:
-        out.failures.append((str(archive), "archive holds no .json or .json.gz trace files"))
+        out.failures.append((shown, "archive holds no .json or .json.gz trace files"))
 
 
-def _zip_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
-    """Trace members of a zip archive, with safe relative paths."""
+def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Path,
+             display: str, out: TraceSet, limit: int) -> None:
+    """Copy one member out; its own problems fail this member only."""
+    dest = target / member
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        copied = _copy_capped(opener(), dest, limit)
+    except MEMBER_ERRORS as exc:
+        dest.unlink(missing_ok=True)
+        out.failures.append((display, _member_problem(exc)))
+        return
+    if copied:
+        out.files.append(TraceFile(dest, display))
+    else:
+        out.failures.append((display, (
+            f"more than {format_size(limit)} unpacked, the per-trace limit (raise it "
+            "with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")))
+
+
+def _member_problem(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, RuntimeError) and "encrypted" in text.lower():
+        return "archive member is encrypted (password-protected); unpack it yourself"
+    if isinstance(exc, NotImplementedError):
+        return (f"archive member uses a compression method Python cannot read ({text}; "
+                "e.g. deflate64): re-pack it with plain deflate (zip -Z deflate) or tar.gz")
+    return f"unreadable archive member ({type(exc).__name__}: {text})"
+
+
+def _zip_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO[bytes]]]]:
+    """Trace members of a zip archive, with safe relative paths, each with its opener."""
     with zipfile.ZipFile(archive) as zf:
         for zinfo in zf.infolist():
             member = _safe_member(zinfo.filename)
             if zinfo.is_dir() or member is None or not is_trace_name(member.name):
                 continue
-            yield member, zf.open(zinfo)
+            yield member, lambda zinfo=zinfo: zf.open(zinfo)  # type: ignore[misc]
 
 
-def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
+def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO[bytes]]]]:
     """Trace members of a (compressed) tar archive, with safe relative paths."""
     with tarfile.open(archive, "r:*") as tf:
         for tinfo in tf:
@@ -193,7 +254,7 @@ def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, IO[bytes]]]:
                 continue
             src = tf.extractfile(tinfo)
             if src is not None:
-                yield member, src
+                yield member, lambda src=src: src  # type: ignore[misc]
 
 
 @contextmanager
@@ -207,26 +268,43 @@ def collect_traces(paths: Sequence[str | Path],
     with tempfile.TemporaryDirectory(prefix="stepscope-unpack-") as tmp:
         out = TraceSet()
         for raw in paths:
-            path = Path(raw)
-            if not path.exists():
-                raise UsageError(f"{path}: no such file or directory")
-            if path.is_dir():
-                _scan_directory(path, out, Path(tmp), limit)
-            elif not is_regular_file(path):
-                out.failures.append((str(path), NOT_REGULAR))
-            elif is_archive_name(path.name):
-                _unpack(path, out, Path(tmp), limit)
-            elif (kind := sniff(path, named=True)) is not None:
-                out.nccl.append(NcclFile(path, str(path), kind))
-            else:
-                out.files.append(TraceFile(path, str(path)))
+            _collect_path(Path(raw), out, Path(tmp), limit)
         if not out.files and not out.failures and not out.nccl:
             raise UsageError(
                 f"no trace files (.json, .json.gz, archives of them, Flight Recorder "
                 f"dumps or NCCL logs) found in "
-                f"{', '.join(str(p) for p in paths)}"
+                f"{', '.join(quote_name(p) for p in paths)}"
             )
         yield out
+
+
+def _collect_path(path: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
+    """One path the user gave: a folder, an archive, an NCCL file or a trace."""
+    if not path_exists(path):
+        raise UsageError(f"{quote_name(path)}: no such file or directory")
+    if path.is_dir():
+        _scan_directory(path, out, unpack_dir, limit)
+        return
+    if not out.first_time(path):
+        return
+    shown = quote_name(path)
+    if not is_regular_file(path):
+        out.failures.append((shown, NOT_REGULAR))
+    elif is_archive_name(path.name):
+        _unpack(path, out, unpack_dir, limit)
+    elif (kind := sniff(path, named=True)) is not None:
+        out.nccl.append(NcclFile(path, shown, kind))
+    else:
+        out.files.append(TraceFile(path, shown))
+
+
+def path_exists(path: str | Path) -> bool:
+    """Whether a path exists; False (never an error) for a name the system cannot even
+    look up, such as one longer than 255 bytes."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -243,4 +321,15 @@ def default_run_name(paths: Sequence[str | Path]) -> str:
     if not paths:
         raise UsageError("no trace path given: pass trace files, directories or archives")
     first = Path(paths[0]).resolve()
-    return strip_suffixes(first.name) or "run"
+    return one_line(strip_suffixes(first.name)) or "run"
+
+
+def checked_run_name(name: str) -> str:
+    """A run name as given (`--run`): printable text, since it is shown in messages,
+    links and file names; UsageError otherwise."""
+    if not name.strip():
+        raise UsageError("--run: the run name is empty")
+    if one_line(name) != name:
+        raise UsageError(f"--run {quote_name(name)}: a run name must be printable text "
+                         "(no newlines, escape codes or bytes that are not UTF-8)")
+    return name

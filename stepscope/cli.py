@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from stepscope.ingest.exit_codes import EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
@@ -43,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def say(line: str) -> None:
+    """Print one line on stderr: whatever a file or run name holds (a newline, an escape
+    code, bytes that are not UTF-8), it stays one line (ingest.errors.one_line)."""
+    from stepscope.ingest.errors import one_line
+
+    print(one_line(line), file=sys.stderr)
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import COMMANDS
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
@@ -54,22 +62,36 @@ def _run(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return EXIT_USAGE
         try:
-            return int(COMMANDS[args.command].run(args))
+            return _command(COMMANDS[args.command].run, args)
         except KeyboardInterrupt:
             if args.command in WRITES_DATABASE:
                 raise
             raise KeyboardInterrupt from None  # a temporary database only: nothing written
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return EXIT_USAGE
     except NothingIngestedError as exc:
         for file, problem in exc.failures:
-            print(f"error: {file}: {problem}", file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
+            say(f"error: {file}: {problem}")
+        say(f"error: {exc}")
         return EXIT_NOTHING
     except StepscopeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return EXIT_NOTHING
+
+
+def _command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; a failure of the database or the disk (full, damaged, read-only,
+    out of memory) becomes its one-line error (ingest.db_errors)."""
+    try:
+        return int(run(args))
+    except Exception as exc:
+        from stepscope.ingest.db_errors import explain
+
+        mapped = explain(exc, getattr(args, "db", None))
+        if mapped is None:
+            raise
+        raise mapped from None
 
 
 def _print_uninterrupted(line: str) -> None:
@@ -97,8 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # last resort: one line, not a traceback (re-raised on debug)
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for "
-              "the traceback, and please report it)", file=sys.stderr)
+        first = (str(exc).strip() or "?").splitlines()[0][:500]
+        say(f"internal error: {type(exc).__name__}: {first} (set STEPSCOPE_DEBUG=1 for "
+            "the traceback, and please report it)")
         return EXIT_NOTHING
 
 

@@ -36,7 +36,9 @@ from stepscope.ingest import (
     run_names,
 )
 from stepscope.ingest.db import connect_write
+from stepscope.ingest.errors import quote_name
 from stepscope.ingest.sources import collect_traces
+from stepscope.outputs import OutputError, check_out_dir, write_files
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_OUT_ROOT = Path("stepscope-nightly")
@@ -159,16 +161,14 @@ def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
     return night, history_row(night, start, ingested_at)
 
 
+REPORT_FILES = ("report.json", "report.md", "report.html")
+
+
 def write_outputs(night: NightlyReport, out_dir: Path) -> list[Path]:
-    """report.json, report.md and report.html of the night in `out_dir`."""
-    files = {"report.json": nightly_json(night), "report.md": nightly_markdown(night),
-             "report.html": nightly_html(night)}
-    written = []
-    for name, text in files.items():
-        path = out_dir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    """report.json, report.md and report.html of the night in `out_dir`, each written
+    atomically (stepscope.outputs)."""
+    texts = (nightly_json(night), nightly_markdown(night), nightly_html(night))
+    return write_files(out_dir, dict(zip(REPORT_FILES, texts, strict=True)))
 
 
 def _prepare_out_dir(out_dir: Path) -> None:
@@ -183,6 +183,7 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     _check_options(opts)
     run = opts.run or default_run_name(opts.job, opts.paths)
     out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
+    check_out_dir(out_dir, db=opts.db, inputs=opts.paths, names=REPORT_FILES)
     _prepare_out_dir(out_dir)
     result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs,
                         comm_kernels=opts.comm_kernels)
@@ -195,4 +196,11 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
             night = with_pruned(night, history.prune(con, opts.job, opts.keep))
     finally:
         con.close()
-    return NightlyOutcome(night, out_dir, write_outputs(night, out_dir))
+    try:
+        files = write_outputs(night, out_dir)
+    except OutputError as exc:
+        raise OutputError(f"night '{run}' is recorded in {quote_name(opts.db)} (history "
+                          f"committed), but its reports were not written: {exc}; free "
+                          "space or pick another --out-dir and re-run the night "
+                          "(it replaces itself)") from None
+    return NightlyOutcome(night, out_dir, files)

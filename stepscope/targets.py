@@ -24,7 +24,7 @@ from stepscope.analyzers.model import Diff, PlanResult, Report
 from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.report import report_from_context
 from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
-from stepscope.ingest.sources import default_run_name
+from stepscope.ingest.sources import default_run_name, path_exists
 from stepscope.store import Store
 
 
@@ -52,7 +52,7 @@ def _stored_run(db: str | Path, name: str) -> bool:
 def is_path(target: str | Path) -> bool:
     """True when `target` is to be ingested from disk (an existing path wins over a run
     of the same name)."""
-    return Path(target).exists()
+    return path_exists(target)
 
 
 def _both_note(target: str | Path, db: str | Path) -> tuple[str, ...]:
@@ -90,7 +90,7 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
     from stepscope import ingest_run  # the package's own ingest (analysis included)
 
     with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
-        scratch = Path(tmp) / f"{name}.duckdb"
+        scratch = Path(tmp) / "run.duckdb"  # not the run's name: that may be any length
         result = ingest_run([target], db=scratch, run=name, step_marker=step_marker,
                             comm_kernels=comm_kernels)
         with Store(scratch) as store:

@@ -73,9 +73,18 @@ def size(text: str) -> int:
 
 def output_file(text: str) -> Path:
     """Where a report goes: its folder must exist and be writable, and it must not be a
-    folder itself; checked before any work, so a long ingest never ends in a failed write."""
+    folder itself; checked before any work, so a long ingest never ends in a failed write.
+    What it may not replace (the database, an input) is checked by each command with
+    stepscope.outputs.check_output once the other arguments are known."""
     path = Path(text)
     folder = path.parent
+    try:
+        return _writable_file(text, path, folder)
+    except OSError as exc:  # e.g. a name longer than the system allows
+        raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
+
+
+def _writable_file(text: str, path: Path, folder: Path) -> Path:
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a folder; give a file name")
     if not folder.is_dir():
@@ -84,22 +93,6 @@ def output_file(text: str) -> Path:
                                                                                    os.W_OK)):
         raise argparse.ArgumentTypeError(f"{text}: cannot write there (permission denied)")
     return path
-
-
-def write_output(text: str, out: Path | None) -> None:
-    """Write to `out` atomically (a temporary file renamed over it: an interrupt never
-    leaves half a report), or to stdout when out is None."""
-    import sys
-
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 # Ranges of the user's numbers (documented in README "Limits").

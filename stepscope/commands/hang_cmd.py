@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 from stepscope import ingest_run
 from stepscope.analyzers.hang import NoFlightRecorderError, build_hang_report
 from stepscope.analyzers.model import HangReport
+from stepscope.cli import say
 from stepscope.dashboard.render.hang import hang_json, hang_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
-from stepscope.ingest.sources import default_run_name
+from stepscope.ingest.sources import default_run_name, path_exists
+from stepscope.outputs import check_output, write_text
 from stepscope.store import Store
-from stepscope.validate import output_file, write_output
+from stepscope.validate import output_file
 
 HELP = "why a job hung: stuck collectives, missing and suspect ranks from Flight Recorder dumps"
 RENDERERS = {"json": hang_json, "md": hang_markdown}
@@ -43,16 +44,18 @@ def _analyse(store: Store, run: str) -> HangReport:
 
 
 def _emit(text: str, out: Path | None) -> None:
-    write_output(text, out)
+    write_text(text, out)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_output(args.out, db=args.db, inputs=[args.target])
     target = Path(args.target)
-    if target.exists():
+    if path_exists(target):
         with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:
             result = ingest_run([target], db=Path(tmp) / "hang.duckdb")
             for file, problem in result.failures:
-                print(f"error: {file}: {problem}", file=sys.stderr)
+                say(f"error: {file}: {problem}")
             with Store(Path(tmp) / "hang.duckdb") as store:
                 report = _analyse(store, default_run_name([target]))
             _emit(RENDERERS[args.format](report), args.out)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from stepscope import ingest_run
+from stepscope.cli import say
 from stepscope.dashboard.render.summary import summary_text
 from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
 from stepscope.ingest.errors import Interrupted
@@ -91,7 +92,7 @@ class _Progress:
 
 def _report(result: IngestResult, quiet: bool) -> None:
     for file, problem in result.failures:
-        print(f"error: {file}: {problem}", file=sys.stderr)
+        say(f"error: {file}: {problem}")
     if quiet:
         return
     ranks = len(result.ranks)
@@ -168,8 +169,8 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
             if len(jobs) == 1:
                 raise
             for file, problem in exc.failures:
-                print(f"error: {file}: {problem}", file=sys.stderr)
-            print(f"error: {exc}", file=sys.stderr)
+                say(f"error: {file}: {problem}")
+            say(f"error: {exc}")
             nothing += 1
             continue
         committed.append(result.run)

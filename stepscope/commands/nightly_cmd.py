@@ -7,12 +7,12 @@ its value and threshold); 3 partial ingest; 2 usage error; 1 nothing ingested.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from stepscope.analyzers.checks import check_line, metric_catalog, parse_threshold
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.analyzers.spec import load_spec
+from stepscope.cli import say
 from stepscope.commands.ingest_cmd import add_comm_kernels
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.comm_kernels import load_user_table
@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     night = outcome.night
     info = night.nightly
     for failed in info.failed_files:
-        print(f"error: {failed.file}: {failed.error}", file=sys.stderr)
+        say(f"error: {failed.file}: {failed.error}")
     for check in night.failed_checks:
-        print(f"check failed: {check_line(check)}", file=sys.stderr)
+        say(f"check failed: {check_line(check)}")
     if not args.quiet:
         base = night.baseline.run if night.baseline else "none"
         print(f"nightly {info.verdict}: job '{info.job}' run '{info.run}' "

@@ -22,8 +22,9 @@ from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render.plan import plan_json, plan_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
+from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.targets import plan
-from stepscope.validate import PEAK_TFLOPS, integer, output_file, real, write_output
+from stepscope.validate import PEAK_TFLOPS, integer, output_file, real
 
 # Ranges of plan's inputs (README "Limits"): beyond them the planner's answer means
 # nothing, and --gpus bounds its loops (divisors of the GPU count).
@@ -98,6 +99,10 @@ def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        sources = [args.source] if args.source is not None else []
+        check_output(args.out, db=args.db or DEFAULT_DB,
+                     inputs=[*sources, *option_inputs(args)])
     if args.source is not None:
         return _run_from(args)
     wrong = _given(args, FROM_ONLY)
@@ -113,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                    DEFAULT_EFFICIENCY if args.efficiency is None else args.efficiency,
                    args.dtype)
     model = plan_result(job, resolve_device(args.gpu), args.top)
-    write_output(RENDERERS[args.format](model), args.out)
+    write_text(RENDERERS[args.format](model), args.out)
     return EXIT_OK if model.feasible else EXIT_NOTHING
 
 
@@ -129,7 +134,7 @@ def _run_from(args: argparse.Namespace) -> int:
                               microbatches=args.micro_batches)
     built = plan(args.source, args.db or DEFAULT_DB, options, constraints, args.top)
     print_remarks(built)
-    write_output(RENDERERS[args.format](built.plan), args.out)
+    write_text(RENDERERS[args.format](built.plan), args.out)
     if built.failures:
         return EXIT_PARTIAL
     return EXIT_OK if built.plan.feasible else EXIT_NOTHING

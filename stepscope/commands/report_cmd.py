@@ -14,8 +14,9 @@ from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_json, report_markdown
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.outputs import check_output, write_text
 from stepscope.targets import report
-from stepscope.validate import PEAK_TFLOPS, output_file, write_output
+from stepscope.validate import PEAK_TFLOPS, output_file
 
 HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
 RENDERERS = {"json": report_json, "md": report_markdown, "html": report_html}
@@ -43,10 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_output(args.out, db=args.db, inputs=[args.target])
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
     built = report(args.target, args.db, options, step_marker=args.step_marker,
                    comm_kernels=args.comm_kernels)
     print_remarks(built)
-    write_output(RENDERERS[args.format](built.report), args.out)
+    write_text(RENDERERS[args.format](built.report), args.out)
     return EXIT_PARTIAL if built.failures else EXIT_OK

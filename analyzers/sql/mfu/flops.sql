@@ -6,9 +6,15 @@
 --   is_recompute   the op re-runs forward work for activation checkpointing.
 -- Composites (aten::linear, aten::matmul) count only when none of their children is a
 -- counted primitive; attention counts the full (non-causal) square, PaLM's convention.
--- Defines the temporary table macro model_flops(run_name) (analyzers._sql.install_macros);
--- reads cpu_ops and recompute_ops.
-CREATE OR REPLACE TEMP MACRO model_flops(run_name) AS TABLE
+-- Defines two temporary table macros (analyzers._sql.install_macros); reads cpu_ops,
+-- gpu_ops and recompute_ops:
+--   flops_claims(run_name)          every counted op, with kernel_ns: the GPU time of the
+--                                   compute kernels it launched (itself or through its
+--                                   children, up to 3 levels down; NULL when none);
+--   model_flops(run_name, max_rate) the ops whose FLOPs their kernels could have done at
+--                                   `max_rate` FLOP/s (docs/mfu.md, "Implausible
+--                                   shapes"); NULL max_rate keeps every op.
+CREATE OR REPLACE TEMP MACRO flops_claims(run_name) AS TABLE
 WITH counted AS (
     SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs
     FROM cpu_ops o
@@ -27,9 +33,12 @@ WITH counted AS (
     WHERE c.name NOT IN ('aten::linear', 'aten::matmul') AND c.parent_id IS NOT NULL
 ), shaped AS (
     SELECT c.*,
-        TRY_CAST(c.input_dims -> '$[0]' AS BIGINT[]) AS d0,
-        TRY_CAST(c.input_dims -> '$[1]' AS BIGINT[]) AS d1,
-        TRY_CAST(c.input_dims -> '$[2]' AS BIGINT[]) AS d2
+        -- DOUBLE, not BIGINT: products of shapes overflow integers and DECIMAL(38) (a
+        -- hostile `[2**40, 2**40]` must give a huge number, which mfu.py bounds, not an
+        -- error); a double is exact for every real product (< 2^53)
+        TRY_CAST(c.input_dims -> '$[0]' AS DOUBLE[]) AS d0,
+        TRY_CAST(c.input_dims -> '$[1]' AS DOUBLE[]) AS d1,
+        TRY_CAST(c.input_dims -> '$[2]' AS DOUBLE[]) AS d2
     FROM counted c
     WHERE c.name NOT IN ('aten::linear', 'aten::matmul')
        OR NOT EXISTS (SELECT 1 FROM primitive_children p
@@ -60,12 +69,12 @@ WITH counted AS (
             -- input [N, C, H, W], weight [K, C/g, R, S]; output size from stride/padding/dilation
             WHEN name = 'aten::convolution' AND len(d0) = 4 AND len(d1) = 4
                 THEN 2.0 * d0[1] * d1[1] * d1[2] * d1[3] * d1[4]
-                     * ((d0[3] + 2 * coalesce(TRY_CAST(concrete_inputs ->> '$[4]' AS INTEGER[])[1], 0)
-                         - coalesce(TRY_CAST(concrete_inputs ->> '$[5]' AS INTEGER[])[1], 1) * (d1[3] - 1) - 1)
-                        // coalesce(TRY_CAST(concrete_inputs ->> '$[3]' AS INTEGER[])[1], 1) + 1)
-                     * ((d0[4] + 2 * coalesce(TRY_CAST(concrete_inputs ->> '$[4]' AS INTEGER[])[2], 0)
-                         - coalesce(TRY_CAST(concrete_inputs ->> '$[5]' AS INTEGER[])[2], 1) * (d1[4] - 1) - 1)
-                        // coalesce(TRY_CAST(concrete_inputs ->> '$[3]' AS INTEGER[])[2], 1) + 1)
+                     * (floor((d0[3] + 2 * coalesce(TRY_CAST(concrete_inputs ->> '$[4]' AS DOUBLE[])[1], 0)
+                         - coalesce(TRY_CAST(concrete_inputs ->> '$[5]' AS DOUBLE[])[1], 1) * (d1[3] - 1) - 1)
+                        / coalesce(TRY_CAST(concrete_inputs ->> '$[3]' AS DOUBLE[])[1], 1)) + 1)
+                     * (floor((d0[4] + 2 * coalesce(TRY_CAST(concrete_inputs ->> '$[4]' AS DOUBLE[])[2], 0)
+                         - coalesce(TRY_CAST(concrete_inputs ->> '$[5]' AS DOUBLE[])[2], 1) * (d1[4] - 1) - 1)
+                        / coalesce(TRY_CAST(concrete_inputs ->> '$[3]' AS DOUBLE[])[2], 1)) + 1)
             -- grad_out [N, K, H', W'], weight [K, C/g, R, S]: data + weight gradients
             WHEN name = 'aten::convolution_backward' AND len(d0) = 4 AND len(d2) = 4
                 THEN 4.0 * d0[1] * d0[2] * d0[3] * d0[4] * d2[2] * d2[3] * d2[4]
@@ -78,11 +87,33 @@ WITH counted AS (
             ELSE NULL
         END AS model_flops
     FROM shaped
+), launched AS (  -- compute-kernel time per CPU op (the kernels' External id link)
+    SELECT rank, cpu_op_id AS op_id, sum(dur_ns) AS ns
+    FROM gpu_ops WHERE run = run_name AND kind = 'compute' AND cpu_op_id IS NOT NULL
+    GROUP BY rank, cpu_op_id
+), lineage AS (   -- each launching op and its ancestors, three levels up
+    SELECT l.rank, unnest([l.op_id, p1.op_id, p2.op_id, p3.op_id]) AS op_id, l.ns
+    FROM launched l
+    LEFT JOIN cpu_ops o ON o.run = run_name AND o.rank = l.rank AND o.op_id = l.op_id
+    LEFT JOIN cpu_ops p1 ON p1.run = run_name AND p1.rank = l.rank AND p1.op_id = o.parent_id
+    LEFT JOIN cpu_ops p2 ON p2.run = run_name AND p2.rank = l.rank AND p2.op_id = p1.parent_id
+    LEFT JOIN cpu_ops p3 ON p3.run = run_name AND p3.rank = l.rank AND p3.op_id = p2.parent_id
+), kernel_time AS (
+    SELECT rank, op_id, sum(ns) AS kernel_ns FROM lineage WHERE op_id IS NOT NULL
+    GROUP BY rank, op_id
 )
 SELECT f.rank, f.op_id, f.step, f.name, f.model_flops,
     CASE WHEN f.name LIKE '%attention_backward' THEN f.model_flops * 0.25 ELSE 0 END
         AS hardware_extra,
-    r.op_id IS NOT NULL AS is_recompute
+    r.op_id IS NOT NULL AS is_recompute,
+    k.kernel_ns
 FROM flops f
 LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank = f.rank AND r.op_id = f.op_id
+LEFT JOIN kernel_time k ON k.rank = f.rank AND k.op_id = f.op_id
 WHERE f.model_flops IS NOT NULL AND f.model_flops > 0;
+
+CREATE OR REPLACE TEMP MACRO model_flops(run_name, max_rate) AS TABLE
+SELECT rank, op_id, step, name, model_flops, hardware_extra, is_recompute
+FROM flops_claims(run_name)
+WHERE max_rate IS NULL OR coalesce(kernel_ns, 0) <= 0
+   OR model_flops + hardware_extra <= max_rate * kernel_ns / 1e9;

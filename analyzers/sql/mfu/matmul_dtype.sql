@@ -6,7 +6,7 @@
 --            h884/h1688 = fp16, s1688/tf32 = TF32, sgemm = fp32, e4m3 = fp8), weighted by
 --            their GPU time.
 -- Only complete steps count.
-WITH f AS (SELECT * FROM model_flops($run)),
+WITH f AS (SELECT * FROM model_flops($run, $max_rate)),
 complete AS (SELECT rank, step FROM complete_steps WHERE run = $run),
 ops AS (
     SELECT f.model_flops AS weight,

@@ -1,7 +1,8 @@
 -- Model, recompute and extra hardware FLOPs per step of run $run, summed over ranks
 -- (mean over each rank's complete steps), and the number of counted ops. Reads the
--- model_flops macro (mfu/flops.sql) and complete_steps. Parameter: $run.
-WITH f AS (SELECT * FROM model_flops($run)),
+-- model_flops macro (mfu/flops.sql) and complete_steps. Parameters: $run, $max_rate
+-- (mfu/flops.sql).
+WITH f AS (SELECT * FROM model_flops($run, $max_rate)),
 complete AS (SELECT rank, step FROM complete_steps WHERE run = $run),
 per_rank AS (
     SELECT c.rank, count(DISTINCT c.step) AS n_steps,

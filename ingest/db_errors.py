@@ -1,0 +1,78 @@
+"""What a database failure means for the user, in one line with what to do.
+
+DuckDB reports a full disk, a damaged file, a read-only folder or its memory limit as
+exceptions whose text is long, multi-line and names DuckDB's own settings. The CLI asks
+`explain` for any exception a command raised: a database or file-system failure becomes
+a `DatabaseProblem` (exit 1: the work could not be done) or a `DatabaseUnusable`
+(exit 2: the --db given cannot be used as it is); anything else is left to the caller.
+Generic on purpose: it looks only at the exception's kind and text, so checks that
+other modules make before opening a database stay theirs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV
+from stepscope.ingest.errors import StepscopeError, UsageError, one_line, quote_name
+
+
+class DatabaseProblem(StepscopeError):
+    """The database could not be written or read to the end (disk full, out of memory);
+    exit 1. Whatever was being ingested was rolled back."""
+
+
+class DatabaseUnusable(UsageError):
+    """The database file or its folder cannot be used (damaged, read-only); exit 2."""
+
+
+_DAMAGED = ("could not read enough bytes", "corrupt", "checksum", "invalid block",
+            "not a valid duckdb database", "failed to load metadata pointer",
+            "serialization error", "deserializ")
+_NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large")
+_READ_ONLY = ("read-only file system", "permission denied", "read only")
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return one_line(text.splitlines()[0])[:300]
+
+
+def _name(db: str | Path | None) -> str:
+    return quote_name(str(db)) if db is not None else "the database"
+
+
+def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
+    """The one-line error for a failure of the database or the disk, or None."""
+    if isinstance(exc, StepscopeError | BrokenPipeError):
+        return None
+    kind = type(exc).__name__
+    from_duckdb = type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb")
+    if not from_duckdb and not isinstance(exc, OSError):
+        return None
+    text = str(exc).lower()
+    if kind == "OutOfMemoryException" or "out of memory" in text:
+        limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+        return DatabaseProblem(
+            f"out of memory in the database (its limit is {limit}, from ${MEMORY_ENV} or "
+            f"the default {DEFAULT_MEMORY_LIMIT}); raise ${MEMORY_ENV} (e.g. 2GB) or free "
+            f"memory; nothing was committed to {_name(db)}")
+    if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:
+        return DatabaseProblem(
+            f"the disk is full ({_first(exc)}); nothing was committed to {_name(db)}: "
+            "free space (or point $TMPDIR / --db elsewhere) and run again")
+    if any(s in text for s in _READ_ONLY):
+        return DatabaseUnusable(
+            f"{_name(db)}: cannot write the database or its folder ({_first(exc)}); "
+            "use a --db in a folder you can write")
+    if any(s in text for s in _DAMAGED) or kind in ("SerializationException",
+                                                      "InternalException"):
+        return DatabaseUnusable(
+            f"{_name(db)}: the database file is damaged or incomplete ({_first(exc)}); "
+            "restore it from a copy, or ingest into a new --db")
+    if isinstance(exc, OSError):
+        where = quote_name(exc.filename) if exc.filename else "a file"
+        return DatabaseProblem(f"{where}: {exc.strerror or _first(exc)}")
+    return DatabaseProblem(f"{_name(db)}: database error ({kind}: {_first(exc)})")

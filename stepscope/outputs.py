@@ -1,0 +1,193 @@
+"""Where the commands' files go, written so that nothing the user has is ever lost.
+
+Every command that writes a file (`report`, `diff`, `plan`, `hang` with `--out`, and
+`nightly --out-dir`) goes through this module:
+
+* `check_output` refuses, before any work, an output that is the database (or its
+  `.wal`), an input trace or archive, a file inside an input folder, any existing
+  DuckDB database, a block device or a socket (usage error, exit 2).
+* `write_text` writes through a temporary file in the same folder and an atomic rename,
+  so an interrupt, a full disk or a crash never leaves half a report and never replaces
+  the old file with a broken one. A symbolic link is followed: its target is replaced and
+  the link stays. A character device or FIFO (`/dev/null`, `/dev/tty`, a named pipe) is
+  written into, never replaced; `/dev/stdout`, `/dev/stderr` and `/dev/fd/N` write to
+  that stream of this process (so `--out /dev/stdout >> log` appends, as the shell
+  promised).
+* A write that fails (disk full, permission) is one line naming the file and the reason
+  (`OutputError`, exit 1); the previous file, if any, is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from stepscope.ingest.errors import StepscopeError, UsageError, quote_name
+from stepscope.ingest.sources import path_exists
+
+DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
+STREAM_LINKS = {"/dev/stdout": 1, "/dev/stderr": 2, "/proc/self/fd/1": 1,
+                "/proc/self/fd/2": 2, "/dev/fd/1": 1, "/dev/fd/2": 2}
+
+
+class OutputError(StepscopeError):
+    """An output could not be written (exit 1); nothing was left half-written."""
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name the same file (existing or not)."""
+    try:
+        if path_exists(a) and path_exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return _real(a) == _real(b)
+
+
+def _is_duckdb_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(12)[8:12] == DUCKDB_MAGIC
+    except OSError:
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    real, root = _real(path), _real(folder)
+    return real != root and root in real.parents
+
+
+def check_output(out: Path, *, db: str | Path | None = None,
+                 inputs: Iterable[str | Path] = (), what: str = "--out") -> None:
+    """Refuse an output path that would destroy something (see the module doc); a
+    UsageError that says what the path is and what to do."""
+    shown = f"{what} {quote_name(out)}"
+    if _stream_fd(out) is not None:
+        return
+    if db is not None:
+        db_path = Path(db)
+        for guarded in (db_path, db_path.with_name(db_path.name + ".wal")):
+            if _same(out, guarded):
+                raise UsageError(f"{shown}: is the database {quote_name(db_path)} (or its "
+                                 ".wal); writing there would destroy it. Choose another file")
+    for raw in inputs:
+        source = Path(raw)
+        if not path_exists(source):
+            continue
+        if source.is_dir():
+            if path_exists(out) and _inside(out, source):
+                raise UsageError(f"{shown}: is a file inside the input folder "
+                                 f"{quote_name(source)}; writing there would replace it. "
+                                 "Choose a file outside the traces")
+        elif _same(out, source):
+            raise UsageError(f"{shown}: is an input ({quote_name(source)}); writing there "
+                             "would destroy it. Choose another file")
+    _check_kind(out, shown)
+
+
+def _check_kind(out: Path, shown: str) -> None:
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        return  # does not exist yet (its folder was checked by validate.output_file)
+    if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        raise UsageError(f"{shown}: is a block device or a socket; give a file name")
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{shown}: is a folder; give a file name")
+    if stat.S_ISREG(mode) and _is_duckdb_file(out):
+        raise UsageError(f"{shown}: is a DuckDB database; writing there would destroy it. "
+                         "Choose another file")
+
+
+def check_out_dir(out_dir: Path, *, db: str | Path | None,
+                  inputs: Iterable[str | Path], names: Iterable[str]) -> None:
+    """`nightly --out-dir`: the folder is not an input file, and none of the files it
+    will hold is one of the guarded paths."""
+    listed = list(inputs)
+    if path_exists(out_dir) and not out_dir.is_dir():
+        raise UsageError(f"--out-dir {quote_name(out_dir)}: is a file, not a folder")
+    for name in names:
+        check_output(out_dir / name, db=db, inputs=listed, what="--out-dir")
+
+
+def _stream_fd(out: Path) -> int | None:
+    """1 or 2 when `out` names this process's stdout or stderr (through /dev or /proc)."""
+    text = os.path.normpath(str(out))
+    return STREAM_LINKS.get(text)
+
+
+def write_text(text: str, out: Path | None) -> None:
+    """Write `text` to `out` (see the module doc), or to stdout when out is None."""
+    fd = 1 if out is None else _stream_fd(out)
+    if fd is not None:
+        stream = sys.stdout if fd == 1 else sys.stderr
+        stream.write(text if text.endswith("\n") else text + "\n")
+        stream.flush()
+        return
+    assert out is not None
+    target = _real(out)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputError(f"{quote_name(out)}: cannot write there ({exc.strerror})") from None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        _write_into(target, text, out)
+        return
+    _replace_atomically(target, text, out, mode)
+
+
+def _write_into(target: Path, body: str, shown: Path) -> None:
+    try:
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(body)
+    except OSError as exc:
+        raise OutputError(f"{quote_name(shown)}: could not write ({exc.strerror})") from None
+
+
+def _replace_atomically(target: Path, body: str, shown: Path, mode: int | None) -> None:
+    """A temporary file beside `target`, fsynced and renamed over it."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"{quote_name(shown)}: cannot write there ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else _new_file_mode())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"{quote_name(shown)}: could not be written ({exc.strerror}); "
+                          "an earlier file there is unchanged") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _new_file_mode() -> int:
+    """What open() would give a new file: 0o666 less the umask (mkstemp's is 0o600)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_files(folder: Path, files: Mapping[str, str]) -> list[Path]:
+    """Each of `files` (name -> text) into `folder`, each atomically."""
+    written = []
+    for name, text in files.items():
+        path = folder / name
+        write_text(text, path)
+        written.append(path)
+    return written
