@@ -132,7 +132,11 @@ def parse_threshold(expr: str) -> Threshold:
     if metric not in metric_catalog():
         raise UsageError(f"--fail-if '{expr}': unknown metric '{metric}'; valid metrics: "
                          + ", ".join(metric_catalog()))
-    return Threshold(metric, cast(Op, op), float(number))
+    value = float(number)
+    if not math.isfinite(value):  # 1e999 reads as inf: a check that can never fail
+        raise UsageError(f"--fail-if '{expr}': the threshold {number} is not a finite "
+                         "number (it overflows a double); give a value such as 1e6")
+    return Threshold(metric, cast(Op, op), value)
 
 
 def _lookup(data: JsonObject | None, path: list[str]) -> float | None:

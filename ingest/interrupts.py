@@ -1,10 +1,17 @@
-"""Ctrl-C during an ingest: stop at a safe point and tell the truth about the database.
+"""Ctrl-C (and SIGTERM, SIGHUP) during an ingest: stop at a safe point and tell the
+truth about the database.
 
-While an `InterruptGuard` is active in the main thread, SIGINT does not raise
-KeyboardInterrupt wherever Python happens to be (inside a DuckDB call, a thread pool
-wait, a COMMIT). It sets a flag and runs the registered stoppers (interrupt DuckDB
-queries, cancel reads in flight); the ingest checks the flag between steps, rolls back,
-and reports whether the run was committed by looking at the database itself.
+While an `InterruptGuard` is active in the main thread, SIGINT, SIGTERM and SIGHUP do
+not raise wherever Python happens to be (inside a DuckDB call, a thread pool wait, a
+COMMIT). They set a flag and run the registered stoppers (interrupt DuckDB queries,
+cancel reads in flight); the ingest checks the flag between steps, rolls back, and
+reports whether the run was committed by looking at the database itself.
+
+Outside a guard, the CLI turns SIGTERM and SIGHUP into a KeyboardInterrupt, as Python
+does for SIGINT (stepscope.cli), so every temporary folder (unpacked archives, staged
+Parquet, scratch databases) is removed by its `with` block whichever signal stops the
+command. A signal ignored when the process started (`nohup`) stays ignored.
+`last_signal` tells the CLI which one the guard saw (exit code 128 + its number).
 """
 
 from __future__ import annotations
@@ -15,29 +22,47 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_received: list[int] = []
+
+
+def last_signal() -> int | None:
+    """The last stop signal a stepscope handler received in this process, or None."""
+    return _received[-1] if _received else None
+
+
+def forget_signals() -> None:
+    _received.clear()
+
+
+def _catchable(sig: int) -> bool:
+    """Not ignored by whoever started us (nohup ignores SIGHUP: keep it so)."""
+    return signal.getsignal(sig) is not signal.SIG_IGN
+
 
 class InterruptGuard:
-    """Turns SIGINT into a flag for the duration of a `with` block (main thread only;
-    elsewhere it is inert and KeyboardInterrupt keeps its default behaviour)."""
+    """Turns SIGINT, SIGTERM and SIGHUP into a flag for the duration of a `with` block
+    (main thread only; elsewhere it is inert and KeyboardInterrupt keeps its default
+    behaviour)."""
 
     def __init__(self) -> None:
         self.hit = False
         self._stoppers: list[Callable[[], Any]] = []
-        self._previous: Any = None
-        self._installed = False
+        self._previous: dict[int, Any] = {}
 
     def add_stopper(self, stop: Callable[[], Any]) -> None:
-        """Call `stop()` when SIGINT arrives (e.g. a connection's interrupt)."""
+        """Call `stop()` when a stop signal arrives (e.g. a connection's interrupt)."""
         self._stoppers.append(stop)
         if self.hit:
             stop()
 
     def check(self) -> None:
-        """Raise KeyboardInterrupt here, at a safe point, if SIGINT arrived."""
+        """Raise KeyboardInterrupt here, at a safe point, if a stop signal arrived."""
         if self.hit:
             raise KeyboardInterrupt
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        _received.append(signum)
         self.hit = True
         for stop in list(self._stoppers):
             try:
@@ -47,12 +72,13 @@ class InterruptGuard:
 
     def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for sig in STOP_SIGNALS:
+                if sig == signal.SIGINT or _catchable(sig):
+                    self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
-            self._installed = False
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()

@@ -41,6 +41,7 @@ from stepscope.ingest.errors import (
 from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
+from stepscope.ingest.jobs import TraceIdentity, refuse_mixed_jobs
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
 from stepscope.ingest.nccl.sniff import KINDS as NCCL_KINDS
@@ -326,6 +327,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
         claimed: dict[int, str] = {}
         claimed_nccl: dict[tuple[str, int], str] = {}
         kinds: set[str] = set()
+        identities: list[TraceIdentity] = []
         batch = _Batch(con, run, stage / "batch")
         con.execute(sql("load/stage_groups.sql"))
         for done, outcome in enumerate(executor.run(tasks), start=1):
@@ -336,6 +338,8 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                 result.skipped_ranks.append(outcome.file)
                 result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
                 continue
+            if isinstance(outcome, RankParsed):
+                identities.append(_identity(outcome.tables))
             try:
                 if isinstance(outcome, NcclParsed):
                     accept_nccl(con, run, outcome, claimed_nccl)
@@ -350,6 +354,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                 result.failures.append((exc.file, exc.problem))
             if batch.full():
                 batch.flush()
+        refuse_mixed_jobs(run, identities)
         batch.flush()
         finish_nccl(con, run, kinds)
 
@@ -367,6 +372,13 @@ def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
                        ranks=opts.ranks)
               for i, nf in enumerate(nccl)]
     return tasks
+
+
+def _identity(t: RankTables) -> TraceIdentity:
+    info = t.distributed_info or {}
+    return TraceIdentity(t.file, info.get("world_size"), info.get("backend"),
+                         info.get("nccl_version"), t.summary.trace_start_ns,
+                         t.summary.trace_end_ns)
 
 
 def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) -> int:

@@ -65,7 +65,6 @@ OUTPUT_TABLES = (
 _LEGACY_CATEGORY = re.compile(rb'"cat"\s*:\s*"(?:Operator|Runtime|Kernel|Memcpy|Memset)"')
 _TS_WITH_FRACTION = re.compile(rb'"ts"\s*:\s*(\d+)\.\d')
 _TS_NUMBER = re.compile(rb'("ts"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
-_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
 @dataclass(frozen=True)
@@ -317,18 +316,20 @@ def _split_trace(text: mmap.mmap | bytes, display: str) -> tuple[dict[str, Any],
     """Split a trace into its top-level keys (parsed, without events) and the byte span
     [start, end) of the traceEvents array.
 
-    The array's closing bracket is the last `]` (after `}` first: events are objects)
-    after which the rest of the document reads as the remaining keys; brackets inside
-    the events can never satisfy that (the document would close too early).
+    The `traceEvents` key is found by walking the top-level keys (a nested object of the
+    same name, earlier in the file, is not it). The array's closing bracket is the last
+    `]` (after `}` first: events are objects) after which the rest of the document reads
+    as the remaining keys; brackets inside the events can never satisfy that (the
+    document would close too early).
     """
     first, last = _document_bounds(text, display)
-    match = _TRACE_EVENTS_KEY.search(text, first)
-    if match is None:
+    found = _top_level_events(text, first, last, display)
+    if found is None:
         _raise_not_a_trace(bytes(text[first:last + 1]), display)
-    assert match is not None
-    start = match.end() - 1
+    assert found is not None
+    key, start = found
     end = _events_end(text, start, last, display)
-    rest = bytes(text[first:match.start()]) + b'"traceEvents": 0' + bytes(text[end:last + 1])
+    rest = bytes(text[first:key]) + b'"traceEvents": 0' + bytes(text[end:last + 1])
     try:
         meta = json.loads(rest)
     except ValueError as exc:
@@ -340,6 +341,57 @@ def _split_trace(text: mmap.mmap | bytes, display: str) -> tuple[dict[str, Any],
         raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
     meta.pop("traceEvents", None)
     return meta, start, end
+
+
+KEY_WINDOW = 1 << 20  # the keys before traceEvents are read this much at a time (doubling)
+
+
+def _top_level_events(text: mmap.mmap | bytes, first: int, last: int,
+                      display: str) -> tuple[int, int] | None:
+    """(offset of the top-level "traceEvents" key, offset of its `[`), or None when the
+    walk over the top-level keys finds no such list (the caller explains why). The keys
+    before it are parsed from a window that doubles until it holds them."""
+    window = KEY_WINDOW
+    while True:
+        whole = first + window > last
+        chunk = bytes(text[first:min(last + 1, first + window)]).decode("latin-1")
+        try:
+            found = _walk_top_keys(chunk)
+        except (ValueError, IndexError):
+            if whole:
+                return None
+            window *= 2
+            continue
+        except RecursionError:
+            raise TraceFileError(display, "invalid JSON (nested too deeply to be a trace)") \
+                from None
+        if found is None and not whole:
+            window *= 2
+            continue
+        return None if found is None else (first + found[0], first + found[1])
+
+
+def _walk_top_keys(s: str) -> tuple[int, int] | None:
+    """Walk `{"key": value, ...` in s (s[0] is '{'): the offsets of the traceEvents key
+    and of the `[` after it; None at the document's end without one. Raises ValueError
+    or IndexError where s is not (yet) valid JSON."""
+    j = _skip_ws(s, 1)
+    while s[j] != "}":
+        key_at = j
+        key, j = _DECODER.raw_decode(s, j)
+        j = _skip_ws(s, j)
+        if not isinstance(key, str) or s[j] != ":":
+            raise ValueError("not an object key")
+        j = _skip_ws(s, j + 1)
+        if key == "traceEvents" and s[j] == "[":
+            return key_at, j
+        _, j = _DECODER.raw_decode(s, j)
+        j = _skip_ws(s, j)
+        if s[j] == ",":
+            j = _skip_ws(s, j + 1)
+        elif s[j] != "}":
+            raise ValueError("expected ',' or '}'")
+    return None
 
 
 def _raise_not_a_trace(text: bytes, display: str) -> None:
@@ -409,7 +461,10 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
     if path.stat().st_size == 0:
         raise TraceFileError(display, "empty file")
     limit = max_trace_bytes(max_bytes)
-    with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
+    # beside the stage folder when there is one: a worker killed mid-read (the ingest
+    # was stopped) leaves its decompressed copy where the ingest's cleanup removes it
+    scratch = str(stage_dir.parent) if stage_dir is not None else None
+    with tempfile.TemporaryDirectory(prefix="stepscope-", dir=scratch) as tmp:
         with _mapped_json(path, display, Path(tmp), limit, cancel) as (mm, copy):
             meta, start, end = _split_trace(mm, display)
             head = mm[start:start + HEAD_BYTES]

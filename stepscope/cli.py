@@ -13,7 +13,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from stepscope.ingest.exit_codes import EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
@@ -95,25 +97,88 @@ def _command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace)
 
 
 def _print_uninterrupted(line: str) -> None:
-    """Print the interrupt's one line; a second Ctrl-C cannot cut it (SIGINT is ignored
-    while printing, then the previous handler is restored for in-process callers)."""
+    """Print the interrupt's one line; a second signal cannot cut it (the stop signals
+    are ignored while printing, then the previous handlers are restored for in-process
+    callers)."""
     if threading.current_thread() is not threading.main_thread():
         print(line, file=sys.stderr)
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     try:
         print(line, file=sys.stderr)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C's KeyboardInterrupt so that every `with`
+    block (temporary folders, open databases) cleans up on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextmanager
+def _stop_signals_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise Stopped (main thread only; one
+    that was ignored when the process started, e.g. SIGHUP under nohup, stays ignored;
+    the previous handlers come back after, for in-process callers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {sig: h for sig, h in previous.items() if h is not signal.SIG_IGN}
+    for sig in previous:
+        signal.signal(sig, _raise_stopped)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupts() -> Any:
+    """stepscope.ingest.interrupts when something loaded it (never imported here)."""
+    return sys.modules.get("stepscope.ingest.interrupts")
+
+
+def _stop_signal(exc: BaseException) -> int:
+    """Which signal stopped the command: Stopped's, else the one the ingest's guard saw,
+    else SIGINT."""
+    signum = getattr(exc, "signum", None)
+    if signum is None and (interrupts := _interrupts()) is not None:
+        signum = interrupts.last_signal()
+    return int(signum or signal.SIGINT)
+
+
+def _interrupt_line(exc: BaseException, signum: int) -> str:
+    line = getattr(exc, "message", None) or NOTHING_WRITTEN
+    if signum != signal.SIGINT and line.startswith("interrupted"):
+        line = f"interrupted by {signal.Signals(signum).name}" + line[len("interrupted"):]
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (never raises for user errors)."""
+    """Run the CLI; returns the exit code (never raises for user errors). A stop signal
+    gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    if (interrupts := _interrupts()) is not None:
+        interrupts.forget_signals()
     try:
-        return _run(argv)
+        with _stop_signals_interrupt():
+            return _run(argv)
     except KeyboardInterrupt as exc:
-        _print_uninterrupted(getattr(exc, "message", None) or NOTHING_WRITTEN)
-        return EXIT_INTERRUPTED
+        signum = _stop_signal(exc)
+        _print_uninterrupted(_interrupt_line(exc, signum))
+        return 128 + signum
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # last resort: one line, not a traceback (re-raised on debug)
@@ -135,8 +200,9 @@ def entry() -> None:
     # The outcome is decided and its line printed: a Ctrl-C from here on is ignored, or
     # it would kill the exiting process by SIGINT (-2, no line), since CPython resets a
     # Python-level SIGINT handler to the default during interpreter shutdown.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if code == EXIT_INTERRUPTED:
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    if code > 128:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -95,33 +95,56 @@ def _warn_public(host: str) -> None:
               "(docs/dashboard.md).", file=sys.stderr)
 
 
-class _Stopped(Exception):
-    """A stop signal arrived (SIGINT, SIGTERM or SIGHUP)."""
+class _StopRequested(Exception):
+    """A stop signal reached `stepscope dashboard`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
-def _on_signal(signum: int, frame: object) -> None:
-    raise _Stopped(signum)
+def _request_stop(signum: int, frame: object) -> None:
+    raise _StopRequested(signum)
 
 
-def _kill_group(pgid: int, sig: int) -> None:
+def _die_with_parent() -> None:
+    """In the server's process, before exec (Linux): SIGTERM when this command dies,
+    even by SIGKILL, so no server is ever left serving on its own."""
     try:
-        os.killpg(pgid, sig)
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the signal handlers below still stop the server
+
+
+def start_server(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The Streamlit server in a process group of its own (so a terminal's Ctrl-C reaches
+    only this command, which then stops the server's whole group)."""
+    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=preexec)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server's whole process tree: Streamlit runs in a process group of its own
-    (a new session), which gets SIGTERM (Streamlit's graceful stop), then SIGKILL if it
-    lingers; anything it started that is still in the group is killed too."""
-    if proc.poll() is None:
-        _kill_group(proc.pid, signal.SIGTERM)
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server and everything it started: SIGINT to its process group (Streamlit
+    shuts down cleanly), then SIGTERM, then SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        if proc.poll() is not None:
+            break
+        _signal_group(proc, sig)
         try:
-            proc.wait(timeout=STOP_GRACE_S)
+            proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=STOP_GRACE_S)
-    _kill_group(proc.pid, signal.SIGKILL)  # leftovers of the group, if any
+            continue
+    _signal_group(proc, signal.SIGKILL)  # a child the server left behind, if any
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,29 +152,27 @@ def run(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     _warn_public(args.host)
     env = {**os.environ, **config.to_env()}
-    # Our own handlers for every stop signal, also where the shell started us with SIGINT
-    # ignored; the child in its own session, so a signal to us (or to the terminal's
-    # group) is passed on once, by _stop, to the whole tree.
-    previous = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
+    # Ctrl-C, `kill PID` (SIGTERM), `kill -INT PID` and a closed terminal (SIGHUP) all stop
+    # the server, whatever the shell set (a background job starts with SIGINT ignored)
+    previous = {sig: signal.signal(sig, _request_stop) for sig in STOP_SIGNALS}
     proc = None
     try:
-        proc = subprocess.Popen(streamlit_command(config, args.host, args.port), env=env,
-                                start_new_session=True)
+        proc = start_server(streamlit_command(config, args.host, args.port), env)
         print(f"stepscope dashboard: {url(args.host, args.port)}  (database {config.db}; "
               "Ctrl-C to stop)", flush=True)
         code = proc.wait()
-    except (_Stopped, KeyboardInterrupt):
-        for sig in STOP_SIGNALS:  # a second Ctrl-C does not cut the stop short
-            signal.signal(sig, signal.SIG_IGN)
+    except (_StopRequested, KeyboardInterrupt):
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C cannot cut the stop short
         if proc is not None:
-            _stop(proc)
+            stop_server(proc)
         print("stepscope dashboard stopped", file=sys.stderr)
         return EXIT_OK
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if proc is not None and proc.poll() is None:
-            _stop(proc)
+            stop_server(proc)  # an error on the way out leaves no server behind
     if code != 0:
         print(f"error: the dashboard server exited with code {code}", file=sys.stderr)
         return EXIT_NOTHING
