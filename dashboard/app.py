@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import streamlit as st
 
@@ -160,6 +161,9 @@ def main() -> None:
     except StepscopeError as exc:
         st.error(str(exc))
         return
+    except Exception as exc:  # noqa: BLE001 - a damaged database file: one line
+        st.error(_explained(exc, config.db))
+        return
     params = _link_params()
     page, run, dtype, peak = _sidebar(config, runs)
     missing = st.session_state.get(MISSING)
@@ -180,9 +184,20 @@ def main() -> None:
     except StepscopeError as exc:
         st.error(str(exc))
     except Exception as exc:  # noqa: BLE001 - one line on the page, the traceback in the log
-        st.error(f"Internal error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]} "
-                 "(the server log has the details; please report it)")
+        st.error(_explained(exc, config.db))
         raise_in_log(exc)
+
+
+def _explained(exc: Exception, db: Path) -> str:
+    """One line for a failure: what is wrong with the database or the disk when that is
+    it (stepscope.ingest.db_errors), else an internal error to report."""
+    from stepscope.ingest.db_errors import explain
+
+    mapped = explain(exc, db)
+    if mapped is not None:
+        return str(mapped)
+    return (f"Internal error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]} "
+            "(the server log has the details; please report it)")
 
 
 def raise_in_log(exc: Exception) -> None:

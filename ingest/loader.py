@@ -96,6 +96,8 @@ class IngestResult:
     rank_subset: str | None = None  # --ranks, canonical
     n_files: int = 0
     nccl_files: list[str] = field(default_factory=list)
+    replaced: bool = False  # a run of that name was in the database and is replaced
+    replaced_ingested_at: datetime | None = None  # when that run had been ingested
 
     @property
     def status(self) -> str:
@@ -269,6 +271,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     stamp = datetime.now(UTC).replace(tzinfo=None)
     try:
         con.execute("BEGIN TRANSACTION")
+        result.replaced, result.replaced_ingested_at = _ingested_at(con, run)
         _ingest_files(con, run, files, result, opts, guard)
         guard.check()
         _finish_run(con, run, sources, result, opts.strict, stamp)
@@ -285,6 +288,13 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         raise
     if guard.hit:  # Ctrl-C arrived during the COMMIT, which completed
         raise Interrupted(_interrupt_message(run, result.db, True), committed=True)
+
+
+def _ingested_at(con: duckdb.DuckDBPyConnection, run: str) -> tuple[bool, datetime | None]:
+    """Whether the database holds the run this ingest replaces, and when it was
+    ingested."""
+    rows = con.execute(sql("runs/ingested_at.sql"), {"run": run}).fetchall()
+    return (True, rows[0][0]) if rows else (False, None)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -338,8 +348,6 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                 result.skipped_ranks.append(outcome.file)
                 result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
                 continue
-            if isinstance(outcome, RankParsed):
-                identities.append(_identity(outcome.tables))
             try:
                 if isinstance(outcome, NcclParsed):
                     accept_nccl(con, run, outcome, claimed_nccl)
@@ -347,7 +355,10 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                     kinds.add(outcome.kind)
                 else:
                     result.ranks.append(_accept(outcome, claimed, run, batch))
+                    identities.append(_identity(outcome))
             except TraceFileError as exc:
+                if isinstance(exc, _ClaimedTwice):  # of another job, maybe: see below
+                    identities.append(_identity(outcome))
                 if opts.strict:
                     raise NothingIngestedError(
                         f"{exc} (--strict: nothing was ingested)") from None
@@ -374,7 +385,13 @@ def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
     return tasks
 
 
-def _identity(t: RankTables) -> TraceIdentity:
+class _ClaimedTwice(TraceFileError):
+    """A readable trace of a rank that another file already holds."""
+
+
+def _identity(outcome: Outcome) -> TraceIdentity:
+    assert isinstance(outcome, RankParsed)
+    t = outcome.tables
     info = t.distributed_info or {}
     return TraceIdentity(t.file, info.get("world_size"), info.get("backend"),
                          info.get("nccl_version"), t.summary.trace_start_ns,
@@ -389,7 +406,7 @@ def _accept(outcome: Outcome, claimed: dict[int, str], run: str, batch: _Batch) 
     assert isinstance(outcome, RankParsed)
     t = outcome.tables
     if outcome.rank in claimed:
-        raise TraceFileError(
+        raise _ClaimedTwice(
             t.file, f"rank {outcome.rank} is also claimed by {claimed[outcome.rank]}; "
             "put the traces of each run in its own --run")
     row = _rank_row(run, outcome.rank, outcome.rank_source, t)

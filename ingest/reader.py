@@ -155,8 +155,9 @@ def _check_regular_file(path: Path, display: str) -> None:
 
 
 def _limit_problem(limit: int) -> str:
-    return (f"more than {format_size(limit)} of JSON, the per-trace limit (raise it with "
-            "--max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")
+    return (f"more than {format_size(limit)} of JSON, the per-trace limit (parsing takes "
+            "~6x the text in memory; raise it with --max-trace-size or "
+            "STEPSCOPE_MAX_TRACE_SIZE if this trace is real and the memory is there)")
 
 
 def _gunzip(src: IO[bytes], dst: IO[bytes], limit: int, display: str,

@@ -37,7 +37,8 @@ from stepscope.ingest import (
 )
 from stepscope.ingest.db import connect_write
 from stepscope.ingest.errors import quote_name
-from stepscope.ingest.sources import collect_traces
+from stepscope.ingest.fingerprint import fingerprint
+from stepscope.ingest.sources import TraceFile, collect_traces
 from stepscope.outputs import OutputError, check_out_dir, write_files
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -66,11 +67,13 @@ class NightlyOptions:
 
 @dataclass(frozen=True)
 class NightlyOutcome:
-    """The night's model and the files written for it."""
+    """The night's model and the files written for it; `replaced` when a run of that
+    name (the same night, re-run) was in the database and is replaced."""
 
     night: NightlyReport
     out_dir: Path
     files: list[Path]
+    replaced: bool = False
 
 
 def _check_options(opts: NightlyOptions) -> None:
@@ -103,23 +106,35 @@ def _check_baseline_run(opts: NightlyOptions) -> None:
 def traces_start(paths: Sequence[str | Path]) -> datetime | None:
     """Start of the traces (UTC, naive): the earliest event of the first readable file
     in path order, so the same folder always gives the same time."""
-    with collect_traces(paths) as traces:
-        for tf in traces.files:
-            try:
-                tables = read_trace(tf.path, tf.display)
-            except TraceFileError:
-                continue
-            ns = tables.summary.trace_start_ns
-            if ns is not None:
-                return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
+    return night_identity(paths)[0]
+
+
+def _first_start(files: Sequence[TraceFile]) -> datetime | None:
+    for tf in files:
+        try:
+            tables = read_trace(tf.path, tf.display)
+        except TraceFileError:
+            continue
+        ns = tables.summary.trace_start_ns
+        if ns is not None:
+            return datetime.fromtimestamp(ns / 1e9, UTC).replace(tzinfo=None)
     return None
 
 
+def night_identity(paths: Sequence[str | Path]) -> tuple[datetime | None, str]:
+    """(the traces' start, the fingerprint of their content: ingest.fingerprint)."""
+    with collect_traces(paths) as traces:
+        files = [tf.path for tf in traces.files] + [f.path for f in traces.nccl]
+        return _first_start(traces.files), fingerprint(files)
+
+
 def default_run_name(job: str, paths: Sequence[str | Path]) -> str:
-    """'<job>-<YYYYmmddTHHMMSSZ>' from the traces' own start time: re-running the same
-    night gives the same name, so it replaces rather than duplicates."""
-    start = traces_start(paths)
-    return f"{job}-{start:%Y%m%dT%H%M%SZ}" if start is not None else f"{job}-undated"
+    """'<job>-<YYYYmmddTHHMMSSZ>-<fingerprint>' from the traces' own start time and
+    content: re-running the same night gives the same name, so it replaces rather than
+    duplicates; a different night that started in the same second gets its own name."""
+    start, content = night_identity(paths)
+    when = f"{start:%Y%m%dT%H%M%SZ}" if start is not None else "undated"
+    return f"{job}-{when}-{content}"
 
 
 def _baseline(con: duckdb.DuckDBPyConnection, run: str,
@@ -203,4 +218,4 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
                           f"committed), but its reports were not written: {exc}; free "
                           "space or pick another --out-dir and re-run the night "
                           "(it replaces itself)") from None
-    return NightlyOutcome(night, out_dir, files)
+    return NightlyOutcome(night, out_dir, files, replaced=result.replaced)

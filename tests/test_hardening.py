@@ -322,8 +322,9 @@ def test_decompression_is_capped_per_trace(tmp_path: Path,
     code = main(["ingest", str(run_dir), "--db", str(db), "--quiet", "--max-trace-size", "16M"])
     assert code == 3
     assert capsys.readouterr().err.strip() == (
-        f"error: {bomb}: more than 16M of JSON, the per-trace limit (raise it with "
-        "--max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")
+        f"error: {bomb}: more than 16M of JSON, the per-trace limit (parsing takes ~6x the "
+        "text in memory; raise it with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this "
+        "trace is real and the memory is there)")
     assert q(db, "SELECT status, n_ranks FROM runs") == [("partial", 1)]
     # the same member inside a zip is capped while unpacking, never written whole
     archive = tmp_path / "bomb.zip"

@@ -102,9 +102,10 @@ def test_sigint_after_the_commit_says_committed(
     code = main(["ingest", str(SAMPLES / "pipeline"), "--db", str(db_with_run), "--run", "x"])
     err = capsys.readouterr().err
     assert code == 130
-    assert err.strip().splitlines() == [
+    assert err.strip().splitlines()[1:] == [
         f"interrupted: run(s) 'x' were committed to {db_with_run} (complete); only the "
         "summary was not printed"]
+    assert err.startswith(f"note: replaced run 'x' in {db_with_run}")  # it held 'x' before
     assert q(db_with_run, "SELECT n_ranks FROM runs WHERE run = 'x'") == [(4,)]
     assert q(db_with_run, "SELECT source_file LIKE '%pipeline%' FROM ranks WHERE run = 'x' "
                           "LIMIT 1") == [(True,)]

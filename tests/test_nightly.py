@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,9 +70,15 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> Nights:
     return Nights(tmp, db, first, rerun, bad, default_run_name("llm", [GOOD]))
 
 
-def test_default_run_name_is_job_and_trace_start() -> None:
-    assert default_run_name("llm", [GOOD]) == "llm-20251231T135512Z"
-    assert default_run_name("llm", [GOOD]) == default_run_name("llm", [GOOD / "rank0.json.gz"])
+def test_default_run_name_is_job_trace_start_and_content(tmp_path: Path) -> None:
+    name = default_run_name("llm", [GOOD])
+    assert re.fullmatch(r"llm-20251231T135512Z-[0-9a-f]{12}", name), name
+    copy = tmp_path / "copy"
+    shutil.copytree(GOOD, copy)
+    assert default_run_name("llm", [copy]) == name  # the same traces, elsewhere
+    # one file of the night is other content (its start is the same)
+    assert default_run_name("llm", [GOOD / "rank0.json.gz"]).startswith("llm-20251231T135512Z-")
+    assert default_run_name("llm", [GOOD / "rank0.json.gz"]) != name
 
 
 def test_healthy_first_night_passes_with_allow_missing(nights: Nights) -> None:
@@ -185,7 +192,7 @@ def test_nothing_ingested_exits_1(tmp_path: Path) -> None:
     (bad / "rank0.json").write_text("{not json")
     rc, _, err = cli("nightly", bad, "--job", "llm", "--db", tmp_path / "n.duckdb",
                      "--out-dir", tmp_path / "out")
-    assert rc == 1 and "nothing ingested into run 'llm-undated'" in err
+    assert rc == 1 and "nothing ingested into run 'llm-undated-" in err
     assert not (tmp_path / "out" / "report.json").exists()
 
 

@@ -47,8 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "folder; with Ray on several machines, storage every node sees)")
     p.add_argument("--max-trace-size", type=size, default=None, metavar="SIZE",
                    help="most JSON text one trace may hold once decompressed, e.g. 8G, 500M "
-                        f"(default: ${MAX_TRACE_ENV} or {format_size(DEFAULT_MAX_TRACE_BYTES)});"
-                        " a larger file fails alone")
+                        f"(default: ${MAX_TRACE_ENV} or {format_size(DEFAULT_MAX_TRACE_BYTES)}:"
+                        " 8G, or an eighth of this machine's memory when smaller, since "
+                        "parsing takes ~6x the text); a larger file fails alone")
     p.add_argument("--run-per-dir", action="store_true",
                    help="ingest each subdirectory of each PATH as its own run, named after it")
     p.add_argument("--quiet", action="store_true", help="print errors only")
@@ -90,9 +91,19 @@ class _Progress:
         sys.stderr.flush()
 
 
+def replaced_note(result: IngestResult) -> str:
+    """The line that announces a replaced run (printed even with --quiet)."""
+    when = (f" (ingested {result.replaced_ingested_at:%Y-%m-%d %H:%M:%S} UTC)"
+            if result.replaced_ingested_at else "")
+    return (f"note: replaced run '{result.run}' in {result.db}: the earlier ingest of that "
+            f"name{when} is gone (give another --run to keep both)")
+
+
 def _report(result: IngestResult, quiet: bool) -> None:
     for file, problem in result.failures:
         say(f"error: {file}: {problem}")
+    if result.replaced:
+        say(replaced_note(result))
     if quiet:
         return
     ranks = len(result.ranks)

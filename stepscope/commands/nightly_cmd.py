@@ -69,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     info = night.nightly
     for failed in info.failed_files:
         say(f"error: {failed.file}: {failed.error}")
+    if outcome.replaced:
+        why = ("--run names a run already there" if args.run else
+               "the same traces were ingested before (a re-run of that night)")
+        say(f"note: replaced run '{info.run}' in {args.db}: {why}; its history row is "
+            "replaced too")
     for check in night.failed_checks:
         say(f"check failed: {check_line(check)}")
     if not args.quiet:
