@@ -18,6 +18,7 @@ older one is migrated by a writer and read through compatible views by a reader.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -149,9 +150,16 @@ def _check_duckdb_file(path: Path) -> None:
 def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    # $STEPSCOPE_MEMORY_LIMIT too small or not a size (tested first: DuckDB's "could not
+    # allocate block" is no lock)
+    if isinstance(exc, duckdb.OutOfMemoryException) or (
+            MEMORY_ENV in os.environ and "memory" in first.lower()):
+        return UsageError(f"{db}: cannot open the database with ${MEMORY_ENV}="
+                          f"{os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)!r} ({first[:160]}); "
+                          f"give a size such as 2GB (default {DEFAULT_MEMORY_LIMIT})")
     # another process holds the write lock, or this process has the file open with the
     # other mode (read-only vs read-write): both clear once that connection closes
-    if "lock" in text.lower() or "different configuration" in text.lower():
+    if re.search(r"\block", text.lower()) or "different configuration" in text.lower():
         return DatabaseBusyError(
             f"{db}: the database is locked by another stepscope process "
             "(an ingest in progress?); wait for it to finish or use another --db")

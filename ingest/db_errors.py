@@ -5,8 +5,9 @@ exceptions whose text is long, multi-line and names DuckDB's own settings. The C
 `explain` for any exception a command raised: a database or file-system failure becomes
 a `DatabaseProblem` (exit 1: the work could not be done) or a `DatabaseUnusable`
 (exit 2: the --db given cannot be used as it is); anything else is left to the caller.
-Generic on purpose: it looks only at the exception's kind and text, so checks that
-other modules make before opening a database stay theirs.
+Generic on purpose: it looks only at the exception's kind and text, so the checks
+ingest.db makes when it opens a database (not a DuckDB file, truncated, newer schema)
+stay there; this covers what happens after, in the middle of a query or a commit.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     if any(s in text for s in _DAMAGED) or kind in ("SerializationException",
                                                       "InternalException"):
         return DatabaseUnusable(
-            f"{_name(db)}: the database file is damaged or incomplete ({_first(exc)}); "
-            "restore it from a copy, or ingest into a new --db")
+            f"{_name(db)}: not a readable DuckDB file (damaged or incomplete: "
+            f"{_first(exc)[:160]}); restore it from a copy or use another --db")
     if isinstance(exc, OSError):
         where = quote_name(exc.filename) if exc.filename else "a file"
         return DatabaseProblem(f"{where}: {exc.strerror or _first(exc)}")

@@ -6,7 +6,9 @@ every number is wrong. The traces of one job share a world size, backend and NCC
 version (distributedInfo) and their profiling windows overlap in time (ranks are
 profiled together; clocks of different hosts differ by far less than `GAP_NS`). The
 loader collects one `TraceIdentity` per parsed file and refuses the ingest when
-`split_jobs` finds more than one job, naming each (exit 1, database unchanged).
+`split_jobs` finds two jobs or more of at least two files each, naming each (exit 1,
+database unchanged); a single file that fits none of the others is a warning, so one
+stray or damaged file never sinks the run.
 """
 
 from __future__ import annotations
@@ -101,13 +103,22 @@ def split_jobs(files: list[TraceIdentity]) -> list[Job]:
     return sorted(jobs, key=lambda j: (j.start_ns or 0, j.key))
 
 
-def refuse_mixed_jobs(run: str, files: list[TraceIdentity]) -> None:
-    """Raise NothingIngestedError naming the jobs when the files are of more than one."""
+def check_one_job(run: str, files: list[TraceIdentity]) -> list[str]:
+    """Refuse (NothingIngestedError naming each job) when the files are of two or more
+    jobs of at least two files each. A single file that does not fit the others (a stray
+    trace, or one whose values were damaged) is not a reason to lose the run: it gets a
+    warning line instead, returned here."""
     jobs = split_jobs(files)
     if len(jobs) <= 1:
-        return
-    listing = "; ".join(f"job {i}: {job.describe()}" for i, job in enumerate(jobs, start=1))
-    raise NothingIngestedError(
-        f"nothing ingested into run '{run}': the traces are of {len(jobs)} different jobs "
-        f"(distributedInfo or profiling windows differ) -- {listing}. Ingest each job as "
-        "its own run (one folder per job, or --run-per-dir); the database is unchanged")
+        return []
+    if sum(len(job.files) >= 2 for job in jobs) >= 2:
+        listing = "; ".join(f"job {i}: {job.describe()}" for i, job in enumerate(jobs, 1))
+        raise NothingIngestedError(
+            f"nothing ingested into run '{run}': the traces are of {len(jobs)} different "
+            f"jobs (distributedInfo or profiling windows differ) -- {listing}. Ingest each "
+            "job as its own run (one folder per job, or --run-per-dir); the database is "
+            "unchanged")
+    main = max(jobs, key=lambda job: len(job.files))
+    return [f"{job.files[0].file}: does not look like the other traces of run '{run}' "
+            f"({job.describe().split(' (')[0]}; the others: {main.describe()}); check that "
+            "it belongs to this run" for job in jobs if job is not main]

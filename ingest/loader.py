@@ -41,7 +41,7 @@ from stepscope.ingest.errors import (
 from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
-from stepscope.ingest.jobs import TraceIdentity, refuse_mixed_jobs
+from stepscope.ingest.jobs import TraceIdentity, check_one_job
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
 from stepscope.ingest.nccl.sniff import KINDS as NCCL_KINDS
@@ -96,6 +96,7 @@ class IngestResult:
     rank_subset: str | None = None  # --ranks, canonical
     n_files: int = 0
     nccl_files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # one line each, printed on stderr
     replaced: bool = False  # a run of that name was in the database and is replaced
     replaced_ingested_at: datetime | None = None  # when that run had been ingested
 
@@ -365,7 +366,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                 result.failures.append((exc.file, exc.problem))
             if batch.full():
                 batch.flush()
-        refuse_mixed_jobs(run, identities)
+        result.warnings += check_one_job(run, identities)
         batch.flush()
         finish_nccl(con, run, kinds)
 

@@ -52,8 +52,9 @@ def ingest_run(
     compute its step-time attribution in the same transaction. `step_marker` names the
     annotation whose calls are the steps (default: ProfilerStep#N, then the fallbacks of
     docs/attribution.md, "Steps"). `max_bytes` caps each trace's JSON text (default
-    $STEPSCOPE_MAX_TRACE_SIZE or 8G, see README "Limits"). `executor`, `ranks` ('0-63,512')
-    and `stage_dir` choose where the per-rank tasks run and which ranks (docs/scale.md).
+    $STEPSCOPE_MAX_TRACE_SIZE, else 8G or an eighth of the memory, see README "Limits").
+    `executor`, `ranks` ('0-63,512') and `stage_dir` choose where the per-rank tasks run
+    and which ranks (docs/scale.md).
     `comm_kernels` is a JSON file of communication-kernel patterns read before the bundled
     table (docs/attribution.md, "Communication kernels that are not NCCL")."""
     from stepscope.analyzers.attribution import materialize

@@ -74,6 +74,7 @@ class NightlyOutcome:
     out_dir: Path
     files: list[Path]
     replaced: bool = False
+    warnings: tuple[str, ...] = ()  # the ingest's (ingest.loader.IngestResult.warnings)
 
 
 def _check_options(opts: NightlyOptions) -> None:
@@ -218,4 +219,5 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
                           f"committed), but its reports were not written: {exc}; free "
                           "space or pick another --out-dir and re-run the night "
                           "(it replaces itself)") from None
-    return NightlyOutcome(night, out_dir, files, replaced=result.replaced)
+    return NightlyOutcome(night, out_dir, files, replaced=result.replaced,
+                          warnings=tuple(result.warnings))

@@ -334,9 +334,11 @@ def test_decompression_is_capped_per_trace(tmp_path: Path,
     assert archive.stat().st_size < 1_000_000
     code = main(["ingest", str(archive), "--db", str(db), "--quiet", "--max-trace-size", "16M"])
     assert code == 3
-    assert capsys.readouterr().err.strip() == (
+    first, second = capsys.readouterr().err.strip().splitlines()
+    assert first == (
         f"error: {archive}!rank1.json: more than 16M unpacked, the per-trace limit (raise it "
         "with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")
+    assert second.startswith(f"note: replaced run 'bomb' in {db}: ")  # the run of above
     assert sorted(q(db, "SELECT run, n_ranks, status FROM runs")) == [
         ("bomb", 1, "partial")]
 

@@ -191,18 +191,23 @@ def test_small_traces_reuse_one_connection_and_hand_over_in_memory(
 
     folder = job(tmp_path / "many", world=6)
     opened: list[object] = []
-    real_connect = duckdb.connect
+    real_connect = parse_connection.connect
 
     def counting(*args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
         opened.append(args)
         return real_connect(*args, **kwargs)
 
     parse_connection.close_kept()
-    monkeypatch.setattr(parse_connection.duckdb, "connect", counting)
+    monkeypatch.setattr(parse_connection, "connect", counting)
     for f in sorted(folder.iterdir()):
         read_trace(f)
     assert len(opened) == 1  # one in-memory DuckDB for six traces
-    monkeypatch.setattr(parse_connection.duckdb, "connect", real_connect)
+    monkeypatch.setattr(parse_connection, "REUSES", 2)  # renewed as its catalog grows
+    for f in sorted(folder.iterdir()):
+        read_trace(f)
+    assert len(opened) == 1 + 3
+    parse_connection.close_kept()
+    monkeypatch.setattr(parse_connection, "connect", real_connect)
     dbs = {}
     for mode in ("memory", "parquet"):
         monkeypatch.setattr(reader, "MEMORY_HANDOFF_BYTES", 8 << 20 if mode == "memory" else -1)
@@ -254,13 +259,15 @@ def test_parsing_memory_stays_within_the_documented_factor(tmp_path: Path) -> No
 def _zip_with_bad_member(path: Path, bad: str, flag: int = 0, method: int | None = None) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for r in range(2):
-            zf.writestr(f"z/rank{r}.json", json.dumps(kineto_trace(rank=r, world_size=2)))
+            zf.writestr(f"z/rank{r}.json", json.dumps(kineto_trace(rank=r, world_size=4)))
     data = bytearray(path.read_bytes())
     name = bad.encode()
-    for sig, flag_at, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+    # (signature, offset of the flags, of the name's length, of the name): local, central
+    for sig, flag_at, len_at, name_at in ((b"PK\x03\x04", 6, 26, 30),
+                                          (b"PK\x01\x02", 8, 28, 46)):
         i = data.find(sig)
         while i >= 0:
-            n = struct.unpack("<H", data[i + name_at - 4:i + name_at - 2])[0]
+            n = struct.unpack("<H", data[i + len_at:i + len_at + 2])[0]
             if bytes(data[i + name_at:i + name_at + n]) == name:
                 old, = struct.unpack("<H", data[i + flag_at:i + flag_at + 2])
                 data[i + flag_at:i + flag_at + 2] = struct.pack("<H", old | flag)
@@ -294,8 +301,9 @@ def test_odd_names_and_long_run_names_ingest_and_report(tmp_path: Path) -> None:
     db = tmp_path / "o.duckdb"
     rc, out, err = cli("ingest", folder, "--db", db)
     assert rc == 0 and err == [] and "ingested run 'caf\\xe9': 2 rank(s)" in out
-    assert q(db, "SELECT count(*) FROM ranks WHERE source_file LIKE '%rank1\\xff.json.gz'") \
-        == [(1,)]
+    # stored and shown quoted, with the bytes that are not UTF-8 escaped
+    assert q(db, "SELECT count(*) FROM ranks WHERE source_file LIKE "
+                 r"'%caf\xe9/rank1\xff.json.gz'''") == [(1,)]
     long = "r" * 300
     assert cli("ingest", folder, "--db", db, "--run", long, "--quiet")[0] == 0
     rc, out, err = cli("report", long, "--db", db)
@@ -322,9 +330,8 @@ def test_shapes_beyond_any_integer_never_crash_a_command(two_runs: Path, tmp_pat
                  ("nightly", folder, "--job", "h", "--out-dir", tmp_path / "out", "--quiet")):
         rc, out, err = cli(*argv, "--db", db)
         assert rc == 0, (argv, err)
-    from stepscope.dashboard.data import with_connection
-
     from stepscope.analyzers.report import build_report
+    from stepscope.dashboard.data import with_connection
     report = with_connection(db, lambda con: build_report(con, "huge", None, None, None))
     assert report.mfu.mfu is not None and 0 < report.mfu.mfu <= 1
 
@@ -338,12 +345,19 @@ def test_database_and_disk_failures_are_one_line(two_runs: Path, tmp_path: Path,
     half.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     for argv in (("summary",), ("report", "a"), ("ingest", folder, "--quiet")):
         rc, _, err = cli(*argv, "--db", half)
-        assert rc == 2 and len(err) == 1 and "damaged or incomplete" in err[0], (argv, err)
-    monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", "4MB")
-    rc, _, err = cli("ingest", SIM / "healthy", "--db", tmp_path / "m.duckdb", "--quiet")
-    assert rc == 1 and len(err) == 1 and err[0].startswith(
-        "error: out of memory in the database (its limit is 4MB"), err
-    assert "raise $STEPSCOPE_MEMORY_LIMIT" in err[0]
+        assert rc == 2 and len(err) == 1 and "not a readable DuckDB file" in err[0], (argv, err)
+    for limit in ("4MB", "lots"):  # too small to open a database; not a size
+        monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", limit)
+        rc, _, err = cli("ingest", SIM / "healthy", "--db", tmp_path / "m.duckdb", "--quiet")
+        assert rc == 2 and len(err) == 1 and (
+            f"cannot open the database with $STEPSCOPE_MEMORY_LIMIT='{limit}'") in err[0], err
+        assert err[0].endswith("give a size such as 2GB (default 1GB)")
+    # big enough to open, too small to ingest: the query's out-of-memory, one line
+    from stepscope.ingest import db_errors
+
+    line = str(db_errors.explain(duckdb.OutOfMemoryException("Out of Memory Error: x\ny"),
+                                 tmp_path / "m.duckdb"))
+    assert line.startswith("out of memory in the database (its limit is lots") and "\n" not in line
     monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT")
     assert q(good, "SELECT count(*) FROM runs") == [(2,)]
 
@@ -392,7 +406,8 @@ def test_a_damaged_database_is_one_line_in_the_dashboard(
     at = app_test(monkeypatch, half).run()
     assert not at.exception
     errors = [str(e.value) for e in at.error]
-    assert len(errors) == 1 and "damaged or incomplete" in errors[0] and "\n" not in errors[0]
+    assert len(errors) == 1 and "not a readable DuckDB file" in errors[0], errors
+    assert "\n" not in errors[0]
 
 
 # --------------------------------------------------------- §5 nothing skipped in silence
@@ -407,7 +422,8 @@ def test_an_unreadable_folder_is_a_failure_not_a_skip(tmp_path: Path,
         real_scandir = os.scandir
 
         def scandir(path: Any = ".") -> Any:
-            if Path(os.fsdecode(path)) == locked:
+            if isinstance(path, str | bytes | os.PathLike) and \
+                    Path(os.fsdecode(path)) == locked:
                 raise PermissionError(13, "Permission denied", str(path))
             return real_scandir(path)
 
@@ -440,7 +456,6 @@ def test_two_jobs_in_one_folder_are_refused_and_one_folder_twice_is_one(
     same_size = tmp_path / "same_size"  # same world size, a month apart
     job(same_size / "old", world=2, base_ns=START)
     job(same_size / "new", world=2, base_ns=START + 30 * DAY_NS)
-    (same_size / "new" / "rank0.json.gz").rename(same_size / "new" / "worker2.json.gz")
     db = _copy_db(two_runs, tmp_path)
     for folder in (mixed, same_size):
         rc, _, err = cli("ingest", folder, "--db", db, "--quiet")
@@ -448,6 +463,15 @@ def test_two_jobs_in_one_folder_are_refused_and_one_folder_twice_is_one(
         assert "the traces are of 2 different jobs" in err[0] and "job 2:" in err[0]
         assert "the database is unchanged" in err[0]
     assert q(db, "SELECT run FROM runs ORDER BY run") == [("a",), ("b",)]
+    # one stray file (another job's trace, or a damaged one) never sinks the run
+    stray = job(tmp_path / "stray", world=4)
+    write_trace(stray / "old" / "rank9.json.gz",
+                kineto_trace(rank=9, world_size=16, base_ns=START - 400 * DAY_NS))
+    rc, _, err = cli("ingest", stray, "--db", db, "--quiet")
+    assert rc == 0 and len(err) == 1, err
+    assert err[0].startswith(f"warning: {stray}/old/rank9.json.gz: does not look like the "
+                             "other traces of run 'stray' (1 file(s), world size 16")
+    assert "the others: 4 file(s), world size 4" in err[0]
     one = job(tmp_path / "one")
     rc, _, err = cli("ingest", one, one, one / "rank0.json.gz", "--db", db, "--quiet",
                      "--run", "twice")
@@ -491,9 +515,12 @@ def test_impossible_flops_are_named_and_mfu_never_above_100(tmp_path: Path) -> N
     assert odd["flops"] == pytest.approx(2.0 * 2**120, rel=1e-9)
     assert odd["kernel_ms"] == pytest.approx(0.2) and odd["times_peak"] > 1e20
     assert "1 op(s) left out of the model FLOPs" in mfu["message"]
-    # what remains is the other ops' FLOPs: 3 of the 4 matmuls (64x128x256) per 2 steps
-    per_mm = 2.0 * 64 * 128 * 256
-    assert mfu["model_flops_per_step"] == pytest.approx(per_mm / 2 + per_mm)
+    # what remains is the same run's FLOPs less that one matmul (64x128x256) of step 1
+    rc, out, _ = cli("report", job(tmp_path / "clean"), "--format", "json")
+    good = json.loads(out)
+    steps = good["per_rank"][0]["n_steps"]
+    assert mfu["model_flops_per_step"] == pytest.approx(
+        good["mfu"]["model_flops_per_step"] - 2.0 * 64 * 128 * 256 / steps)
     assert 0 < mfu["mfu"] <= 1 and 0 < mfu["hfu"] <= 1
     spec = tmp_path / "huge.json"
     spec.write_text(json.dumps({"n_params": 1e15, "n_layers": 2, "hidden": 2048,
@@ -503,3 +530,114 @@ def test_impossible_flops_are_named_and_mfu_never_above_100(tmp_path: Path) -> N
     assert rc == 0 and mfu["mfu"] is None and mfu["hfu"] is None
     assert mfu["message"].startswith("MFU would be ") and "above 100% of the peak" in \
         mfu["message"] and "the model spec (--model)" in mfu["message"]
+
+
+# ------------------------------------------------------------- §6 processes and temp files
+def _wait_for(check: Any, what: str, proc: subprocess.Popen[str] | None = None,
+              limit_s: float = 120) -> None:
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while not check():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"exited before {what}: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_stop_signal_during_an_ingest_leaves_no_temporary_files(
+        sig: str, code: int, tmp_path: Path) -> None:
+    import signal
+
+    folder = job(tmp_path / "many", world=24)
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in sorted(folder.iterdir()):
+            zf.write(f, f.name)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    db = tmp_path / "s.duckdb"
+    env = {**os.environ, "TMPDIR": str(temp), "STEPSCOPE_JOBS": "2"}
+    for argv, marker in ((["ingest", str(archive), "--db", str(db)], "stepscope-stage-"),
+                         (["report", str(archive)], "stepscope-unpack-")):
+        proc = subprocess.Popen([sys.executable, "-m", "stepscope", *argv, "--quiet"]
+                                if argv[0] == "ingest" else
+                                [sys.executable, "-m", "stepscope", *argv],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=env, start_new_session=True)
+        try:
+            _wait_for(lambda m=marker: any(p.name.startswith(m) for p in temp.iterdir()),
+                      f"made its {marker} folder", proc)
+            os.kill(proc.pid, getattr(signal, sig))
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == code, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"interrupted by {sig}: "), lines
+        assert sorted(p.name for p in temp.iterdir()) == []
+    assert not db.exists() or q(db, "SELECT count(*) FROM runs") == [(0,)]
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(p) for p in fh.read().split()]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1].startswith("Z")  # a zombie serves nothing
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "SIGINT with SIGINT ignored",
+                                 "SIGKILL"])
+def test_every_stop_signal_stops_the_dashboard_server(how: str, tmp_path: Path) -> None:
+    import signal
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `cmd &` in a script does
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stepscope", "dashboard", "--port", str(port), "--db",
+         str(tmp_path / "d.duckdb")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+        preexec_fn=ignore_sigint if "ignored" in how else None)
+
+    def serving() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                        timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    try:
+        _wait_for(serving, "served", proc)
+        server = _children(proc.pid)
+        assert server
+        os.kill(proc.pid, getattr(signal, how.split()[0]))
+        _, err = proc.communicate(timeout=60)
+        _wait_for(lambda: all(_gone(p) for p in server), "stopped its server", limit_s=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not serving()
+    if how != "SIGKILL":
+        assert proc.returncode == 0 and err.strip().endswith("stepscope dashboard stopped"), err

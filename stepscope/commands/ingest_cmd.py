@@ -102,6 +102,8 @@ def replaced_note(result: IngestResult) -> str:
 def _report(result: IngestResult, quiet: bool) -> None:
     for file, problem in result.failures:
         say(f"error: {file}: {problem}")
+    for warning in result.warnings:
+        say(f"warning: {warning}")
     if result.replaced:
         say(replaced_note(result))
     if quiet:

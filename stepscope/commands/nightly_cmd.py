@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     info = night.nightly
     for failed in info.failed_files:
         say(f"error: {failed.file}: {failed.error}")
+    for warning in outcome.warnings:
+        say(f"warning: {warning}")
     if outcome.replaced:
         why = ("--run names a run already there" if args.run else
                "the same traces were ingested before (a re-run of that night)")
