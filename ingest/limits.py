@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from stepscope.ingest.errors import UsageError
 
@@ -35,7 +36,7 @@ def usable_memory_bytes() -> int | None:
     limits = [physical] if physical else []
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = open(path).read().strip()  # noqa: SIM115 - a one-line pseudo-file
+            text = Path(path).read_text().strip()  # a one-line pseudo-file
         except OSError:
             continue
         if text.isdigit() and int(text) < 1 << 60:

@@ -200,10 +200,20 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError,
             zlib.error) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        out.failures.append((shown, f"unreadable archive ({detail})"))
+        if not _said_by_last_member(out, shown, detail):
+            out.failures.append((shown, f"unreadable archive ({detail})"))
         return
     if found == 0:
         out.failures.append((shown, "archive holds no .json or .json.gz trace files"))
+
+
+def _said_by_last_member(out: TraceSet, shown: str, detail: str) -> bool:
+    """Whether the archive's own failure is the one its last member already reported
+    (a truncated tar ends in the member it cuts): one cause, one line."""
+    if not out.failures:
+        return False
+    file, problem = out.failures[-1]
+    return file.startswith(f"{shown}!") and detail in problem
 
 
 def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Path,

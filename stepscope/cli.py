@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from stepscope.ingest.exit_codes import EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK, EXIT_USAGE
+from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 NOTHING_WRITTEN = "interrupted: nothing was written"
 # Commands that write the user's database report what it holds when interrupted; the

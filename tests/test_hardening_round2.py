@@ -7,6 +7,7 @@ message is one line (no traceback, no "internal error") and what is on disk afte
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import os
@@ -15,6 +16,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tarfile
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -294,6 +296,27 @@ def test_an_unreadable_archive_member_fails_alone(kind: str, tmp_path: Path) -> 
     assert q(db, "SELECT rank FROM ranks ORDER BY rank") == [(0,), (2,), (3,)]
 
 
+def test_a_truncated_tar_fails_its_last_member_alone_in_one_line(tmp_path: Path) -> None:
+    """A tar.gz cut short: the member it cuts fails (one line, not a second one for the
+    archive), the members before it ingest."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for r in range(3):
+            data = json.dumps(dict(kineto_trace(rank=r, world_size=3),
+                                   pad=os.urandom(100_000).hex())).encode()
+            info = tarfile.TarInfo(f"t/rank{r}.json")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "cut.tar.gz"
+    archive.write_bytes(gzip.compress(buf.getvalue())[:-5000])
+    db = tmp_path / "t.duckdb"
+    rc, _, err = cli("ingest", archive, "--db", db, "--quiet")
+    assert rc == 3 and err == [f"error: {archive}!t/rank2.json: unreadable archive member "
+                               "(EOFError: Compressed file ended before the end-of-stream "
+                               "marker was reached)"]
+    assert q(db, "SELECT rank FROM ranks ORDER BY rank") == [(0,), (1,)]
+
+
 def test_odd_names_and_long_run_names_ingest_and_report(tmp_path: Path) -> None:
     folder = tmp_path / os.fsdecode(b"caf\xe9")
     job(folder)
@@ -334,6 +357,32 @@ def test_shapes_beyond_any_integer_never_crash_a_command(two_runs: Path, tmp_pat
     from stepscope.dashboard.data import with_connection
     report = with_connection(db, lambda con: build_report(con, "huge", None, None, None))
     assert report.mfu.mfu is not None and 0 < report.mfu.mfu <= 1
+
+
+def test_the_dashboard_shows_a_run_with_absurd_shapes(two_runs: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same hostile shape in the dashboard: every run page renders, no error, the
+    overview's MFU is the report's (within 100%)."""
+    from dashboard_helpers import app_test, no_exception, texts
+
+    from stepscope.dashboard.views import RUN_PAGES
+
+    trace = kineto_trace(rank=0, world_size=2)
+    mm = next(e for e in trace["traceEvents"] if e.get("name") == "aten::mm")
+    mm["args"]["Input Dims"] = [[2**62, 2**62], [2**62, 2**62]]
+    folder = tmp_path / "huge"
+    write_trace(folder / "rank0.json.gz", trace)
+    write_trace(folder / "rank1.json.gz", kineto_trace(rank=1, world_size=2))
+    db = _copy_db(two_runs, tmp_path)
+    assert cli("ingest", folder, "--db", db, "--quiet")[0] == 0
+    for page in RUN_PAGES:
+        at = app_test(monkeypatch, db, page=page, run="huge").run()
+        no_exception(at)
+        assert not at.error, (page, [e.value for e in at.error])
+    at = app_test(monkeypatch, db, page="overview", run="huge").run()
+    shown = [m.value for m in at.metric if m.label.startswith("MFU")]
+    assert shown and all(v.endswith("%") and float(v.rstrip("%")) <= 100 for v in shown), \
+        texts(at)
 
 
 def test_database_and_disk_failures_are_one_line(two_runs: Path, tmp_path: Path,
