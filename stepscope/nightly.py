@@ -63,6 +63,7 @@ class NightlyOptions:
     keep: int | None = None
     jobs: int | None = None
     comm_kernels: Path | None = None  # --comm-kernels: patterns before the bundled table
+    read_files: Sequence[Path] = ()  # other files it reads (--model): never an output
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,8 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     _check_options(opts)
     run = opts.run or default_run_name(opts.job, opts.paths)
     out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
-    check_out_dir(out_dir, db=opts.db, inputs=opts.paths, names=REPORT_FILES)
+    read = [*opts.read_files, *([opts.comm_kernels] if opts.comm_kernels else [])]
+    check_out_dir(out_dir, db=opts.db, inputs=[*opts.paths, *read], names=REPORT_FILES)
     _prepare_out_dir(out_dir)
     result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs,
                         comm_kernels=opts.comm_kernels)

@@ -4,8 +4,9 @@ Every command that writes a file (`report`, `diff`, `plan`, `hang` with `--out`,
 `nightly --out-dir`) goes through this module:
 
 * `check_output` refuses, before any work, an output that is the database (or its
-  `.wal`), an input trace or archive, a file inside an input folder, any existing
-  DuckDB database, a block device or a socket (usage error, exit 2).
+  `.wal`), an input trace or archive, a file inside an input folder, an input file of an
+  option (`--model`, `--comm-kernels`: `option_inputs`), any existing DuckDB database,
+  a block device or a socket (usage error, exit 2).
 * `write_text` writes through a temporary file in the same folder and an atomic rename,
   so an interrupt, a full disk or a crash never leaves half a report and never replaces
   the old file with a broken one. A symbolic link is followed: its target is replaced and
@@ -19,6 +20,7 @@ Every command that writes a file (`report`, `diff`, `plan`, `hang` with `--out`,
 
 from __future__ import annotations
 
+import argparse
 import os
 import stat
 import sys
@@ -30,6 +32,7 @@ from stepscope.ingest.errors import StepscopeError, UsageError, quote_name
 from stepscope.ingest.sources import path_exists
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
+INPUT_OPTIONS = ("model", "comm_kernels")  # options that name a file the command reads
 STREAM_LINKS = {"/dev/stdout": 1, "/dev/stderr": 2, "/proc/self/fd/1": 1,
                 "/proc/self/fd/2": 2, "/dev/fd/1": 1, "/dev/fd/2": 2}
 
@@ -63,6 +66,13 @@ def _is_duckdb_file(path: Path) -> bool:
 def _inside(path: Path, folder: Path) -> bool:
     real, root = _real(path), _real(folder)
     return real != root and root in real.parents
+
+
+def option_inputs(args: argparse.Namespace) -> list[Path]:
+    """The files a command's options make it read (`--model`, `--comm-kernels`): an
+    output must never be one of them."""
+    found = (getattr(args, name, None) for name in INPUT_OPTIONS)
+    return [Path(f) for f in found if f is not None]
 
 
 def check_output(out: Path, *, db: str | Path | None = None,

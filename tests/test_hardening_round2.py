@@ -86,7 +86,23 @@ def test_an_output_never_replaces_the_database_or_an_input(two_runs: Path,
     (folder / "notes.json").write_text("{}")
     other_db = tmp_path / "other.duckdb"
     shutil.copy(two_runs, other_db)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"n_params": 7e9, "n_layers": 2, "hidden": 2048,
+                                "seq_len": 2048, "global_batch_tokens": 65536}))
+    kernels = tmp_path / "kernels.json"
+    kernels.write_text('{"version": "mine", "patterns": []}')
+    nightly_spec = folder / "report.md"  # a --model file where nightly writes
+    nightly_spec.write_text(spec.read_text())
     cases = {
+        "report --out its --model file": ("report", "a", "--db", db, "--model", spec,
+                                          "--out", spec),
+        "diff --out its --model file": ("diff", "a", "b", "--db", db, "--model", spec,
+                                        "--out", spec),
+        "report --out its --comm-kernels file": ("report", "a", "--db", db, "--comm-kernels",
+                                                 kernels, "--out", kernels),
+        "nightly --out-dir holding its --model file": (
+            "nightly", tmp_path / "traces" / "rank0.json.gz", "--job", "j", "--db",
+            tmp_path / "n.duckdb", "--model", nightly_spec, "--out-dir", folder),
         "report --out the database": ("report", "a", "--db", db, "--out", db),
         "report --out the database's wal": ("report", "a", "--db", db, "--out",
                                             tmp_path / "db.duckdb.wal"),
@@ -102,7 +118,7 @@ def test_an_output_never_replaces_the_database_or_an_input(two_runs: Path,
                                                tmp_path / "n.duckdb", "--out-dir", folder),
     }
     (folder / "report.json").write_text("{}")  # nightly would replace it
-    guarded = [db, trace, other_db, *sorted(folder.iterdir())]
+    guarded = [db, trace, other_db, spec, kernels, *sorted(folder.iterdir())]
     before = {p: p.read_bytes() for p in guarded}
     for name, argv in cases.items():
         rc, out, err = cli(*argv)

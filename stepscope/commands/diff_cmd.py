@@ -14,7 +14,7 @@ from stepscope.dashboard.render.diff import diff_json, diff_markdown
 from stepscope.dashboard.render.html_diff import diff_html
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import check_output, write_text
+from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.targets import diff
 from stepscope.validate import PEAK_TFLOPS, output_file
 
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.run_a, args.run_b])
+        check_output(args.out, db=args.db, inputs=[args.run_a, args.run_b, *option_inputs(args)])
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
     built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker,

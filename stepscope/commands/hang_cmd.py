@@ -14,7 +14,7 @@ from stepscope.dashboard.render.hang import hang_json, hang_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name, path_exists
-from stepscope.outputs import check_output, write_text
+from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.store import Store
 from stepscope.validate import output_file
 
@@ -49,7 +49,7 @@ def _emit(text: str, out: Path | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.target])
+        check_output(args.out, db=args.db, inputs=[args.target, *option_inputs(args)])
     target = Path(args.target)
     if path_exists(target):
         with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         paths=args.paths, job=args.job, db=args.db, run=args.run, out_dir=args.out_dir,
         baseline=args.baseline, thresholds=thresholds, allow_missing=args.allow_missing,
         spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype, keep=args.keep,
-        jobs=args.jobs, comm_kernels=args.comm_kernels))
+        jobs=args.jobs, comm_kernels=args.comm_kernels,
+        read_files=[args.model] if args.model else []))
     night = outcome.night
     info = night.nightly
     for failed in info.failed_files:
