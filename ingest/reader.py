@@ -106,6 +106,16 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def _conversion_problem(exc: BaseException) -> str:
+    """A value DuckDB could not convert: an event's time (`ts`, `dur`) that is NaN or
+    beyond what nanoseconds in 64 bits hold (±292 years) says so, in words."""
+    text = _first_line(exc)
+    if "INT64" in text or "BIGINT" in text:
+        return ("an event's time (ts or dur) is not a number or out of range: it must be "
+                f"finite microseconds within ±2^63 ns ({text})")
+    return f"could not be analysed ({text})"
+
+
 def _gzip_problem(exc: BaseException) -> str:
     text = str(exc)
     if isinstance(exc, EOFError) or "incomplete or truncated" in text or "ended before" in text:
@@ -571,6 +581,8 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
             sql("read/rank_result.sql")).fetchall()
         if n_memory:  # the allocator's `Bytes` need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
+    except duckdb.ConversionException as exc:
+        raise TraceFileError(display, _conversion_problem(exc)) from None
     except duckdb.Error as exc:
         raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
     counts = {

@@ -108,7 +108,7 @@ PER_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "events without ts": (
         _no_ts, "no timed events: none of its 25 events has a numeric `ts` "
                 "(nothing to attribute)"),
-    "ts beyond BIGINT": (_huge_ts, "could not be analysed"),
+    "ts beyond BIGINT": (_huge_ts, "an event's time (ts or dur) is not a number or out of range"),
     "truncated plain JSON": (
         _raw(_trace_bytes(rank=1)[:-1]),
         f"truncated JSON at byte {len(_trace_bytes(rank=1)) - 1} (the document never closes; "

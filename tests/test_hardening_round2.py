@@ -401,6 +401,22 @@ def test_the_dashboard_shows_a_run_with_absurd_shapes(two_runs: Path, tmp_path: 
         texts(at)
 
 
+@pytest.mark.parametrize(("field", "value"), [("ts", 1e19), ("dur", "NaN"), ("dur", 1e300)])
+def test_an_event_time_beyond_64_bits_fails_its_file_alone(field: str, value: object,
+                                                           tmp_path: Path) -> None:
+    trace = kineto_trace(rank=0, world_size=2)
+    next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")[field] = value
+    folder = tmp_path / "t"
+    write_trace(folder / "rank0.json.gz", trace)
+    write_trace(folder / "rank1.json.gz", kineto_trace(rank=1, world_size=2))
+    db = tmp_path / "t.duckdb"
+    rc, _, err = cli("ingest", folder, "--db", db, "--quiet")
+    assert rc == 3 and len(err) == 1, err
+    assert err[0].startswith(f"error: {folder}/rank0.json.gz: an event's time (ts or dur) is "
+                             "not a number or out of range"), err
+    assert q(db, "SELECT rank FROM ranks") == [(1,)]
+
+
 def test_database_and_disk_failures_are_one_line(two_runs: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     folder = job(tmp_path / "t")
