@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest import schema
-from stepscope.ingest.errors import DatabaseBusyError, UsageError
+from stepscope.ingest.errors import DatabaseBusyError, UsageError, quote_name
 from stepscope.ingest.queries import sql
 
 DEFAULT_DB = "stepscope.duckdb"
@@ -84,6 +84,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    _check_utf8_name(path)
     _check_duckdb_file(path)
     try:
         con = connect(path, read_only=read_only,
@@ -93,6 +94,16 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     with _closing_on_error(con, path):
         _check_complete(con, path)
     return con
+
+
+def _check_utf8_name(path: Path) -> None:
+    """DuckDB takes file names as UTF-8 text; a name with other bytes (Python carries
+    them as surrogates) would be an internal error inside DuckDB, so it is refused."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{quote_name(path)}: DuckDB cannot open a file whose name is not "
+                         "UTF-8; rename it, or give --db another name") from None
 
 
 @contextmanager

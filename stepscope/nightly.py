@@ -7,6 +7,7 @@ and prints. `run_nightly` raises UsageError / NothingIngestedError like `ingest`
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -192,7 +193,10 @@ def _prepare_out_dir(out_dir: Path) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--out-dir {out_dir}: cannot create it ({exc.strerror})") from None
+        hint = ("; give a shorter --job or --run, or an --out-dir" if
+                exc.errno == errno.ENAMETOOLONG else "")
+        raise UsageError(f"--out-dir {quote_name(out_dir)}: cannot create it "
+                         f"({exc.strerror}){hint}") from None
 
 
 def run_nightly(opts: NightlyOptions) -> NightlyOutcome:

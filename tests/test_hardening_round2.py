@@ -352,6 +352,19 @@ def test_odd_names_and_long_run_names_ingest_and_report(tmp_path: Path) -> None:
     rc, _, err = cli("ingest", folder, "--db", db, "--run", "a\nb")
     assert rc == 2 and err == ["error: --run 'a\\nb': a run name must be printable text "
                                "(no newlines, escape codes or bytes that are not UTF-8)"]
+    odd_db = tmp_path / os.fsdecode(b"caf\xe9.duckdb")  # DuckDB takes UTF-8 names only
+    rc, _, err = cli("ingest", folder, "--db", odd_db, "--quiet")
+    assert rc == 2 and err == [f"error: '{tmp_path}/caf\\xe9.duckdb': DuckDB cannot open a "
+                               "file whose name is not UTF-8; rename it, or give --db "
+                               "another name"]
+    assert not odd_db.exists()
+    # nightly's report folder is named by the run: too long a name is one usage line,
+    # found before the night is ingested
+    rc, _, err = cli("nightly", folder, "--job", "j", "--run", long, "--db", db, "--quiet")
+    assert rc == 2 and len(err) == 1 and err[0].endswith(
+        "cannot create it (File name too long); give a shorter --job or --run, or an "
+        "--out-dir"), err
+    assert q(db, "SELECT count(*) FROM history") == [(0,)]
 
 
 def test_shapes_beyond_any_integer_never_crash_a_command(two_runs: Path, tmp_path: Path) -> None:
