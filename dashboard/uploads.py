@@ -109,6 +109,7 @@ def ingest_staged(paths: list[Path], db: Path, run: str, progress: ProgressFn | 
         if relabel_prefix is not None:
             relabel_files(staging, run, relabel_prefix, UPLOAD_LABEL)
             result.failures = relabel_failures(result, relabel_prefix, UPLOAD_LABEL)
+            result.warnings = [w.replace(relabel_prefix, UPLOAD_LABEL) for w in result.warnings]
         retry_busy(lambda: merge_run(staging, db, run), on_busy=on_busy)
     result.db = str(db)
     return result

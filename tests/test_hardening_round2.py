@@ -735,3 +735,29 @@ def test_every_stop_signal_stops_the_dashboard_server(how: str, tmp_path: Path) 
     assert not serving()
     if how != "SIGKILL":
         assert proc.returncode == 0 and err.strip().endswith("stepscope dashboard stopped"), err
+
+
+def test_the_dashboard_upload_names_a_bad_member_and_announces_a_replace(
+        two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same inputs through the Upload page: an encrypted archive member fails alone
+    (named as uploaded), a stray trace is a warning, re-using a run's name says so."""
+    from dashboard_helpers import app_test, no_exception, texts
+    from test_dashboard_upload import upload
+
+    archive = _zip_with_bad_member(tmp_path / "job.zip", "z/rank1.json", flag=1)
+    stray = json.dumps(kineto_trace(rank=9, world_size=16, base_ns=START - 400 * DAY_NS))
+    db = _copy_db(two_runs, tmp_path)
+    at = app_test(monkeypatch, db, page="upload").run()
+    beside = [(f"rank{r}.json", json.dumps(kineto_trace(rank=r, world_size=4)).encode())
+              for r in (2, 3)]
+    upload(at, [("job.zip", archive.read_bytes()), *beside, ("old.json", stray.encode())],
+           "a")
+    no_exception(at)
+    shown = texts(at)
+    assert ("Run 'a' ingested PARTIALLY: 4 rank(s); 1 of 5 file(s) failed (it replaced the "
+            "earlier run of that name)") in shown, shown
+    assert "upload:job.zip!z/rank1.json" in shown and "encrypted" in shown
+    warnings = [str(w.value) for w in at.warning]
+    assert any(w.startswith("upload:old.json: does not look like the other traces") and
+               "\n" not in w for w in warnings), warnings
+    assert q(db, "SELECT run, n_ranks FROM runs ORDER BY run") == [("a", 4), ("b", 2)]

@@ -41,6 +41,8 @@ class Outcome:
     n_files: int
     failures: tuple[tuple[str, str], ...]
     error: str | None = None
+    replaced: bool = False  # a run of that name was there and is replaced
+    warnings: tuple[str, ...] = ()  # e.g. a stray trace that fits none of the others
 
 
 def render(ctx: PageContext) -> None:
@@ -141,7 +143,8 @@ def _ingest(ctx: PageContext, work: Callable[..., IngestResult]) -> None:
     try:
         result = work(progress, on_busy)
         outcome = Outcome(result.run, len(result.ranks), result.n_files,
-                          tuple(result.failures))
+                          tuple(result.failures), replaced=result.run in ctx.runs,
+                          warnings=tuple(result.warnings))
     except NothingIngestedError as exc:
         failures = tuple(getattr(exc, "failures", ()) or ())
         outcome = Outcome(None, 0, len(failures), failures, error=str(exc))
@@ -159,14 +162,17 @@ def _show_outcome(outcome: Outcome | None) -> None:
     if outcome is None:
         return
     st.subheader("Last ingest")
+    replaced = " (it replaced the earlier run of that name)" if outcome.replaced else ""
     if outcome.error is not None:
         st.error(outcome.error)
     elif outcome.failures:
         st.warning(f"Run '{outcome.run}' ingested PARTIALLY: {outcome.ranks} rank(s); "
-                   f"{len(outcome.failures)} of {outcome.n_files} file(s) failed")
+                   f"{len(outcome.failures)} of {outcome.n_files} file(s) failed{replaced}")
     else:
         st.success(f"Run '{outcome.run}' ingested: {outcome.ranks} rank(s) from "
-                   f"{outcome.n_files} file(s)")
+                   f"{outcome.n_files} file(s){replaced}")
+    for warning in outcome.warnings:
+        st.warning(warning)
     for file, reason in outcome.failures:
         st.markdown(f"- `{file}`: {reason}")
     if outcome.run is not None:
