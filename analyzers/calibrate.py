@@ -21,6 +21,7 @@ import duckdb
 
 from stepscope.analyzers._sql import fetch_rows, install_macros, sql
 from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.flops_bound import rate_bound
 from stepscope.analyzers.mfu import flops_per_step
 from stepscope.analyzers.model import (
     DEFAULT_NETWORK_GBS,
@@ -133,8 +134,9 @@ def kernel_rates(ctx: RunContext, report: Report) -> tuple[KernelRate, ...]:
     record_shapes) every kernel but the optimizer's is one kind, `all`, carrying the
     spec's FLOPs."""
     install_macros(ctx.con)
+    params = {"run": ctx.run, "max_rate": rate_bound(ctx)}  # absurd shapes left out
     rows = {r["kind"]: r for r in fetch_rows(ctx.con, "planner/compute_kinds.sql",
-                                             {"run": ctx.run}, _KindRow)}
+                                             params, _KindRow)}
     kernel_ms = {k: float(r["ms"] or 0.0) for k, r in rows.items() if k != "recompute"}
     total = sum(kernel_ms.values())
     compute = report.breakdown_ms.compute

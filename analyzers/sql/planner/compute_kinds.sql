@@ -9,13 +9,14 @@
 -- ms is the summed kernel time (not the attributed compute, which counts overlapping
 -- kernels once); flops the counted model FLOPs of the kind's ops.
 -- Reads gpu_ops, cpu_ops, recompute_ops, complete_steps and the model_flops macro.
--- Parameter: $run.
+-- Parameters: $run; $max_rate, the most FLOP/s an op's kernels may be credited with
+-- (analyzers/flops_bound.py: ops claiming more are left out, as for MFU; NULL: no bound).
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), n_steps AS (
     SELECT rank, count(*) AS n FROM complete GROUP BY rank
 ), counted AS (
-    SELECT rank, op_id, name, model_flops, is_recompute FROM model_flops($run)
+    SELECT rank, op_id, name, model_flops, is_recompute FROM model_flops($run, $max_rate)
 ), optimizer_spans AS (
     SELECT rank, start_ns, end_ns FROM cpu_ops
     WHERE run = $run AND name LIKE 'Optimizer.step#%'
@@ -54,7 +55,7 @@ WITH complete AS (
              WHEN f.name ILIKE '%convolution%' THEN 'conv'
              ELSE 'gemm' END AS kind,
         sum(f.model_flops ORDER BY f.model_flops) / any_value(n.n) AS flops_per_step
-    FROM model_flops($run) f
+    FROM model_flops($run, $max_rate) f
     JOIN complete c ON c.rank = f.rank AND c.step = f.step
     JOIN n_steps n ON n.rank = f.rank
     GROUP BY f.rank, kind
