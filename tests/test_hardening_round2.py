@@ -204,48 +204,6 @@ def test_nightly_runs_are_told_apart_by_content_and_replacements_announced(
 
 
 # ------------------------------------------------------------ §3 per-file overhead, memory
-def test_small_traces_reuse_one_connection_and_hand_over_in_memory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The per-file overhead (a DuckDB per file, seven Parquet files per rank) is gone,
-    and the tables are exactly what the Parquet hand-off gives."""
-    from stepscope.ingest import parse_connection, reader
-
-    folder = job(tmp_path / "many", world=6)
-    opened: list[object] = []
-    real_connect = parse_connection.connect
-
-    def counting(*args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
-        opened.append(args)
-        return real_connect(*args, **kwargs)
-
-    parse_connection.close_kept()
-    monkeypatch.setattr(parse_connection, "connect", counting)
-    for f in sorted(folder.iterdir()):
-        read_trace(f)
-    assert len(opened) == 1  # one in-memory DuckDB for six traces
-    monkeypatch.setattr(parse_connection, "REUSES", 2)  # renewed as its catalog grows
-    for f in sorted(folder.iterdir()):
-        read_trace(f)
-    assert len(opened) == 1 + 3
-    parse_connection.close_kept()
-    monkeypatch.setattr(parse_connection, "connect", real_connect)
-    dbs = {}
-    for mode in ("memory", "parquet"):
-        monkeypatch.setattr(reader, "MEMORY_HANDOFF_BYTES", 8 << 20 if mode == "memory" else -1)
-        dbs[mode] = tmp_path / f"{mode}.duckdb"
-        stepscope.ingest_run([folder], db=dbs[mode], run="r", executor="inline")
-        stepscope.ingest_run([SIM / "deep_pipeline"], db=dbs[mode], run="p", executor="inline")
-    con = duckdb.connect()
-    con.execute(f"ATTACH '{dbs['memory']}' AS m (READ_ONLY)")
-    con.execute(f"ATTACH '{dbs['parquet']}' AS p (READ_ONLY)")
-    for table in ("cpu_ops", "gpu_ops", "gpu_annotations", "steps", "threads",
-                  "process_groups", "collectives", "step_attribution"):
-        assert con.execute(f"SELECT count(*) FROM m.{table}").fetchone() == \
-            con.execute(f"SELECT count(*) FROM p.{table}").fetchone()
-        diff = con.execute(f"SELECT count(*) FROM (FROM m.{table} EXCEPT ALL FROM p.{table})")
-        assert diff.fetchone() == (0,), table
-
-
 def test_default_trace_limit_follows_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     gib = 1 << 30
     for memory, limit in ((24 * gib, 3 * gib), (128 * gib, 8 * gib), (1 * gib, 256 << 20),
