@@ -23,6 +23,7 @@ from stepscope.analyzers.peaks import table_version
 
 if TYPE_CHECKING:
     from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.flops_bound import rate_bound
 
 GEMM_PARTS = 6          # GEMM shapes named in the waterfall; the rest are "other GEMMs"
 GEMM_SHAPES_SHOWN = 20
@@ -170,7 +171,7 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
         return _replace(base, message="CPU-only traces: no GPU kernels to hold against a roof")
     install_macros(ctx.con)
     run_script(ctx.con, "roofline/macros.sql", {})
-    run_script(ctx.con, "roofline/kernels.sql", {"run": ctx.run})
+    run_script(ctx.con, "roofline/kernels.sql", {"run": ctx.run, "max_rate": rate_bound(ctx)})
     groups = _with_dtype(fetch_rows(ctx.con, "roofline/groups.sql", {"run": ctx.run}, _Group),
                          mfu.dtype)
     if not groups:

@@ -1,7 +1,8 @@
 -- The roofline analysis' one pass over run $run (docs/roofline.md): every compute kernel of
 -- a complete step with the shaped op it belongs to, as the temp table rf_kernels. Reads
 -- gpu_ops, cpu_ops, complete_steps and the model_flops macro (mfu/flops.sql, which
--- install_macros creates) and roofline/macros.sql. Parameter: $run.
+-- install_macros creates) and roofline/macros.sql. Parameters: $run; $max_rate, the most
+-- FLOP/s an op's kernels may be credited with (analyzers/flops_bound.py; NULL: no bound).
 --
 -- A kernel belongs to the nearest of its CPU op (the op with its External id), that op's
 -- parent and grandparent that is a shaped op of a known kind (rf_kind): a GEMM, attention
@@ -21,7 +22,7 @@ WITH complete AS (
 ), flops AS (
     SELECT rank, op_id, model_flops + hardware_extra AS exec_flops,
            CASE WHEN is_recompute THEN 0 ELSE model_flops END AS model_flops, is_recompute
-    FROM model_flops($run)
+    FROM model_flops($run, $max_rate)
 ), shaped AS (
     SELECT o.rank, o.op_id, o.name, rf_kind(o.name) AS kind,
         TRY_CAST(o.input_dims AS BIGINT[][]) AS dims,
