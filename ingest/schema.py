@@ -54,6 +54,9 @@ MIGRATIONS = (
               "host_activity); run_nodes whose nodes x gpus_per_node is the world size"),
     Migration(6, ("migrations/0006_memory_splits.sql",),
               "memory_events (the allocator's [memory] events); all_to_all split sizes"),
+    Migration(7, ("migrations/0007_exposure_claims.sql",),
+              "collective_exposure.exposed_claim_ns: the exposed time each collective "
+              "claims in full (the planner's calibration)"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

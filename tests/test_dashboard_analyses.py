@@ -57,9 +57,9 @@ def test_roofline_page_shows_the_models_shares(monkeypatch: pytest.MonkeyPatch,
     assert shown["Kernel time with shapes"] == pct(roof.coverage)
     assert shown["HBM roof"] == "3350 GB/s"
     kinds = at.dataframe[0].value
-    assert list(kinds["op kind"]) == [k.name for k in roof.kinds]
-    assert list(kinds["share of roof"]) == pytest.approx([k.roof_share for k in roof.kinds],
-                                                         abs=1e-4)
+    assert list(kinds["op kind"]) == [k.name if k.dtype is None else f"{k.name} {k.dtype}"
+                                      for k in roof.kinds]
+    assert list(kinds["roof"]) == pytest.approx([k.roof_share for k in roof.kinds], abs=1e-4)
     parts = at.dataframe[1].value
     assert list(parts["points"]) == pytest.approx(
         [p.points for p in roof.kernel_efficiency], abs=1e-3)

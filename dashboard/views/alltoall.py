@@ -35,11 +35,9 @@ def render_section(section: AllToAll | None) -> None:
     chart_and_table(charts_analyses.a2a_per_rank(section), ranks, "all_to_all per rank",
                     "a2a_ranks")
     groups = pl.DataFrame([{
-        "group": g.group_label, "library": g.library, "calls/step": g.calls_per_step,
-        "MB sent per rank": round(g.bytes_per_rank / 1e6, 3), "imbalance": g.imbalance,
-        "imbalance max": g.imbalance_max, "transfer ms": round(g.transfer_ms, 4),
-        "imbalance cost ms": round(g.imbalance_cost_ms, 4), "wait ms": round(g.wait_ms, 4),
-        "receives most": g.heaviest_rank, "splits": g.splits} for g in section.groups],
-        schema_overrides={"imbalance": pl.Float64, "imbalance max": pl.Float64,
-                          "receives most": pl.Int64})
+        "group": f"{g.group_label} ({g.library})", "calls": g.calls_per_step,
+        "MB/rank": round(g.bytes_per_rank / 1e6, 3), "imbalance": g.imbalance,
+        "transfer ms": round(g.transfer_ms, 4), "cost ms": round(g.imbalance_cost_ms, 4),
+        "wait ms": round(g.wait_ms, 4), "heaviest": g.heaviest_rank} for g in section.groups],
+        schema_overrides={"imbalance": pl.Float64, "heaviest": pl.Int64})
     st.dataframe(groups, hide_index=True, width="stretch")

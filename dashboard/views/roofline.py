@@ -10,22 +10,40 @@ import streamlit as st
 from stepscope.analyzers.model import RoofRow
 from stepscope.dashboard import charts_analyses, data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.format import numbered_names, pct
 from stepscope.dashboard.widgets import chart_and_table, table
 
 TITLE = "Roofline"
 HEADER = "Kernels against their roofline"
 
 
-def rows_frame(rows: tuple[RoofRow, ...], first: str = "name") -> pl.DataFrame:
+NAME_WIDTH = 30
+COLUMNS = {
+    "ms": st.column_config.NumberColumn(help="kernel time per step (ms, mean over ranks)"),
+    "FLOP/B": st.column_config.NumberColumn(help="arithmetic intensity: FLOPs per byte of "
+                                                 "least HBM traffic"),
+    "bound": st.column_config.TextColumn(help="the roof it is under: compute or memory "
+                                              "(HBM), by its intensity vs the ridge point"),
+    "roof": st.column_config.NumberColumn(help="share of that roof it reaches"),
+    "lost": st.column_config.NumberColumn(help="ms/step it would save at its full roof"),
+}
+
+
+def rows_frame(rows: tuple[RoofRow, ...], first: str = "name",
+               numbered: bool = False) -> pl.DataFrame:
+    """One row per op kind, kernel or GEMM shape, in few short columns so the table fits
+    a 1000 px window (the dtype joins the name; `numbered`: long kernel names shortened
+    in the middle and numbered, as on the Kernels page)."""
+    names = [r.name if r.dtype is None else f"{r.name} {r.dtype}" for r in rows]
+    if numbered:
+        names = numbered_names(names, NAME_WIDTH)
     return pl.DataFrame([{
-        first: r.name, "kind": r.kind, "dtype": r.dtype, "ms/step": r.time_ms,
-        "share of kernel time": r.time_share, "TFLOP/s": r.tflops, "GB/s": r.gbs,
-        "FLOP/byte": r.intensity, "bound": r.bound, "share of roof": r.roof_share,
-        "lost ms/step": r.lost_ms} for r in rows],
-        schema_overrides={"dtype": pl.String, "TFLOP/s": pl.Float64, "GB/s": pl.Float64,
-                          "FLOP/byte": pl.Float64, "share of roof": pl.Float64,
-                          "lost ms/step": pl.Float64}).with_columns(
+        first: name, "ms": r.time_ms, "TFLOP/s": r.tflops, "GB/s": r.gbs,
+        "FLOP/B": r.intensity, "bound": r.bound, "roof": r.roof_share,
+        "lost": r.lost_ms} for r, name in zip(rows, names, strict=True)],
+        schema_overrides={"TFLOP/s": pl.Float64, "GB/s": pl.Float64,
+                          "FLOP/B": pl.Float64, "roof": pl.Float64,
+                          "lost": pl.Float64}).with_columns(
         pl.selectors.float().round(4))
 
 
@@ -49,7 +67,7 @@ def render(ctx: PageContext) -> None:
         st.caption(section.message)
     st.subheader("Op kinds")
     chart_and_table(charts_analyses.roofline_plot(section), rows_frame(section.kinds, "op kind"),
-                    "op kinds", "rf_kinds")
+                    "op kinds", "rf_kinds", column_config=COLUMNS)
     if section.kernel_efficiency:
         st.subheader("Kernel efficiency by op")
         st.caption(f"The MFU waterfall's kernel-efficiency stage ({section.stage_points:.2f} "
@@ -65,7 +83,8 @@ def render(ctx: PageContext) -> None:
         st.subheader("GEMM shapes losing the most time")
         frame = rows_frame(section.gemm_shapes, "M x N x K").with_columns(
             pl.Series("op", [r.op for r in section.gemm_shapes]))
-        table(frame, "GEMM shapes", "rf_shapes")
+        table(frame, "GEMM shapes", "rf_shapes", COLUMNS)
     st.subheader("Top kernels")
     chart_and_table(charts_analyses.roof_shares(section.kernels, "Share of the roof"),
-                    rows_frame(section.kernels, "kernel"), "top kernels", "rf_kernels")
+                    rows_frame(section.kernels, "kernel", numbered=True), "top kernels",
+                    "rf_kernels", column_config=COLUMNS)

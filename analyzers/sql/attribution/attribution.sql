@@ -189,7 +189,8 @@ WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p AND c.work_start_
 CREATE OR REPLACE TEMP TABLE a_coll_exposure AS
 WITH shares AS (
     SELECT p.rank, p.coll_id, w.step, g.cat,
-        (least(p.e, g.e) - greatest(p.s, g.s)) / g.n_cat AS ns
+        (least(p.e, g.e) - greatest(p.s, g.s)) / g.n_cat AS ns,
+        least(p.e, g.e) - greatest(p.s, g.s) AS claim_ns
     FROM a_coll_parts p
     JOIN a_segments g ON g.rank = p.rank AND g.cat = p.cat AND g.s < p.e AND g.e > p.s
     JOIN a_windows w ON w.rank = p.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
@@ -198,11 +199,12 @@ WITH shares AS (
 SELECT rank, coll_id, step,
     round(sum(ns) FILTER (WHERE cat = 3)) AS exposed_ns,
     round(sum(ns) FILTER (WHERE cat = 4)) AS straggler_wait_ns,
-    round(sum(ns) FILTER (WHERE cat = 5)) AS bubble_ns
+    round(sum(ns) FILTER (WHERE cat = 5)) AS bubble_ns,
+    sum(claim_ns) FILTER (WHERE cat = 3) AS exposed_claim_ns
 FROM shares GROUP BY rank, coll_id, step;
 
 INSERT INTO collective_exposure BY NAME
 SELECT $run AS run, rank, coll_id, step,
     coalesce(exposed_ns, 0) AS exposed_ns, coalesce(straggler_wait_ns, 0) AS straggler_wait_ns,
-    coalesce(bubble_ns, 0) AS bubble_ns
+    coalesce(bubble_ns, 0) AS bubble_ns, coalesce(exposed_claim_ns, 0) AS exposed_claim_ns
 FROM a_coll_exposure;

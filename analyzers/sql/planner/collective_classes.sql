@@ -2,8 +2,9 @@
 -- label, group size and message size, per rank and complete step (over every rank of
 -- the run, like collectives/stats.sql): calls, time, transfer time (d_min, the
 -- instance's duration without waiting for late ranks; docs/attribution.md), the time
--- attributed to exposed_comm, straggler_wait and bubble, and whether the group crosses
--- nodes. The planner scales each class to another layout (analyzers/calibrate.py).
+-- attributed to exposed_comm (as each collective claims it in full: exposed_claim_ns, so
+-- the planner can charge time shared by two classes to the one the compute waits for),
+-- straggler_wait and bubble, and whether the group crosses nodes. The planner scales each class to another layout (analyzers/calibrate.py).
 -- Reads collectives, collective_waits, collective_exposure, process_groups, ranks,
 -- run_nodes, complete_steps. Parameter: $run.
 WITH complete AS (
@@ -39,7 +40,7 @@ WITH complete AS (
     JOIN complete s ON s.rank = c.rank AND s.step = c.step
     LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
     LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
-    LEFT JOIN (SELECT rank, coll_id, sum(exposed_ns ORDER BY exposed_ns) AS exposed_ns,
+    LEFT JOIN (SELECT rank, coll_id, sum(coalesce(exposed_claim_ns, exposed_ns)) AS exposed_ns,
                       sum(straggler_wait_ns ORDER BY straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns ORDER BY bubble_ns) AS bubble_ns
                FROM collective_exposure WHERE run = $run GROUP BY rank, coll_id) e
            ON e.rank = c.rank AND e.coll_id = c.coll_id
