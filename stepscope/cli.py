@@ -25,9 +25,13 @@ NOTHING_WRITTEN = "interrupted: nothing was written"
 WRITES_DATABASE = {"ingest", "nightly"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, every: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. With `every` False only the command `only` (if any) gets
+    its full parser; the others are listed with their one-line help alone, so their
+    modules (DuckDB, polars, the analyzers) are not imported: `stepscope --help` and each
+    command start without paying for the rest."""
     from stepscope import __version__
-    from stepscope.commands import COMMANDS
+    from stepscope.commands import COMMAND_HELP, COMMANDS, load
     from stepscope.ingest import UsageError
 
     class _Parser(argparse.ArgumentParser):
@@ -40,9 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS.values():
-        module.add_parser(sub)
+    for name in COMMANDS:
+        if every or name == only:
+            load(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=COMMAND_HELP[name])
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand an argument list names: its first argument that is not an option
+    (the top-level parser has no option taking a value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def say(line: str) -> None:
@@ -54,17 +67,18 @@ def say(line: str) -> None:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    from stepscope.commands import COMMANDS
+    from stepscope.commands import load
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
 
-    parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        parser = build_parser(_command_of(arguments), every=False)
+        args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
         try:
-            return _command(COMMANDS[args.command].run, args)
+            return _command(load(args.command).run, args)
         except KeyboardInterrupt:
             if args.command in WRITES_DATABASE:
                 raise

@@ -11,11 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
-HELP = "browse runs and upload traces in a local web app"
+HELP = COMMAND_HELP["dashboard"]
 APP = Path(__file__).parents[1] / "dashboard" / "app.py"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_S = 10

@@ -8,6 +8,7 @@ from pathlib import Path
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.analyzers.spec import load_spec
+from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
 from stepscope.dashboard.render.diff import diff_json, diff_markdown
@@ -18,7 +19,7 @@ from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.targets import diff
 from stepscope.validate import PEAK_TFLOPS, output_file
 
-HELP = "why did MFU change between two runs: causes, setup, communication, advice"
+HELP = COMMAND_HELP["diff"]
 RENDERERS = {"json": diff_json, "md": diff_markdown, "html": diff_html}
 
 

@@ -10,6 +10,7 @@ from stepscope import ingest_run
 from stepscope.analyzers.hang import NoFlightRecorderError, build_hang_report
 from stepscope.analyzers.model import HangReport
 from stepscope.cli import say
+from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.hang import hang_json, hang_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
@@ -18,7 +19,7 @@ from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.store import Store
 from stepscope.validate import output_file
 
-HELP = "why a job hung: stuck collectives, missing and suspect ranks from Flight Recorder dumps"
+HELP = COMMAND_HELP["hang"]
 RENDERERS = {"json": hang_json, "md": hang_markdown}
 
 

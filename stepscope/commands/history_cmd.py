@@ -6,13 +6,14 @@ import argparse
 import sys
 
 from stepscope.analyzers.history import jobs, read_history
+from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.nightly import history_json, history_markdown, history_text
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 from stepscope.validate import integer
 
-HELP = "a job's nightly runs over time: status, step time, MFU, largest loss, change"
+HELP = COMMAND_HELP["history"]
 RENDERERS = {"text": history_text, "md": history_markdown, "json": history_json}
 
 

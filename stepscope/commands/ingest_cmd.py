@@ -8,6 +8,7 @@ from pathlib import Path
 
 from stepscope import ingest_run
 from stepscope.cli import say
+from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.summary import summary_text
 from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
 from stepscope.ingest.errors import Interrupted
@@ -17,7 +18,7 @@ from stepscope.ingest.sources import is_archive_name, is_trace_name
 from stepscope.store import Store
 from stepscope.validate import JOBS, executor_spec, rank_set, size
 
-HELP = "ingest the traces of every rank of a run into the database"
+HELP = COMMAND_HELP["ingest"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -13,13 +13,14 @@ from stepscope.analyzers.checks import check_line, metric_catalog, parse_thresho
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.analyzers.spec import load_spec
 from stepscope.cli import say
+from stepscope.commands import COMMAND_HELP
 from stepscope.commands.ingest_cmd import add_comm_kernels
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.comm_kernels import load_user_table
 from stepscope.nightly import NightlyOptions, run_nightly
 from stepscope.validate import JOBS, PEAK_TFLOPS, integer
 
-HELP = "ingest tonight's traces of a job, diff against the last night, check thresholds"
+HELP = COMMAND_HELP["nightly"]
 EPILOG = ("metrics for --fail-if: " + ", ".join(metric_catalog()) + ". Exit codes: 0 pass, "
           "4 a check failed, 3 partial ingest, 2 usage error, 1 nothing ingested.")
 

@@ -18,6 +18,7 @@ from stepscope.analyzers.planner import (
     plan_result,
 )
 from stepscope.analyzers.spec import load_spec
+from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render.plan import plan_json, plan_markdown
 from stepscope.ingest import DEFAULT_DB, UsageError
@@ -44,7 +45,7 @@ TOP = integer(1, 100_000)
 DEGREE = integer(1, MAX_GPUS)
 ZERO = integer(0, 3)
 
-HELP = "rank TP/PP/DP/ZeRO layouts for a model and cluster by predicted MFU"
+HELP = COMMAND_HELP["plan"]
 RENDERERS = {"json": plan_json, "md": plan_markdown}
 # what the formula planner needs, and what --from takes from the run instead
 FORMULA_ONLY = ("params", "gpu", "seq", "layers", "hidden", "heads", "micro_batch",

@@ -8,6 +8,7 @@ from pathlib import Path
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.analyzers.spec import load_spec
+from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
 from stepscope.dashboard.render.html_report import report_html
@@ -18,7 +19,7 @@ from stepscope.outputs import check_output, option_inputs, write_text
 from stepscope.targets import report
 from stepscope.validate import PEAK_TFLOPS, output_file
 
-HELP = "where the step time went: attribution per rank and step, stragglers, pipeline"
+HELP = COMMAND_HELP["report"]
 RENDERERS = {"json": report_json, "md": report_markdown, "html": report_html}
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.summary import summary_json, summary_markdown, summary_text
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 
-HELP = "list the runs in the database with what each holds"
+HELP = COMMAND_HELP["summary"]
 RENDERERS = {"text": summary_text, "md": summary_markdown, "json": summary_json}
 
 

@@ -9,6 +9,7 @@ from stepscope.analyzers.context import run_context
 from stepscope.analyzers.cp_whatif import WhatIf
 from stepscope.analyzers.critical_path import what_if
 from stepscope.analyzers.model import to_json
+from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render.critical_path import whatif_markdown, whatif_text
 from stepscope.ingest import DEFAULT_DB
@@ -17,8 +18,7 @@ from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.targets import Built, open_target
 from stepscope.validate import real
 
-HELP = ("the step time if a rank, an op kind or a collective were faster, recomputed on "
-        "the dependency graph of every step")
+HELP = COMMAND_HELP["whatif"]
 FACTOR = real(0.0, 1e6)
 
 
