@@ -199,7 +199,9 @@ WITH streams AS (
     SELECT p.node AS dst, o.node AS src, o.e AS t, p.s
     FROM probe p ASOF JOIN cp_nodes o ON o.rank = p.rank AND o.stream = p.other AND o.e <= p.s
 ), best AS (
-    SELECT dst, arg_max(src, t) AS src, max(t) AS t, any_value(s) AS s FROM hit GROUP BY dst
+    -- (two ends at the same instant: the higher node id, so the path is the same each run)
+    SELECT dst, arg_max(src, [t, src]) AS src, max(t) AS t, any_value(s) AS s FROM hit
+    GROUP BY dst
 ), explained AS (
     SELECT dst, max(t) AS t FROM cp_cand GROUP BY dst
 )

@@ -24,7 +24,8 @@ WITH complete AS (
 ), stats AS (
     SELECT name, kind, avg(ms) AS mean_ms, min(ms) AS min_ms, max(ms) AS max_ms,
         coalesce(stddev_pop(ms), 0) AS std_ms, avg(calls) AS calls_per_step,
-        arg_max(rank, ms) AS slowest_rank, arg_min(rank, ms) AS fastest_rank
+        -- ties (e.g. 0 on the ranks where it never ran): the lowest rank
+        arg_max(rank, [ms, -rank]) AS slowest_rank, arg_min(rank, [ms, rank]) AS fastest_rank
     FROM grid GROUP BY name, kind
 )
 SELECT *, mean_ms / nullif(sum(mean_ms) OVER (), 0) AS share_of_gpu_time

@@ -5,7 +5,9 @@
 -- the waiter's total collective waits, and the culprit's arrival record (instances it
 -- arrived last at, of those it took part in).
 WITH inst AS (
-    SELECT instance_key, arg_min(rank, dur_ns) AS last_rank, count(*) AS n_ranks
+    -- (ranks that arrived together, with the same duration: the lowest rank, so a re-run
+    -- never names another)
+    SELECT instance_key, arg_min(rank, [dur_ns, rank]) AS last_rank, count(*) AS n_ranks
     FROM collective_waits
     WHERE run = $run AND n_ranks > 1 AND match_method <> 'unmatched'
     GROUP BY instance_key
