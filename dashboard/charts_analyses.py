@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from stepscope.analyzers.model import AllToAll, MemorySection, Roofline, RoofRow
 from stepscope.dashboard.charts import LAYOUT
+from stepscope.dashboard.render.format import numbered_names
 
 KIND_COLORS = {"gemm": "#2e8b57", "attention": "#1f77b4", "conv": "#9467bd",
                "elementwise": "#ff7f0e", "normalization": "#d62728"}
@@ -46,13 +47,17 @@ def roofline_plot(section: Roofline) -> go.Figure:
 
 def roof_shares(rows: tuple[RoofRow, ...], title: str) -> go.Figure:
     """Share of the roof per row (kind or kernel), longest time first."""
-    shown = [r for r in rows if r.roof_share is not None][:20]
+    # numbered as in the table under it, so two kernels whose names start alike stay two
+    # bars (Plotly merges bars of one label); the full name is in the hover
+    labelled = [(label, r) for label, r in zip(numbered_names([r.name for r in rows], 40),
+                                               rows, strict=True)
+                if r.roof_share is not None][:20]
     fig = _figure(title, xaxis_title="share of the roof", xaxis_tickformat=".0%",
-                  yaxis_autorange="reversed", height=120 + 24 * len(shown))
-    fig.add_bar(orientation="h", x=[r.roof_share for r in shown],
-                y=[r.name[:60] for r in shown],
-                marker_color=[KIND_COLORS.get(r.kind, "#8c564b") for r in shown],
-                hovertemplate="%{y}: %{x:.1%}<extra></extra>")
+                  yaxis_autorange="reversed", height=120 + 24 * len(labelled))
+    fig.add_bar(orientation="h", x=[r.roof_share for _, r in labelled],
+                y=[label for label, _ in labelled], customdata=[r.name for _, r in labelled],
+                marker_color=[KIND_COLORS.get(r.kind, "#8c564b") for _, r in labelled],
+                hovertemplate="%{customdata}: %{x:.1%}<extra></extra>")
     return fig
 
 

@@ -103,3 +103,20 @@ def test_runs_without_the_data_say_why(monkeypatch: pytest.MonkeyPatch, db: Path
     assert "CPU-only traces" in texts(open_page(monkeypatch, db, "roofline", "cpu-straggler"))
     at = open_page(monkeypatch, db, "communication", "straggler")
     assert "all_to_all" not in texts(at)
+
+
+def test_kernels_whose_names_start_alike_stay_separate_bars() -> None:
+    """Plotly merges bars that share a label: two GEMMs differing only past the 60th
+    character once showed as one bar at the sum of their shares (150% of the roof)."""
+    from stepscope.analyzers.model import RoofRow
+    from stepscope.dashboard.charts_analyses import roof_shares
+
+    stem = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1_"
+    rows = tuple(RoofRow(name=stem + tail, kind="gemm", dtype="bf16", time_ms=1.0,
+                         time_share=0.5, kernels_per_step=1.0, tflops=500.0, gbs=None,
+                         intensity=None, bound="compute", roof_share=share, lost_ms=0.4)
+                 for tail, share in (("fc1_fwd", 0.56), ("fc2_fwd", 0.57)))
+    (bar,) = roof_shares(rows, "Share of the roof").data
+    assert len(set(bar.y)) == 2
+    assert list(bar.x) == [0.56, 0.57]
+    assert list(bar.customdata) == [r.name for r in rows]
