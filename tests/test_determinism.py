@@ -36,28 +36,27 @@ def _reverse_rows(db: Path) -> None:
         con.close()
 
 
-def _plan(db: Path, out: Path) -> bytes:
-    assert main(["plan", "--from", "plan_mb4", "--db", str(db), "--format", "json",
-                 "--out", str(out)]) == 0
-    return out.read_bytes()
+def _before_and_after_reversal(tmp_path: Path, name: str, *command: str) -> tuple[bytes, bytes]:
+    """The JSON `stepscope COMMAND --db DB` writes for the sample set `name`, once as
+    ingested and once after its tables are rewritten in reverse row order."""
+    folder = tmp_path / name
+    shutil.copytree(SIM / name, folder)
+    db = tmp_path / "a.duckdb"
+    assert main(["ingest", str(folder), "--db", str(db)]) == 0
+    outputs = []
+    for out in (tmp_path / "a.json", tmp_path / "b.json"):
+        assert main([*command, "--db", str(db), "--format", "json", "--out", str(out)]) == 0
+        outputs.append(out.read_bytes())
+        _reverse_rows(db)
+    return outputs[0], outputs[1]
 
 
 def test_plan_from_does_not_depend_on_row_order(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "plan_mb4"
-    shutil.copytree(SIM / "plan_mb4", folder)
-    db = tmp_path / "a.duckdb"
-    assert main(["ingest", str(folder), "--db", str(db)]) == 0
-    first = _plan(db, tmp_path / "a.json")
-    _reverse_rows(db)
-    assert _plan(db, tmp_path / "b.json") == first
-
-
-def _report(db: Path, out: Path) -> bytes:
-    assert main(["report", "moe_roofline", "--db", str(db), "--format", "json",
-                 "--out", str(out)]) == 0
-    return out.read_bytes()
+    first, reversed_ = _before_and_after_reversal(tmp_path, "plan_mb4",
+                                                  "plan", "--from", "plan_mb4")
+    assert reversed_ == first
 
 
 def test_report_does_not_depend_on_row_order(tmp_path: Path,
@@ -66,10 +65,6 @@ def test_report_does_not_depend_on_row_order(tmp_path: Path,
     last": the straggler record, the kernels' slowest rank and the critical path break
     such ties by rank, never by row order (moe_roofline has such ties)."""
     monkeypatch.chdir(tmp_path)
-    folder = tmp_path / "moe_roofline"
-    shutil.copytree(SIM / "moe_roofline", folder)
-    db = tmp_path / "a.duckdb"
-    assert main(["ingest", str(folder), "--db", str(db)]) == 0
-    first = _report(db, tmp_path / "a.json")
-    _reverse_rows(db)
-    assert _report(db, tmp_path / "b.json") == first
+    first, reversed_ = _before_and_after_reversal(tmp_path, "moe_roofline",
+                                                  "report", "moe_roofline")
+    assert reversed_ == first
