@@ -15,11 +15,11 @@ SELECT k.kind, k.dtype,
     CASE WHEN k.kind = 'gemm' THEN k.op_name END AS op_name,
     CASE WHEN k.kind = 'gemm' THEN k.b END AS b, CASE WHEN k.kind = 'gemm' THEN k.m END AS m,
     CASE WHEN k.kind = 'gemm' THEN k.n END AS n, CASE WHEN k.kind = 'gemm' THEN k.k END AS k,
-    count(*) AS kernels, sum(k.dur_ns) AS time_ns, sum(k.flops) AS flops,
-    sum(k.bytes) AS bytes,
+    count(*) AS kernels, sum(k.dur_ns) AS time_ns, sum(k.flops ORDER BY k.flops) AS flops,
+    sum(k.bytes ORDER BY k.bytes) AS bytes,
     coalesce(sum(k.dur_ns) FILTER (WHERE k.bytes IS NULL), 0) AS unsized_ns,
     coalesce(sum(k.dur_ns) FILTER (WHERE NOT k.is_recompute), 0) AS wf_time_ns,
-    sum(k.model_flops / s.n_steps) AS wf_model_flops,
+    sum(k.model_flops / s.n_steps ORDER BY k.model_flops / s.n_steps) AS wf_model_flops,
     (SELECT sum(n_steps) FROM steps) AS rank_steps
 FROM rf_kernels k JOIN steps s ON s.rank = k.rank
 GROUP BY ALL

@@ -2,7 +2,7 @@
 -- of their ops (shared in proportion to time among an op's kernels; docs/roofline.md).
 -- Reads rf_kernels (roofline/kernels.sql). Parameters: $limit (rows).
 SELECT kernel, kind, dtype, count(*) AS kernels, sum(dur_ns) AS time_ns,
-    sum(flops) AS flops, sum(bytes) AS bytes,
+    sum(flops ORDER BY flops) AS flops, sum(bytes ORDER BY bytes) AS bytes,
     coalesce(sum(dur_ns) FILTER (WHERE bytes IS NULL), 0) AS unsized_ns
 FROM rf_kernels
 WHERE kind <> 'unshaped'
