@@ -18,11 +18,13 @@ fetch_rows = SQL.fetch_rows
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create the analyzers' temporary macros in this connection: flops_claims and
-    model_flops (analyzers/sql/mfu/flops.sql) and cpu_self_time
-    (analyzers/sql/attribution/macros.sql); allowed on read-only connections, cheap to
-    repeat."""
+    model_flops (analyzers/sql/mfu/flops.sql), cpu_self_time
+    (analyzers/sql/attribution/macros.sql) and the collectives' group_label, group_hosts,
+    crosses_nodes and bus_factor (analyzers/sql/collectives/macros.sql); allowed on
+    read-only connections, cheap to repeat."""
     run_script(con, "mfu/flops.sql", {})
     run_script(con, "attribution/macros.sql", {})
+    run_script(con, "collectives/macros.sql", {})
 
 
 __all__ = ["SQL", "Params", "as_frame", "fetch_rows", "install_macros", "run_script", "sql"]

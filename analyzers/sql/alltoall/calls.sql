@@ -6,18 +6,15 @@
 -- receives), the mean bytes per member, the instance's transfer time d_min (the call's own
 -- duration when it was not matched across ranks) and this
 -- rank's wait for the last member. An instance counts for the imbalance only when every
--- member of its group took part. Reads collectives, collective_waits, complete_steps.
+-- member of its group took part. Reads collectives, collective_waits, complete_steps
+-- and the group_label macro (collectives/macros.sql).
 -- Parameter: $run.
 CREATE OR REPLACE TEMP TABLE a2a_calls AS
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), calls AS (
     SELECT c.rank, c.coll_id, c.step,
-        CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
-             THEN CASE WHEN c.source = 'comm_kernel' THEN c.library || ' ' || c.comm_op
-                       WHEN c.group_size IS NULL THEN 'unknown group'
-                       ELSE 'group of ' || c.group_size END
-             ELSE c.pg_desc END AS group_label,
+        group_label(c.pg_desc, c.source, c.library, c.comm_op, c.group_size) AS group_label,
         coalesce(c.library, 'nccl') AS library, c.group_size,
         c.in_bytes AS sent, c.out_bytes AS received,
         list_sum(c.out_splits) AS tokens_received,

@@ -12,38 +12,29 @@
 -- broadcast and reduce (none for send/recv, whose time includes the wait for the
 -- peer); the transfer time is d_min (the instance's duration
 -- without waiting for late ranks); bytes: the larger of input and output.
+-- Reads collectives, collective_waits, collective_exposure, complete_steps,
+-- step_attribution, process_groups, ranks, run_nodes and the collectives' macros
+-- (collectives/macros.sql). Parameter: $run.
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), rank_steps AS (
     SELECT count(*) AS n FROM complete
-), host_of AS (
-    SELECT rank, host FROM ranks WHERE run = $run
-), group_hosts AS (
-    SELECT p.pg_name, count(DISTINCT h.host) AS hosts
-    FROM process_groups p, unnest(p.ranks) AS u(r)
-    JOIN host_of h ON h.rank = u.r
-    WHERE p.run = $run AND h.host IS NOT NULL GROUP BY p.pg_name
 ), node AS (
     SELECT gpus_per_node FROM run_nodes WHERE run = $run
 ), calls AS (
     SELECT c.rank, c.coll_id, c.collective, c.is_p2p, c.group_size,
-        CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
-             THEN CASE WHEN c.source = 'comm_kernel' THEN c.library || ' ' || c.comm_op
-                       WHEN c.group_size IS NULL THEN 'unknown group'
-                       ELSE 'group of ' || c.group_size END
-             ELSE c.pg_desc END AS group_label,
+        group_label(c.pg_desc, c.source, c.library, c.comm_op, c.group_size) AS group_label,
         coalesce(c.library, CASE WHEN c.source = 'gloo' THEN 'gloo' ELSE 'nccl' END) AS library,
         c.comm_op, c.comm_role,
         -- on more than one host, or larger than one node's GPUs whatever the names say
-        coalesce(gh.hosts, 1) > 1
-            OR coalesce(c.group_size > (SELECT gpus_per_node FROM node), false) AS crosses_nodes,
+        crosses_nodes(gh.hosts, c.group_size, (SELECT gpus_per_node FROM node)) AS crosses_nodes,
         greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
         c.work_end_ns - c.work_start_ns AS dur_ns,
         w.min_dur_ns,
         s.step IS NOT NULL AS in_complete_step
     FROM collectives c
     LEFT JOIN complete s ON s.rank = c.rank AND s.step = c.step
-    LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
+    LEFT JOIN group_hosts($run) gh ON gh.pg_name = c.pg_name
     LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
     WHERE c.run = $run AND c.work_start_ns IS NOT NULL
 ), windows AS (
@@ -81,11 +72,9 @@ SELECT collective, group_label, bool_or(crosses_nodes) AS crosses_nodes,
     sum(bubble_ns) / any_value(rs.n) / 1e6 AS bubble_ms,
     greatest(sum(inside_ns - exposed_ns - wait_ns - bubble_ns), 0) / any_value(rs.n) / 1e6
         AS overlapped_ms,
-    median(CASE WHEN is_p2p OR NOT in_complete_step THEN NULL ELSE nbytes * CASE
-        WHEN collective = 'all_reduce' THEN 2.0 * (group_size - 1) / group_size
-        WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
-            THEN 1.0 * (group_size - 1) / group_size
-        ELSE 1.0 END / nullif(coalesce(min_dur_ns, dur_ns), 0) END) AS bus_bw_gbs,
+    median(CASE WHEN is_p2p OR NOT in_complete_step THEN NULL
+        ELSE nbytes * bus_factor(collective, group_size)
+             / nullif(coalesce(min_dur_ns, dur_ns), 0) END) AS bus_bw_gbs,
     bool_or(is_p2p) AS is_p2p,
     min(library) AS library, min(comm_op) AS comm_op, min(comm_role) AS comm_role
 FROM timed CROSS JOIN rank_steps rs

@@ -6,30 +6,19 @@
 -- the planner can charge time shared by two classes to the one the compute waits for),
 -- straggler_wait and bubble, and whether the group crosses nodes. The planner scales each class to another layout (analyzers/calibrate.py).
 -- Reads collectives, collective_waits, collective_exposure, process_groups, ranks,
--- run_nodes, complete_steps. Parameter: $run.
+-- run_nodes, complete_steps and the collectives' macros (collectives/macros.sql).
+-- Parameter: $run.
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), rank_steps AS (
     SELECT count(*) AS n FROM complete
-), host_of AS (
-    SELECT rank, host FROM ranks WHERE run = $run
-), group_hosts AS (
-    SELECT p.pg_name, count(DISTINCT h.host) AS hosts
-    FROM process_groups p, unnest(p.ranks) AS u(r)
-    JOIN host_of h ON h.rank = u.r
-    WHERE p.run = $run AND h.host IS NOT NULL GROUP BY p.pg_name
 ), node AS (
     SELECT gpus_per_node FROM run_nodes WHERE run = $run
 ), calls AS (
     SELECT c.collective, c.is_p2p, coalesce(c.group_size, 1) AS group_size,
         -- the label of collectives/stats.sql, so each class finds its role there
-        CASE WHEN c.pg_desc IS NULL OR c.pg_desc IN ('undefined', '')
-             THEN CASE WHEN c.source = 'comm_kernel' THEN c.library || ' ' || c.comm_op
-                       WHEN c.group_size IS NULL THEN 'unknown group'
-                       ELSE 'group of ' || c.group_size END
-             ELSE c.pg_desc END AS group_label,
-        coalesce(gh.hosts, 1) > 1
-            OR coalesce(c.group_size > (SELECT gpus_per_node FROM node), false) AS crosses_nodes,
+        group_label(c.pg_desc, c.source, c.library, c.comm_op, c.group_size) AS group_label,
+        crosses_nodes(gh.hosts, c.group_size, (SELECT gpus_per_node FROM node)) AS crosses_nodes,
         greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
         c.work_end_ns - c.work_start_ns AS dur_ns,
         coalesce(w.min_dur_ns, c.work_end_ns - c.work_start_ns) AS transfer_ns,
@@ -38,7 +27,7 @@ WITH complete AS (
         coalesce(e.bubble_ns, 0) AS bubble_ns
     FROM collectives c
     JOIN complete s ON s.rank = c.rank AND s.step = c.step
-    LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
+    LEFT JOIN group_hosts($run) gh ON gh.pg_name = c.pg_name
     LEFT JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
     LEFT JOIN (SELECT rank, coll_id, sum(coalesce(exposed_claim_ns, exposed_ns)) AS exposed_ns,
                       sum(straggler_wait_ns ORDER BY straggler_wait_ns) AS straggler_wait_ns, sum(bubble_ns ORDER BY bubble_ns) AS bubble_ns

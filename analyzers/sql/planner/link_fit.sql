@@ -8,36 +8,26 @@
 -- sizes behind it, and the median bus bandwidth (bytes/ns = GB/s) for reference; the
 -- caller decides whether the fit is usable (analyzers/calibrate.py). Point-to-point ops
 -- are left out (their time includes the wait for the peer).
--- Reads collectives, collective_waits, process_groups, ranks, run_nodes, complete_steps.
+-- Reads collectives, collective_waits, process_groups, ranks, run_nodes, complete_steps
+-- and the collectives' macros (collectives/macros.sql).
 -- Parameter: $run.
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
-), host_of AS (
-    SELECT rank, host FROM ranks WHERE run = $run
-), group_hosts AS (
-    SELECT p.pg_name, count(DISTINCT h.host) AS hosts
-    FROM process_groups p, unnest(p.ranks) AS u(r)
-    JOIN host_of h ON h.rank = u.r
-    WHERE p.run = $run AND h.host IS NOT NULL GROUP BY p.pg_name
 ), node AS (
     SELECT gpus_per_node FROM run_nodes WHERE run = $run
 ), calls AS (
     SELECT
-        CASE WHEN coalesce(gh.hosts, 1) > 1
-                  OR coalesce(c.group_size > (SELECT gpus_per_node FROM node), false)
+        CASE WHEN crosses_nodes(gh.hosts, c.group_size, (SELECT gpus_per_node FROM node))
              THEN 'network' ELSE 'nvlink' END AS tier,
-        greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) * CASE
-            WHEN c.collective = 'all_reduce' THEN 2.0 * (c.group_size - 1) / c.group_size
-            WHEN c.collective IN ('all_gather', 'reduce_scatter', 'all_to_all')
-                THEN 1.0 * (c.group_size - 1) / c.group_size
-            ELSE 1.0 END AS bus_bytes,
+        greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0))
+            * bus_factor(c.collective, c.group_size) AS bus_bytes,
         CASE WHEN c.collective = 'all_reduce' THEN 2.0 * (c.group_size - 1)
              ELSE 1.0 * (c.group_size - 1) END AS hops,
         w.min_dur_ns AS transfer_ns
     FROM collectives c
     JOIN complete s ON s.rank = c.rank AND s.step = c.step
     JOIN collective_waits w ON w.run = c.run AND w.rank = c.rank AND w.coll_id = c.coll_id
-    LEFT JOIN group_hosts gh ON gh.pg_name = c.pg_name
+    LEFT JOIN group_hosts($run) gh ON gh.pg_name = c.pg_name
     WHERE c.run = $run AND NOT c.is_p2p AND c.group_size >= 2 AND w.min_dur_ns > 0
       AND c.collective IN ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all',
                            'broadcast', 'reduce')
