@@ -30,10 +30,13 @@ from stepscope.analyzers.model import (
     CommClass,
     KernelRate,
     LinkTier,
+    MemoryCalibration,
     ModelShape,
+    RankMemory,
     Report,
     Term,
 )
+from stepscope.analyzers.planner import MemoryShape, memory_bytes
 from stepscope.analyzers.roles import DATA_PARALLEL_ROLES
 from stepscope.analyzers.spec import ModelSpec, load_spec
 from stepscope.ingest.errors import UsageError
@@ -443,6 +446,35 @@ def pipeline_bubble_ms(terms: tuple[Term, ...], stages: int, m: int, p2p: float)
     return (stages - 1) * work / max(1, m) + (2 * (stages - 1) + m) * p2p
 
 
+# ------------------------------------------------------------------ memory
+def memory_calibration(report: Report, model: ModelShape, zero: int, m: int, b: int
+                       ) -> MemoryCalibration | None:
+    """The run's measured memory peak (the allocator's reserved bytes when traced, else
+    allocated: what competes for the device's memory) against the formulas at the run's
+    own layout; None without `[memory]` events (profile_memory) or a model estimate."""
+    section, lay = report.memory, report.layout
+    if section is None or not section.ranks:
+        return None
+    reserved = all(r.peak_reserved_bytes is not None for r in section.ranks)
+
+    def peak(r: RankMemory) -> int:
+        return int(r.peak_reserved_bytes if reserved and r.peak_reserved_bytes is not None
+                   else r.peak_allocated_bytes)
+    top = max(section.ranks, key=lambda r: (peak(r), -r.rank))
+    state, act = memory_bytes(MemoryShape(
+        params=model.params, layers=model.layers, hidden=model.hidden, seq=model.seq,
+        micro_batch=b, tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=zero, microbatches=m,
+        full_recompute=report.breakdown_ms.recompute > 0))
+    modelled = (state + act) / 1e9
+    if modelled <= 0 or peak(top) <= 0:
+        return None
+    device = section.device_memory_bytes or top.device_memory_bytes
+    return MemoryCalibration(
+        measured_gb=peak(top) / 1e9, measured_kind="reserved" if reserved else "allocated",
+        rank=top.rank, modelled_gb=modelled, scale=peak(top) / 1e9 / modelled,
+        device_memory_gb=device / 1e9 if device else None)
+
+
 # ------------------------------------------------------------------ the calibration
 def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> Calibration:
     """The calibration of one run (report built with the same spec)."""
@@ -456,6 +488,7 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
     hidden, overlap, buckets = dp_calibration(comm, terms, m)
     lay = report.layout
     heads = attention_heads(ctx, lay.tp)
+    shape = shape_of(spec, source, heads)
     per_node = lay.gpus_per_node or ctx.world
     peak = float(report.mfu.peak_flops_per_gpu or 0.0)
     flops = report.mfu.model_flops_per_step or flops_per_step(spec)
@@ -472,7 +505,7 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
         gpus_per_node=per_node, nodes=lay.nodes or math.ceil(ctx.world / per_node),
         tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=zero, zero_source=zero_source,
         microbatches=m, micro_batch=b, microbatch_source=m_source,
-        recompute=report.breakdown_ms.recompute > 0, model=shape_of(spec, source, heads),
+        recompute=report.breakdown_ms.recompute > 0, model=shape,
         model_flops_per_step=flops, step_ms=report.step_time_ms,
         mfu=flops / (report.step_time_ms / 1e3 * ctx.world * peak),
         kernel_efficiency=efficiency,
@@ -482,7 +515,8 @@ def calibrate(ctx: RunContext, report: Report, spec: ModelSpec, source: str) -> 
         bubble=bubble_calibration(report, terms, comm, links),
         idle_ms=report.breakdown_ms.idle, straggler_wait_ms=report.breakdown_ms.straggler_wait,
         terms=terms, assumptions=link_notes + m_notes + _kernel_notes(kernels)
-        + (() if heads else (HEADS_UNKNOWN,)) + coverage_notes(ctx, report))
+        + (() if heads else (HEADS_UNKNOWN,)) + coverage_notes(ctx, report),
+        memory=memory_calibration(report, shape, zero, m, b))
 
 
 def coverage_notes(ctx: RunContext, report: Report) -> tuple[str, ...]:

@@ -628,6 +628,18 @@ class BubbleCalibration(Model, frozen=True, kw_only=True):
     ratio: float
 
 
+class MemoryCalibration(Model, frozen=True, kw_only=True):
+    """The run's measured memory peak against the planner's formulas at the run's own
+    layout (docs/planner.md, "Memory"); `scale` = measured / modelled multiplies every
+    layout's modelled memory, and the fit check uses the traced device memory."""
+    measured_gb: float          # the largest peak of any rank (reserved when traced)
+    measured_kind: str          # reserved | allocated
+    rank: int                   # the rank with that peak
+    modelled_gb: float          # training state + activations at the run's layout
+    scale: float                # measured / modelled
+    device_memory_gb: float | None   # deviceProperties totalGlobalMem, when traced
+
+
 class ModelShape(Model, frozen=True, kw_only=True):
     """The model as the planner uses it (from the run's model spec)."""
     params: float
@@ -675,6 +687,7 @@ class Calibration(Model, frozen=True, kw_only=True):
     straggler_wait_ms: float
     terms: tuple[Term, ...]     # the measured step in the planner's terms (sum = step_ms)
     assumptions: tuple[str, ...]
+    memory: MemoryCalibration | None = None   # without [memory] events: formulas only
 
 
 # ------------------------------------------------------------------ the diff

@@ -27,13 +27,15 @@ global batch G tokens, M = G / (DP * b * s) microbatches per pipeline:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from stepscope.analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
 from stepscope.analyzers.peaks import DevicePeak
 from stepscope.ingest.errors import UsageError
 
-__all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "Plan", "PlanResult",
-           "bubble_theory", "evaluate", "make_job", "plan", "plan_dtype", "plan_result", "rank_of"]
+__all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "MemoryShape", "Plan",
+           "PlanResult", "bubble_theory", "evaluate", "make_job", "memory_bytes", "plan",
+           "plan_dtype", "plan_result", "rank_of"]
 MEMORY_HEADROOM = 0.9         # usable share of device memory
 MAX_INTERLEAVE = 4            # model chunks per stage (more costs P2P traffic)
 
@@ -43,6 +45,36 @@ def zero_state_bytes_per_param(stage: int, dp: int) -> float:
     + 2 (grads) + 12 (fp32 master weights, momentum, variance) = 16 bytes, sharded over
     the DP group by stage: 16, 4 + 12/N, 2 + 14/N, 16/N."""
     return {0: 16.0, 1: 4 + 12 / dp, 2: 2 + 14 / dp, 3: 16 / dp}[stage]
+
+
+@dataclass(frozen=True)
+class MemoryShape:
+    """What the memory model needs of a model and one layout of it."""
+    params: float
+    layers: int
+    hidden: int
+    seq: int
+    micro_batch: int
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    microbatches: int
+    full_recompute: bool
+
+
+def memory_bytes(m: MemoryShape) -> tuple[float, float]:
+    """(training state, activations) in bytes per GPU: 16 bytes/param under Adam sharded
+    by ZeRO on N/(TP*PP) parameters; 34*s*b*h/TP per layer and in-flight microbatch
+    (selective recompute, sequence parallelism; min(PP, M) microbatches in flight under
+    1F1B, ceil(L/PP) layers), or, under full recomputation, each layer's 2*s*b*h/TP input
+    plus one layer's 34*s*b*h/TP being recomputed."""
+    state = zero_state_bytes_per_param(m.zero, m.dp) * m.params / (m.tp * m.pp)
+    sbh_t = m.seq * m.micro_batch * m.hidden / m.tp
+    in_flight = min(m.pp, m.microbatches) * math.ceil(m.layers / m.pp)
+    if m.full_recompute:
+        return state, 2.0 * sbh_t * in_flight + 34.0 * sbh_t
+    return state, 34.0 * sbh_t * in_flight
 
 
 def bubble_theory(stages: int, microbatches: int, interleave: int = 1) -> float:
@@ -142,13 +174,10 @@ def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
         return None
     mem_total = (device_memory_gb(device) or 80.0) * 1e9
     shard = job.params / (tp * pp)
-    state = zero_state_bytes_per_param(zero, dp) * shard
-    sbh_t = job.seq * job.micro_batch * job.hidden / tp
-    in_flight = min(pp, microbatches) * layers_per_stage
-    if recompute == "full":
-        act = 2.0 * sbh_t * in_flight + 34.0 * sbh_t
-    else:
-        act = 34.0 * sbh_t * in_flight
+    state, act = memory_bytes(MemoryShape(
+        params=job.params, layers=job.layers, hidden=job.hidden, seq=job.seq,
+        micro_batch=job.micro_batch, tp=tp, pp=pp, dp=dp, zero=zero,
+        microbatches=microbatches, full_recompute=recompute == "full"))
     model_flops = (6 * job.params + 12 * job.layers * job.hidden * job.seq) \
         * job.global_batch_tokens
     compute = model_flops / job.gpus / (peak * job.efficiency)

@@ -37,7 +37,7 @@ from stepscope.analyzers.calibrate import (
     tier,
 )
 from stepscope.analyzers.model import Calibration, CommClass, Plan, Term
-from stepscope.analyzers.planner import MEMORY_HEADROOM, zero_state_bytes_per_param
+from stepscope.analyzers.planner import MEMORY_HEADROOM, MemoryShape, memory_bytes
 
 GRAD_BYTES = 2.0          # bf16 gradients per parameter, when the run has no DP traffic
 TP_CALLS = 4              # all-reduces per layer and microbatch (2 forward, 2 backward)
@@ -236,15 +236,14 @@ def bubble_term(cal: Calibration, t: Target, r: _Ratios, terms: dict[str, Term],
 
 
 def memory_gb(cal: Calibration, t: Target) -> tuple[float, float]:
-    """(training state, activations) in GB per GPU: 16 bytes/param under Adam sharded
-    by ZeRO; 34*s*b*h/TP per layer and in-flight microbatch (selective recompute,
-    sequence parallelism), 2*s*b*h/TP under full recomputation."""
+    """(training state, activations) in GB per GPU as the formulas give them
+    (analyzers.planner.memory_bytes), full recomputation when the plan adds it or the run
+    already recomputes."""
     mdl = cal.model
-    state = zero_state_bytes_per_param(t.zero, t.dp) * mdl.params / (t.tp * t.pp)
-    sbh_t = mdl.seq * t.micro_batch * mdl.hidden / t.tp
-    in_flight = min(t.pp, t.microbatches) * _lps(cal, t.pp)
-    full = t.recompute == "full" or cal.recompute
-    act = 2.0 * sbh_t * in_flight + 34.0 * sbh_t if full else 34.0 * sbh_t * in_flight
+    state, act = memory_bytes(MemoryShape(
+        params=mdl.params, layers=mdl.layers, hidden=mdl.hidden, seq=mdl.seq,
+        micro_batch=t.micro_batch, tp=t.tp, pp=t.pp, dp=t.dp, zero=t.zero,
+        microbatches=t.microbatches, full_recompute=t.recompute == "full" or cal.recompute))
     return state / 1e9, act / 1e9
 
 
@@ -254,6 +253,17 @@ def recompute_label(cal: Calibration, t: Target) -> str:
     if t.recompute == "full" and not cal.recompute:
         return "full"
     return "as run" if cal.recompute else "none"
+
+
+def fitted_memory_gb(cal: Calibration, modelled_gb: float,
+                     device_memory_gb: float | None) -> tuple[float, float]:
+    """(predicted memory, device memory) in GB: the formulas' memory x the run's measured /
+    modelled peak when it traced its memory (MemoryCalibration), on the device memory it
+    traced, else the peak table's (80 GB when unknown)."""
+    mc = cal.memory
+    if mc is None:
+        return modelled_gb, device_memory_gb or 80.0
+    return modelled_gb * mc.scale, mc.device_memory_gb or device_memory_gb or 80.0
 
 
 def predict(cal: Calibration, t: Target, device_memory_gb: float | None) -> Plan:
@@ -275,15 +285,15 @@ def predict(cal: Calibration, t: Target, device_memory_gb: float | None) -> Plan
                                        "bubble", "straggler_wait", "idle"))
     step = sum(x.ms for x in ordered)
     state, act = memory_gb(cal, t)
-    mem = device_memory_gb or 80.0
+    total, mem = fitted_memory_gb(cal, state + act, device_memory_gb)
     mfu = cal.model_flops_per_step / (step / 1e3 * t.gpus * cal.peak_tflops * 1e12)
     compute = sum(terms[n].ms for n in ("compute", "other_kernels", "optimizer",
                                         "recompute", "memory"))
     return Plan(
         tp=t.tp, pp=t.pp, dp=t.dp, zero=t.zero, microbatches=t.microbatches, interleave=1,
         recompute=recompute_label(cal, t),
-        memory_gb=state + act, state_gb=state, activation_gb=act, compute_ms=compute,
+        memory_gb=total, state_gb=state, activation_gb=act, compute_ms=compute,
         bubble_ms=terms["bubble"].ms, tp_comm_ms=terms["tp_comm"].ms, dp_comm_ms=dp_total,
         dp_exposed_ms=dp.ms, step_ms=step, mfu=mfu, tp_link=tiers["tp"],
-        dp_link=tiers["dp"], fits=state + act <= MEMORY_HEADROOM * mem,
+        dp_link=tiers["dp"], fits=total <= MEMORY_HEADROOM * mem,
         micro_batch=t.micro_batch, terms=ordered)

@@ -72,10 +72,25 @@ def calibration_lines(cal: Calibration) -> list[str]:
         out.append(f"- pipeline bubble: measured {b.measured_fraction:.1%} of the step vs "
                    f"1F1B theory (S-1)/(S-1+M) {b.theory_fraction:.1%}; {b.measured_ms:.2f} ms "
                    f"measured vs {b.modelled_ms:.2f} ms modelled (ratio {b.ratio:.2f})")
+    out.append(memory_line(cal))
     out.append(f"- carried as measured: straggler wait {cal.straggler_wait_ms:.2f} ms, idle "
                f"{cal.idle_ms:.2f} ms")
     out += [f"- assumed: {a}" for a in cal.assumptions]
     return out
+
+
+def memory_line(cal: Calibration) -> str:
+    """How the layouts' memory is predicted: scaled to the run's measured peak, or the
+    formulas alone."""
+    m = cal.memory
+    if m is None:
+        return ("- memory: the formulas alone (16 B/param under Adam + activations); the run "
+                "traced no memory (profile_memory=True would calibrate them)")
+    device = (f" of {m.device_memory_gb:.1f} GB on the device" if m.device_memory_gb
+              else "")
+    return (f"- memory: measured peak {m.measured_gb:.2f} GB {m.measured_kind} (rank "
+            f"{m.rank}){device}, the formulas give {m.modelled_gb:.2f} GB at this layout: "
+            f"every layout's memory x {m.scale:.3g}")
 
 
 def _terms_table(plan: Plan) -> list[str]:

@@ -123,6 +123,9 @@ def _calibration_caption(cal: Calibration, source: str) -> str:
             f"{network.latency_us:.1f} µs/hop + {network.bus_bw_gbs:.0f} GB/s "
             f"({network.source}), DP overlap {cal.dp_overlap:.2f}"
             + (f", bubble {cal.bubble.ratio:.2f} × its model" if cal.bubble else "")
+            + (f", memory {cal.memory.scale:.2f} × the formulas (measured peak "
+               f"{cal.memory.measured_gb:.2f} GB {cal.memory.measured_kind})"
+               if cal.memory else "")
             + ". Predictions keep this run's model and global batch.")
 
 
