@@ -1,7 +1,8 @@
 """Report sections as plain blocks (a heading, lines, tables) rendered to Markdown or to
 the self-contained HTML report, so one description serves both (used by
-roofline.py, memory.py, alltoall.py). Cells are plain text; the
-HTML side escapes them."""
+roofline.py, memory.py, alltoall.py). Lines and cells are plain text (names from the
+traces among them): the Markdown side escapes them with md_text, the HTML side with
+html.escape; headings and headers are the renderers' own."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from stepscope.dashboard.render.format import num, pct
+from stepscope.dashboard.render.format import md_text, num, pct
 
 __all__ = ["Section", "Table", "gb", "html", "markdown", "num", "pct", "rows"]
 
@@ -39,13 +40,13 @@ def markdown(section: Section | None) -> list[str]:
     if section is None:
         return []
     out = ["", f"## {section.title}", ""]
-    out += [f"- {line}" for line in section.lines]
+    out += [f"- {md_text(line)}" for line in section.lines]
     for table in section.tables:
         out += ["", f"### {table.title}", ""] if table.title else [""]
         out.append("| " + " | ".join(table.headers) + " |")
         out.append("|" + "|".join("---:" if i in table.numeric else "---"
                                   for i in range(len(table.headers))) + "|")
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+        out += ["| " + " | ".join(md_text(c, cell=True) for c in row) + " |"
                 for row in table.rows]
     return out
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 from stepscope.analyzers.model import CriticalPath, StepPath, WhatIfResult
+from stepscope.dashboard.render.format import md_code, md_text
 
 TITLE = "Critical path"
 PATH_LABELS = {
@@ -52,7 +53,7 @@ def whatif_text(w: WhatIfResult) -> str:
 
 
 def whatif_markdown(w: WhatIfResult) -> str:
-    out = [f"# What-if: {w.what}", "", f"- {whatif_line(w)}.", "",
+    out = [f"# What-if: {md_text(w.what)}", "", f"- {md_text(whatif_line(w))}.", "",
            "| step | predicted ms (mean window over ranks) |", "|---:|---:|"]
     out += [f"| {k} | {ms:.3f} |" for k, ms in _per_step(w)]
     return "\n".join(out)
@@ -65,7 +66,7 @@ def critical_path_markdown(cp: CriticalPath | None) -> list[str]:
         return []
     out = ["", "## Critical path", ""]
     if cp.message:
-        return out + [f"- not computed: {cp.message}"]
+        return out + [f"- not computed: {md_text(cp.message)}"]
     out.append(f"- the chain of launches, kernels and collectives that sets each step's "
                f"length, followed across ranks (docs/critical_path.md): {cp.path_ms:.2f} "
                f"ms/step on average, {cp.nodes} ops and {cp.edges} dependencies")
@@ -81,12 +82,12 @@ def critical_path_markdown(cp: CriticalPath | None) -> list[str]:
     out += [f"| {r.key} | {r.ms:.2f} | {100 * r.share:.1f}% |" for r in cp.by_rank]
     out += ["", "| top ops on the path | category | ms/step | share | ranks |",
             "|---|---|---:|---:|---|"]
-    out += [f"| `{o.op}` | {o.category} | {o.ms:.2f} | {100 * o.share:.1f}% | "
+    out += [f"| {md_code(o.op)} | {o.category} | {o.ms:.2f} | {100 * o.share:.1f}% | "
             f"{_ranks(o.ranks)} |" for o in cp.top_ops]
     if cp.whatifs:
         out += ["", "What-if (recomputed on the dependency graph of every step):", ""]
-        out += [f"- {whatif_line(w)}" for w in cp.whatifs]
-    out += [f"- note: {n}" for n in cp.notes]
+        out += [f"- {md_text(whatif_line(w))}" for w in cp.whatifs]
+    out += [f"- note: {md_text(n)}" for n in cp.notes]
     return out
 
 

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import CollectiveChange, CollectiveSide, Diff, Expected, to_json
-from stepscope.dashboard.render.format import DASH, mfu_points, num, pct, points, short_names
+from stepscope.dashboard.render.format import (
+    DASH,
+    md_code,
+    md_text,
+    mfu_points,
+    num,
+    pct,
+    points,
+    short_names,
+)
 from stepscope.dashboard.render.labels import CATEGORIES, COMM_SPLIT, STAGE_LABELS, STAGES
 from stepscope.dashboard.render.plan import TERM_LABELS
 from stepscope.dashboard.render.report import recommendation_lines
@@ -15,7 +24,7 @@ def diff_json(diff: Diff) -> str:
 
 def _summary_table(d: Diff) -> list[str]:
     a, b = d.a, d.b
-    out = ["| | " + f"{a.run} | {b.run} | change |", "|---|---:|---:|---:|",
+    out = ["| | " + f"{md_text(a.run)} | {md_text(b.run)} | change |", "|---|---:|---:|---:|",
            f"| MFU | {pct(a.mfu)} | {pct(b.mfu)} | {mfu_points(d.mfu_delta_points)} pts |",
            f"| step time ms | {a.step_time_ms:.2f} | {b.step_time_ms:.2f} | "
            f"{d.step_time_delta_ms:+.2f} |"]
@@ -43,10 +52,11 @@ def _collective_lines(d: Diff) -> list[str]:
     for c in d.collectives:
         ca, cb = c.a, c.b
         link = (cb.link if cb else None) or (ca.link if ca else None)
-        out.append(f"| {c.collective} | {c.group} | {side_change(c, 'exposed_ms')} | "
+        out.append(f"| {md_text(c.collective)} | {md_text(c.group)} | "
+                   f"{side_change(c, 'exposed_ms')} | "
                    f"{side_change(c, 'straggler_wait_ms')} | "
                    f"{side_change(c, 'overlapped_ms')} | "
-                   f"{side_change(c, 'bus_bw_gbs', '.0f')} | {link} |")
+                   f"{side_change(c, 'bus_bw_gbs', '.0f')} | {md_text(link)} |")
     return out
 
 
@@ -62,9 +72,9 @@ def side_change(c: CollectiveChange, field: str, spec: str = ".2f", missing: str
 def _straggler_lines(d: Diff) -> list[str]:
     s = d.stragglers
     out = ["", "## Stragglers", ""]
-    out += [f"- new: rank {x.rank} ({x.host})" for x in s.new]
-    out += [f"- resolved: rank {x.rank} ({x.host})" for x in s.resolved]
-    out += [f"- still: rank {x.rank} ({x.host})" for x in s.persisting]
+    out += [f"- new: rank {x.rank} ({md_text(x.host)})" for x in s.new]
+    out += [f"- resolved: rank {x.rank} ({md_text(x.host)})" for x in s.resolved]
+    out += [f"- still: rank {x.rank} ({md_text(x.host)})" for x in s.persisting]
     if not (s.new or s.resolved or s.persisting):
         out.append("- none on either run")
     return out
@@ -74,37 +84,39 @@ def expected_lines(e: Expected | None) -> list[str]:
     """B as expected from A at B's scale and layout, beside the measured B."""
     if e is None:
         return []
-    out = ["", "## Expected from A at B's scale and layout", "", e.narrative, "",
-           f"Expected {e.step_ms:.2f} ms/step, MFU {pct(e.mfu)} ({e.layout}).", "",
+    out = ["", "## Expected from A at B's scale and layout", "", md_text(e.narrative), "",
+           f"Expected {e.step_ms:.2f} ms/step, MFU {pct(e.mfu)} ({md_text(e.layout)}).", "",
            "| term | A ms | expected B ms | B ms | expected pts | departure pts | why |",
            "|---|---:|---:|---:|---:|---:|---|"]
     for c in e.terms:
         if max(c.a_ms, c.expected_ms, c.b_ms) <= 0:
             continue
-        why = c.why if abs(c.departure_points or 0.0) >= 0.5 else ""
-        out.append(f"| {TERM_LABELS.get(c.term, c.term)} | {c.a_ms:.3f} | "
+        why = md_text(c.why) if abs(c.departure_points or 0.0) >= 0.5 else ""
+        out.append(f"| {md_text(TERM_LABELS.get(c.term, c.term))} | {c.a_ms:.3f} | "
                    f"{c.expected_ms:.3f} | {c.b_ms:.3f} | {num(c.expected_points, '+.2f')} | "
                    f"{num(c.departure_points, '+.2f')} | {why} |")
     out.append(f"| **step / MFU change** | | **{e.step_ms:.3f}** | | "
                f"**{num(e.mfu_delta_points, '+.2f')}** | **{num(e.departure_points, '+.2f')}** | |")
     if e.assumptions:
-        out += ["", *(f"- assumed: {a}" for a in e.assumptions)]
+        out += ["", *(f"- assumed: {md_text(a)}" for a in e.assumptions)]
     return out
 
 
 def diff_markdown(d: Diff) -> str:
-    out = [f"# stepscope diff: {d.a.run} -> {d.b.run}", "", d.narrative, ""]
+    out = [f"# stepscope diff: {md_text(d.a.run)} -> {md_text(d.b.run)}", "",
+           md_text(d.narrative), ""]
     out += _summary_table(d)
     out += expected_lines(d.expected)
     out += _points_lines(d)
     out += ["", "## Setup changes", ""]
-    out += [f"- {c.what}: {c.a} -> {c.b}" for c in d.setup_changes] or ["- none"]
+    out += [f"- {md_text(c.what)}: {md_text(c.a)} -> {md_text(c.b)}"
+            for c in d.setup_changes] or ["- none"]
     out += _collective_lines(d)
     out += _straggler_lines(d)
     out += ["", "## Largest changes per op (ms per rank and step)", "",
             "| op | a | b | change |", "|---|---:|---:|---:|"]
     shown = short_names([o.op for o in d.top_ops], 80)
-    out += [f"| `{name}` | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
+    out += [f"| {md_code(name)} | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
             for name, o in zip(shown, d.top_ops, strict=True)]
     out += recommendation_lines(d.recommendations)
     return "\n".join(out) + "\n"

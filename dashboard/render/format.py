@@ -13,6 +13,7 @@ Markdown and plain text, "–" in HTML, "n/a" in the nightly summaries.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Layout
@@ -158,3 +159,49 @@ def layout_nodes(lay: Layout) -> str:
     if lay.nodes:
         return f"{lay.nodes} node(s)"
     return "nodes unknown"
+
+
+
+# -- Markdown escaping ---------------------------------------------------------------
+# Text from the traces (op, kernel, group and host names, and the analyzers' sentences
+# that quote them) goes into Markdown through md_text or md_code, so `<128, 4>` is not
+# taken for an HTML tag, `*`/`_` for emphasis, `|` for a table's column border.
+# always: \ ` * [ ] < | ~; `_` unless inside a word (a_b cannot emphasize); `&` where
+# it would start an entity (&lt;); `>` only at the start (a quote: `<` is escaped, so no
+# tag or autolink can end at a later one)
+_MD_INLINE = re.compile(r"[\\`*\[\]<|~]|_(?<![^\W_]_)|_(?![^\W_])|&(?=#?\w+;)")
+_MD_MARKER = re.compile(r"^(?:#{1,6}(?=\s|$)|[-+](?=\s|$)|>)")  # heading, bullet, quote
+_MD_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # an ordered-list item at the start
+_MD_CLOSING = re.compile(r"(\s)(#+)$")  # would close an ATX heading
+_BACKTICKS = re.compile(r"`+")
+
+
+def md_text(text: object, cell: bool = False) -> str:
+    """`text` as literal Markdown (CommonMark/GFM): what inline Markdown acts on is
+    backslash-escaped (_MD_INLINE), so is a start that would open a heading, a list item
+    or a quote and an end that would close a heading, except in a table `cell` (inline
+    only: '-' stays '-'); line breaks become spaces, the ends are trimmed. `a<T>*_b|c`
+    shows as written and stays in its table cell or bullet. Any other value is written
+    as str() writes it (None -> 'None', as an f-string would)."""
+    flat = _MD_INLINE.sub(r"\\\g<0>", " ".join(str(text).splitlines()).strip())
+    if cell:
+        return flat
+    flat = _MD_CLOSING.sub(r"\1\\\2", flat)
+    if _MD_MARKER.match(flat):
+        return "\\" + flat
+    return _MD_ORDERED.sub(r"\1\\\2", flat, count=1)
+
+
+def md_code(name: str, table: bool = True) -> str:
+    """`name` as a Markdown code span shown exactly as written: the fence is one backtick
+    longer than the longest run of backticks in it, padded with a space where the name
+    starts or ends with a backtick (or a space, which CommonMark would strip); line breaks
+    become spaces. In a table cell (`table`) `|` is written `\\|`, GFM's escape that holds
+    inside code spans too, so the cell keeps its column. '' for an empty name."""
+    flat = " ".join(name.splitlines())
+    if not flat:
+        return ""
+    fence = "`" * (1 + max((len(m) for m in _BACKTICKS.findall(flat)), default=0))
+    pad = " " if (flat[0] in "` " or flat[-1] in "` ") and flat.strip() else ""
+    body = flat.replace("|", "\\|") if table else flat
+    return f"{fence}{pad}{body}{pad}{fence}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from stepscope.analyzers.model import HangReport, StuckCollective, to_json
-from stepscope.dashboard.render.format import rank_list
+from stepscope.dashboard.render.format import md_code, md_text, rank_list
 
 
 def hang_json(report: HangReport) -> str:
@@ -26,13 +26,20 @@ def _when(ns: int | None) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def _group(desc: str, name: str) -> str:
+    """'desc (name)' of a process group, escaped for a table cell."""
+    return f"{md_text(desc, cell=True)} ({md_text(name, cell=True)})"
+
+
 def _stuck_table(stuck: list[StuckCollective]) -> list[str]:
     lines = ["| group | description | op | seq | sizes | dtype | state | missing ranks "
              "| waiting ranks | enqueued (UTC) |", "|---|---|---|---:|---|---|---|---|---|---|"]
     for s in stuck:
         lines.append(
-            f"| {s.pg_name} | {s.pg_desc} | {s.profiling_name or s.op or '?'} | {s.seq} | "
-            f"{_shape(s.sizes)} | {s.dtype or '-'} | {s.state or '-'} | "
+            f"| {md_text(s.pg_name)} | {md_text(s.pg_desc, cell=True)} | "
+            f"{md_text(s.profiling_name or s.op or '?')} | {s.seq} | "
+            f"{_shape(s.sizes)} | {md_text(s.dtype or '-', cell=True)} | "
+            f"{md_text(s.state or '-', cell=True)} | "
             f"**{rank_list(s.missing_ranks)}** | {rank_list(s.waiting_ranks)} | "
             f"{_when(s.first_created_ns)} |")
     return lines
@@ -44,7 +51,7 @@ def _suspect_lines(report: HangReport) -> list[str]:
         return [*lines, "None."]
     for s in report.suspects:
         lines.append(f"* **rank {s.rank}**" + (" (nothing in flight)" if s.idle else ""))
-        lines += [f"  * {reason}" for reason in s.reasons]
+        lines += [f"  * {md_text(reason)}" for reason in s.reasons]
     return lines
 
 
@@ -57,9 +64,10 @@ def _mismatch_lines(report: HangReport) -> list[str]:
     for m in report.mismatches:
         for r in m.ranks:
             sizes = "; ".join(_shape(s) for s in r.sizes)
-            dtypes = "; ".join(",".join(d or []) for d in r.dtypes)
-            lines.append(f"| {m.pg_desc} ({m.pg_name}) | {m.seq} | {', '.join(m.fields)} | "
-                         f"{r.rank} | {', '.join(r.ops)} | {sizes} | {dtypes} |")
+            dtypes = md_text("; ".join(",".join(d or []) for d in r.dtypes), cell=True)
+            lines.append(f"| {_group(m.pg_desc, m.pg_name)} | {m.seq} | "
+                         f"{', '.join(m.fields)} | {r.rank} | "
+                         f"{md_text(', '.join(r.ops), cell=True)} | {sizes} | {dtypes} |")
     return lines
 
 
@@ -69,7 +77,8 @@ def _lag_lines(report: HangReport) -> list[str]:
     lines = ["", "## Completion lag (peers completed, these ranks did not see it)", "",
              "| group | lagging ranks | ahead ranks | collectives |", "|---|---|---|---|"]
     for lag in report.completion_lags:
-        lines.append(f"| {lag.pg_desc} ({lag.pg_name}) | **{rank_list(lag.lagging_ranks)}** | "
+        lines.append(f"| {_group(lag.pg_desc, lag.pg_name)} | "
+                     f"**{rank_list(lag.lagging_ranks)}** | "
                      f"{rank_list(lag.ahead_ranks)} | #{lag.first_seq}-#{lag.last_seq} |")
     return lines
 
@@ -82,9 +91,10 @@ def _p2p_lines(report: HangReport) -> list[str]:
              "|---|---:|---|---:|---|---|---|---|"]
     posted = {True: "yes", False: "**no**", None: "unknown (no dump)"}
     for w in report.p2p_waits:
-        lines.append(f"| {w.pg_desc} ({w.pg_name}) | {w.rank} | {w.op} | "
+        lines.append(f"| {_group(w.pg_desc, w.pg_name)} | {w.rank} | {md_text(w.op)} | "
                      f"{'-' if w.peer_rank is None else w.peer_rank} | {_shape(w.sizes)} | "
-                     f"{w.dtype or '-'} | {w.state} | {posted[w.peer_posted]} |")
+                     f"{md_text(w.dtype or '-', cell=True)} | {md_text(w.state, cell=True)} | "
+                     f"{posted[w.peer_posted]} |")
     return lines
 
 
@@ -95,14 +105,16 @@ def _group_lines(report: HangReport) -> list[str]:
     for g in report.groups:
         done = "-" if g.last_completed_by_all is None else str(g.last_completed_by_all)
         enq = "-" if g.last_enqueued_max is None else str(g.last_enqueued_max)
-        lines.append(f"| {g.pg_name} | {g.pg_desc} | {rank_list(g.ranks)} | {done} | {enq} |")
+        lines.append(f"| {md_text(g.pg_name)} | {md_text(g.pg_desc, cell=True)} | "
+                     f"{rank_list(g.ranks)} | {done} | {enq} |")
     return lines
 
 
 def hang_markdown(report: HangReport) -> str:
-    versions = ", ".join(report.fr_versions) or "?"
-    nccl = ", ".join(report.nccl_versions) or "?"
-    lines = [f"# Why did `{report.run}` hang?", "", report.verdict, "",
+    versions = md_text(", ".join(report.fr_versions) or "?")
+    nccl = md_text(", ".join(report.nccl_versions) or "?")
+    lines = [f"# Why did {md_code(report.run, table=False)} hang?", "",
+             md_text(report.verdict), "",
              f"Flight Recorder dumps from {len(report.dump_ranks)} rank(s); format "
              f"{versions}, NCCL {nccl}."]
     lines += _suspect_lines(report)
@@ -111,5 +123,5 @@ def hang_markdown(report: HangReport) -> str:
     lines += _lag_lines(report) + _mismatch_lines(report) + _p2p_lines(report)
     lines += _group_lines(report)
     if report.notes:
-        lines += ["", "## Notes", ""] + [f"* {n}" for n in report.notes]
+        lines += ["", "## Notes", ""] + [f"* {md_text(n)}" for n in report.notes]
     return "\n".join(lines) + "\n"

@@ -35,7 +35,7 @@ def diff_sections(d: Diff, title: str | None = None) -> list[str]:
                            (f"{b.run} (b)", b.breakdown_ms.as_dict())], CATEGORIES, LABELS,
                           "Step time by category, baseline vs this run (ms per step)",
                           label_w=180),
-             table(["", esc(a.run), esc(b.run), "change"], _comparison(d), numeric=(1, 2, 3))]
+             table(["", a.run, b.run, "change"], _comparison(d), numeric=(1, 2, 3))]
     pts = d.mfu_points_by_category
     if pts is None:
         parts.append("<p>MFU points by cause: not available (MFU needs a known peak and "

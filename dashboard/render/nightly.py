@@ -15,7 +15,7 @@ from stepscope.analyzers.history import HistoryNight, history_nights
 from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
-from stepscope.dashboard.render.format import num, pct, points
+from stepscope.dashboard.render.format import md_code, md_text, num, pct, points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.report import report_markdown
 
@@ -42,7 +42,7 @@ def headline(night: NightlyReport) -> list[str]:
     mfu = night.mfu.mfu
     step = night.step_time_ms
     if d is None:
-        why = night.baseline_note or "no baseline"
+        why = md_text(night.baseline_note or "no baseline")
         return [f"- **MFU {pct(mfu, missing=NA)}** · **step time {step:.2f} ms** ({why})"]
     a = d.a
     mfu_change = ("" if d.mfu_delta_points is None
@@ -51,29 +51,29 @@ def headline(night: NightlyReport) -> list[str]:
     rel = 100 * d.step_time_delta_ms / a.step_time_ms if a.step_time_ms else 0.0
     return [f"- **MFU {pct(mfu, missing=NA)}**{mfu_change} · **step time {step:.2f} ms** "
             f"({d.step_time_delta_ms:+.2f} ms, {rel:+.1f}% vs {a.step_time_ms:.2f} ms) "
-            f"— baseline `{a.run}`"]
+            f"— baseline {md_code(a.run, table=False)}"]
 
 
 def summary_markdown(night: NightlyReport) -> list[str]:
     """The chat-sized part: verdict, headline numbers, the top cause, failed checks."""
     failed, info = night.failed_checks, night.nightly
-    out = [f"## stepscope nightly: job `{info.job}`, run `{info.run}` — **{info.verdict}**",
-           ""]
+    out = [f"## stepscope nightly: job {md_code(info.job, table=False)}, run "
+           f"{md_code(info.run, table=False)} — **{info.verdict}**", ""]
     out += headline(night)
     causes = info.top_causes
     if causes:
-        out.append(f"- **Top cause:** {causes[0]}")
+        out.append(f"- **Top cause:** {md_text(causes[0])}")
     if failed:
         out.append(f"- **Failed checks ({len(failed)} of {len(night.checks)}):**")
-        out += [f"  - `{c.condition}`: {value_text(c)}" for c in failed]
+        out += [f"  - {md_code(c.condition, table=False)}: {value_text(c)}" for c in failed]
     elif night.checks:
         out.append(f"- all {len(night.checks)} check(s) pass")
     files = info.failed_files
     if files:
-        shown = "; ".join(f"{f.file}: {f.error}" for f in files[:3])
+        shown = "; ".join(f"{md_text(f.file)}: {md_text(f.error)}" for f in files[:3])
         more = f" (+{len(files) - 3} more)" if len(files) > 3 else ""
         out.append(f"- **Partial ingest:** {len(files)} file(s) failed: {shown}{more}")
-    setup = [f"{c.what} {c.a} -> {c.b}"
+    setup = [f"{md_text(c.what)} {md_text(c.a)} -> {md_text(c.b)}"
              for c in (night.diff.setup_changes if night.diff else ())]
     if setup:
         out.append("- Setup changed: " + ", ".join(setup[:6]))
@@ -88,7 +88,7 @@ def nightly_markdown(night: NightlyReport) -> str:
         out += ["", diff_markdown(night.diff).rstrip()]
     if night.checks:
         out += ["", "## Checks", "", "| condition | value | result |", "|---|---:|---|"]
-        out += [f"| `{c.condition}` | {num(c.value, '.4g', NA)} | {c.status} |"
+        out += [f"| {md_code(c.condition)} | {num(c.value, '.4g', NA)} | {c.status} |"
                 for c in night.checks]
     return "\n".join(out) + "\n"
 
@@ -137,11 +137,12 @@ def history_text(job: str, frame: pl.DataFrame) -> str:
 
 def history_markdown(job: str, frame: pl.DataFrame) -> str:
     if frame.is_empty():
-        return f"No nightly history for job `{job}`.\n"
-    lines = [f"## Nightly history: `{job}`", "",
+        return f"No nightly history for job {md_code(job, table=False)}.\n"
+    lines = [f"## Nightly history: {md_code(job, table=False)}", "",
              "| " + " | ".join(HISTORY_COLUMNS) + " |",
              "|---|---|---|---:|---:|---:|---:|---|"]
-    lines += ["| " + " | ".join(cells) + " |" for cells in history_cells(frame)]
+    lines += ["| " + " | ".join(md_text(c, cell=True) for c in cells) + " |"
+              for cells in history_cells(frame)]
     return "\n".join(lines) + "\n"
 
 

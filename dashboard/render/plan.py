@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stepscope.analyzers.model import Calibration, Plan, PlanResult, to_json
-from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.format import md_text, pct
 
 TERM_LABELS = {"compute": "compute (matmuls)", "other_kernels": "other kernels",
                "optimizer": "optimizer", "recompute": "recompute", "memory": "memory copies",
@@ -21,20 +21,20 @@ def plan_markdown(model: PlanResult) -> str:
         return calibrated_markdown(model, model.calibration)
     job = model.job
     out = [f"# stepscope plan: {job.params / 1e9:.0f}B parameters on {job.gpus} "
-           f"{model.device} ({job.gpus_per_node} per node)", "",
+           f"{md_text(model.device)} ({job.gpus_per_node} per node)", "",
            f"- model: {job.layers} layers, hidden {job.hidden}, {job.heads} heads, "
            f"sequence {job.seq}, global batch {job.global_batch_tokens / 2**20:.1f} Mi "
            f"tokens, micro-batch {job.micro_batch}",
            f"- assumptions: kernel efficiency {job.efficiency:.0%} of the {model.dtype} "
            f"peak, network {job.network_gbs:.0f} GB/s per GPU, NVLink from the peak table",
-           *([f"- note: {model.dtype_reason}"] if model.dtype_reason else []),
+           *([f"- note: {md_text(model.dtype_reason)}"] if model.dtype_reason else []),
            f"- {model.feasible} feasible layouts of {model.evaluated} evaluated", "",
            "| # | TP | PP | DP | ZeRO | recompute | v | M | memory GB | bubble ms | TP comm ms "
            "| DP exposed ms | step ms | MFU |",
            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for i, p in enumerate(model.plans, start=1):
         out.append(f"| {i} | {p.tp} | {p.pp} | {p.dp} | {p.zero} | "
-                   f"{p.recompute} | {p.interleave} | {p.microbatches} | "
+                   f"{md_text(p.recompute)} | {p.interleave} | {p.microbatches} | "
                    f"{p.memory_gb:.0f} | {p.bubble_ms:.0f} | {p.tp_comm_ms:.0f} | "
                    f"{p.dp_exposed_ms:.0f} | {p.step_ms:.0f} | {pct(p.mfu)} |")
     return "\n".join(out) + "\n"
@@ -42,24 +42,25 @@ def plan_markdown(model: PlanResult) -> str:
 
 def calibration_lines(cal: Calibration) -> list[str]:
     """What the run measured, as the planner uses it."""
-    out = [f"- run {cal.run}: TP{cal.tp} x PP{cal.pp} x DP{cal.dp} on {cal.gpus} "
-           f"{cal.device or 'GPUs'} ({cal.nodes} node(s) of {cal.gpus_per_node}), ZeRO "
-           f"{cal.zero} ({cal.zero_source}), {cal.microbatches} microbatches of "
-           f"{cal.micro_batch} ({cal.microbatch_source}); measured {cal.step_ms:.2f} ms/step, "
+    out = [f"- run {md_text(cal.run)}: TP{cal.tp} x PP{cal.pp} x DP{cal.dp} on {cal.gpus} "
+           f"{md_text(cal.device or 'GPUs')} ({cal.nodes} node(s) of {cal.gpus_per_node}), "
+           f"ZeRO {cal.zero} ({md_text(cal.zero_source)}), {cal.microbatches} microbatches "
+           f"of {cal.micro_batch} ({md_text(cal.microbatch_source)}); measured "
+           f"{cal.step_ms:.2f} ms/step, "
            f"MFU {pct(cal.mfu)}",
-           f"- model ({cal.model.source}): {cal.model.params / 1e9:.3g}B parameters, "
+           f"- model ({md_text(cal.model.source)}): {cal.model.params / 1e9:.3g}B parameters, "
            f"{cal.model.layers} layers, hidden {cal.model.hidden}, sequence {cal.model.seq}, "
            f"{cal.model.global_batch_tokens:.0f} tokens per step",
            f"- kernel efficiency {cal.kernel_efficiency:.1%} of {cal.peak_tflops:.0f} TFLOP/s "
-           f"({cal.peak_dtype}); "
+           f"({md_text(cal.peak_dtype)}); "
            f"recompute share {cal.recompute_share:.1%}", "",
            "| kernels | ms/step | TFLOP/s |", "|---|---:|---:|"]
-    out += [f"| {k.kind} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.3g}'} |"
+    out += [f"| {md_text(k.kind)} | {k.ms:.3f} | {'-' if k.tflops is None else f'{k.tflops:.3g}'} |"
             for k in cal.kernels]
     out += ["", "| link | source | latency us/hop | bus GB/s | calls | sizes |",
             "|---|---|---:|---:|---:|---:|"]
-    out += [f"| {t.tier} | {t.source} | {t.latency_us:.2f} | {t.bus_bw_gbs:.1f} | {t.calls} | "
-            f"{t.sizes} |" for t in cal.links]
+    out += [f"| {md_text(t.tier)} | {md_text(t.source)} | {t.latency_us:.2f} | "
+            f"{t.bus_bw_gbs:.1f} | {t.calls} | {t.sizes} |" for t in cal.links]
     if cal.dp_hidden_fraction is None:
         out += ["", "- DP gradients: no data-parallel traffic in the run"]
     else:
@@ -75,7 +76,7 @@ def calibration_lines(cal: Calibration) -> list[str]:
     out.append(memory_line(cal))
     out.append(f"- carried as measured: straggler wait {cal.straggler_wait_ms:.2f} ms, idle "
                f"{cal.idle_ms:.2f} ms")
-    out += [f"- assumed: {a}" for a in cal.assumptions]
+    out += [f"- assumed: {md_text(a)}" for a in cal.assumptions]
     return out
 
 
@@ -95,7 +96,7 @@ def memory_line(cal: Calibration) -> str:
 
 def _terms_table(plan: Plan) -> list[str]:
     out = ["| term | ms/step | uses |", "|---|---:|---|"]
-    out += [f"| {TERM_LABELS.get(t.name, t.name)} | {t.ms:.3f} | {t.uses} |"
+    out += [f"| {md_text(TERM_LABELS.get(t.name, t.name))} | {t.ms:.3f} | {md_text(t.uses)} |"
             for t in plan.terms]
     return out + [f"| **step** | **{plan.step_ms:.3f}** | MFU {pct(plan.mfu)} |"]
 
@@ -103,8 +104,8 @@ def _terms_table(plan: Plan) -> list[str]:
 def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
     """`plan --from RUN`: the calibration, the run as the model sees it, the layouts."""
     job = model.job
-    out = [f"# stepscope plan --from {cal.run}: {job.params / 1e9:.3g}B parameters on "
-           f"{job.gpus} {model.device} ({job.gpus_per_node} per node)", "",
+    out = [f"# stepscope plan --from {md_text(cal.run)}: {job.params / 1e9:.3g}B parameters "
+           f"on {job.gpus} {md_text(model.device)} ({job.gpus_per_node} per node)", "",
            "## Calibration", ""]
     out += calibration_lines(cal)
     if model.baseline is not None:
@@ -114,20 +115,21 @@ def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
                 f"{pct(base.mfu)} (measured {cal.step_ms:.2f} ms, {pct(cal.mfu)}).",
                 "", "| term | measured ms | model ms |", "|---|---:|---:|"]
         measured = {t.name: t.ms for t in cal.terms}
-        out += [f"| {TERM_LABELS.get(t.name, t.name)} | {measured.get(t.name, 0.0):.3f} | "
+        out += [f"| {md_text(TERM_LABELS.get(t.name, t.name))} | "
+                f"{measured.get(t.name, 0.0):.3f} | "
                 f"{t.ms:.3f} |" for t in base.terms]
     out += ["", "## Layouts", "",
-            f"No layout: {model.none_reason}." if model.none_reason else
+            f"No layout: {md_text(model.none_reason)}." if model.none_reason else
             f"{model.feasible} of {model.evaluated} layouts fit in memory.", "",
             "| # | TP | PP | DP | ZeRO | recompute | M x b | memory GB | fits | step ms | MFU |",
             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|"]
     for i, p in enumerate(model.plans, start=1):
-        out.append(f"| {i} | {p.tp} | {p.pp} | {p.dp} | {p.zero} | {p.recompute} | "
+        out.append(f"| {i} | {p.tp} | {p.pp} | {p.dp} | {p.zero} | {md_text(p.recompute)} | "
                    f"{p.microbatches} x {p.micro_batch} | {p.memory_gb:.1f} | "
                    f"{'yes' if p.fits else 'no'} | {p.step_ms:.2f} | {pct(p.mfu)} |")
     if not model.plans:
         why = model.none_reason or "the GPUs, layers and global batch allow none"
-        out.append(f"| - | no layout: {why} | | | | | | | | | |")
+        out.append(f"| - | no layout: {md_text(why)} | | | | | | | | | |")
     for i, p in enumerate(model.plans[:3], start=1):
         out += ["", f"### #{i}: TP{p.tp} x PP{p.pp} x DP{p.dp}, ZeRO {p.zero}", ""]
         out += _terms_table(p)

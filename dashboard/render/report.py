@@ -27,6 +27,8 @@ from stepscope.dashboard.render.format import (
     fixed,
     layout_degrees,
     layout_nodes,
+    md_code,
+    md_text,
     num,
     pct,
     points,
@@ -79,7 +81,8 @@ def idle_lines(report: Report) -> list[str]:
                 "DataLoader"]
     if idle.host_activity:
         out += ["", "| the host ran meanwhile | kind | thread | ms/step |", "|---|---|---|---:|"]
-        out += [f"| `{a.name}` | {a.kind} | {a.thread} | {a.ms:.2f} |"
+        out += [f"| {md_code(a.name)} | {md_text(a.kind)} | {md_text(a.thread)} | "
+                f"{a.ms:.2f} |"
                 for a in idle.host_activity[:5]]
     return out
 
@@ -87,14 +90,15 @@ def idle_lines(report: Report) -> list[str]:
 def _mfu_lines(mfu: Mfu) -> list[str]:
     out = ["", "## MFU", ""]
     if mfu.mfu is None:
-        return out + [f"- not computed: {mfu.message}"]
+        return out + [f"- not computed: {md_text(mfu.message)}"]
     out.append(f"- **MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu or 0.0)} of "
-               f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
-               f"({mfu.device}; peak table {mfu.peak_table_version})")
+               f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {md_text(mfu.dtype)} "
+               f"per GPU ({md_text(mfu.device)}; peak table "
+               f"{md_text(mfu.peak_table_version)})")
     if mfu.peak_reason:
-        out.append(f"- peak: {mfu.peak_reason}")
+        out.append(f"- peak: {md_text(mfu.peak_reason)}")
     out.append(f"- model FLOPs per step: {mfu.model_flops_per_step:.4g} "
-               f"(from the {mfu.flops_source})")
+               f"(from the {md_text(mfu.flops_source)})")
     if mfu.flops_sources_ratio is not None:
         out.append(f"- traces count {mfu.flops_from_trace:.4g} FLOPs per step, "
                    f"{100 * (mfu.flops_sources_ratio - 1):+.1f}% vs the spec")
@@ -102,7 +106,7 @@ def _mfu_lines(mfu: Mfu) -> list[str]:
         out.append(f"- achieved {mfu.achieved_tflops_per_gpu:.1f} TFLOP/s per GPU while "
                    "computing")
     if mfu.message:
-        out.append(f"- note: {mfu.message}")
+        out.append(f"- note: {md_text(mfu.message)}")
     out += ["", "| from 100% of peak, lost to | points |", "|---|---:|"]
     for step in mfu.waterfall:
         out.append(f"| {WATERFALL_LABELS[step.name]} | {points(step.points, 2)} |")
@@ -117,10 +121,11 @@ def recommendation_lines(recs: Sequence[Recommendation]) -> list[str]:
     for r in recs:
         pts = (f", about {points(r.expected_mfu_points, signed=True)} MFU points"
                if r.expected_mfu_points is not None else "")
-        out.append(f"- **[{r.severity}] {r.title}** (`{r.id}`): expected gain "
+        out.append(f"- **[{md_text(r.severity)}] {md_text(r.title)}** "
+                   f"({md_code(r.id, table=False)}): expected gain "
                    f"{r.expected_gain_ms:.2f} ms/step{pts}.")
-        out.append(f"  - evidence: {r.evidence}")
-        out.append(f"  - {r.detail}")
+        out.append(f"  - evidence: {md_text(r.evidence)}")
+        out.append(f"  - {md_text(r.detail)}")
     return out
 
 
@@ -133,8 +138,9 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
            "| link (peak GB/s) |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
-        link = f"{c.link} ({num(c.link_peak_gbs, '.0f')})"
-        out.append(f"| {c.collective} | {c.group_label} | {c.calls_per_step:.1f} | "
+        link = f"{md_text(c.link)} ({num(c.link_peak_gbs, '.0f')})"
+        out.append(f"| {md_text(c.collective)} | {md_text(c.group_label)} | "
+                   f"{c.calls_per_step:.1f} | "
                    f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
                    f"{c.exposed_ms:.2f} | {c.straggler_wait_ms:.2f} | {c.bubble_ms:.2f} | "
                    f"{c.overlapped_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
@@ -151,8 +157,8 @@ def straggler_lines(stragglers: Sequence[Straggler]) -> list[str]:
     out = ["", "## Stragglers", ""]
     if not stragglers:
         return out + ["- none: no rank is consistently the last to arrive"]
-    return out + [f"- **rank {s.rank}** ({s.host or 'unknown host'}): "
-                  f"{s.waited_on_ms:.1f} ms/step of waiting in total; {s.evidence}"
+    return out + [f"- **rank {s.rank}** ({md_text(s.host or 'unknown host')}): "
+                  f"{s.waited_on_ms:.1f} ms/step of waiting in total; {md_text(s.evidence)}"
                   for s in stragglers]
 
 
@@ -178,7 +184,7 @@ def per_rank_lines(rows: Sequence[RankTimes]) -> list[str]:
     out = ["", "## Per rank (ms/step)", "",
            "| rank | host | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
-    return out + [f"| {r.rank} | {r.host or '-'} | {r.step_time_ms:.2f} | "
+    return out + [f"| {r.rank} | {md_text(r.host) if r.host else '-'} | {r.step_time_ms:.2f} | "
                   f"{_cells(r.breakdown_ms)} |" for r in rows]
 
 
@@ -194,16 +200,16 @@ def report_markdown(report: Report) -> str:
     """A human report: run, layout, where the step time went, MFU, advice, stragglers,
     pipeline, per rank and per step."""
     run, lay = report.run, report.layout
-    out = [f"# stepscope report: {run.name}", ""]
+    out = [f"# stepscope report: {md_text(run.name)}", ""]
     out.append(f"- {run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
-               f"host(s); device: {run.device}; timeline: {run.timeline or '-'}; "
-               f"status: {run.status}")
+               f"host(s); device: {md_text(run.device)}; timeline: "
+               f"{md_text(run.timeline) if run.timeline else '-'}; status: {md_text(run.status)}")
     if run.rank_subset is not None:
         out.append(f"- subset: ranks {run.rank_subset} only (--ranks)")
-    out.append(f"- layout: {layout_degrees(lay)}; {layout_nodes(lay)} ({lay.source}"
-               + (f"; nodes: {lay.node_source}" if lay.node_source else "") + ")")
-    out += [f"- layout note: {note}" for note in lay.notes]
-    out += [f"- note: {note}" for note in report.notes]
+    out.append(f"- layout: {layout_degrees(lay)}; {layout_nodes(lay)} ({md_text(lay.source)}"
+               + (f"; nodes: {md_text(lay.node_source)}" if lay.node_source else "") + ")")
+    out += [f"- layout note: {md_text(note)}" for note in lay.notes]
+    out += [f"- note: {md_text(note)}" for note in report.notes]
     step = report.step_time_ms
     out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
     out += _breakdown_table(report.breakdown_ms, step)

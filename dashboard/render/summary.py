@@ -6,7 +6,7 @@ import polars as pl
 
 from stepscope.analyzers.summary import RunSummary, summary_rows
 from stepscope.dashboard.render import strict_json
-from stepscope.dashboard.render.format import pct
+from stepscope.dashboard.render.format import md_text, pct
 
 # (column, header) shown in the human formats, in order.
 TEXT_COLUMNS = (
@@ -67,7 +67,7 @@ def summary_markdown(summary: pl.DataFrame) -> str:
         return "_no runs in this database_"
     headers, rows = _rows(summary)
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(md_text(c, cell=True) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
