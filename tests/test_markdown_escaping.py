@@ -178,14 +178,14 @@ def _nightly(names: Names) -> NightlyReport:
     return from_json(json.dumps(night), NightlyReport)
 
 
-def _frame(cls: type, names: Names, **values: object) -> pl.DataFrame:
+def _frame(cls: type, **values: object) -> pl.DataFrame:
     """One row of a dataclass's frame: the given values, None elsewhere."""
     row = {f.name: values.get(f.name) for f in dataclasses.fields(cls)}
     return pl.DataFrame([row], infer_schema_length=None)
 
 
 def _summary(names: Names) -> str:
-    frame = _frame(RunSummary, names, run=names.name("run-a"), status="complete",
+    frame = _frame(RunSummary, run=names.name("run-a"), status="complete",
                    hosts=1, devices=names.name("H100"), steps=3, gpu_ops=10, compute_kernels=5,
                    comm_kernels=2, memory_ops=1, collectives=2, p2p_ops=0, process_groups=1,
                    top_loss="idle", top_loss_share=0.1)
@@ -193,7 +193,7 @@ def _summary(names: Names) -> str:
 
 
 def _history(names: Names) -> str:
-    frame = _frame(HistoryNight, names, run=names.name("night-1"),
+    frame = _frame(HistoryNight, run=names.name("night-1"),
                    ingested_at=datetime(2025, 1, 1), status="complete", checks="pass",
                    checks_failed=0, in_db=True)
     return history_markdown(names.name("job-h"), frame)
