@@ -7,7 +7,8 @@ snapshots' models with their names replaced, and models built here for what the
 snapshots lack: idle, NCCL, what-if, hang, nightly, summary, history); the output is parsed with
 mistune (GFM tables and strikethrough) and checked structurally: every row of a table has
 the header's column count, no HTML, link, emphasis or strikethrough comes from a name,
-and every name reads intact in the parsed text.
+and every name reads intact in the parsed text. The HTML pages of the same models escape
+each name exactly once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,9 @@ from stepscope.dashboard.render.critical_path import whatif_markdown
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.format import md_code, md_text
 from stepscope.dashboard.render.hang import hang_markdown
+from stepscope.dashboard.render.html_diff import diff_html
+from stepscope.dashboard.render.html_nightly import nightly_html
+from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.nightly import history_markdown, nightly_markdown
 from stepscope.dashboard.render.plan import plan_markdown
 from stepscope.dashboard.render.report import report_markdown
@@ -350,3 +355,17 @@ def test_json_keeps_the_names_unescaped() -> None:
     names = Names()
     hang = _hang(names)
     assert json.loads(to_json(hang))["stuck"][0]["pg_desc"] == names.name("default_pg")
+
+
+def test_html_pages_escape_the_names_once() -> None:
+    """The HTML renderers of the same hostile models: no raw '<8,' (a tag from a name) and
+    none escaped twice ('&amp;lt;8', which a browser shows as '&lt;8')."""
+    names = Names()
+    report = from_json(json.dumps(_idle_and_nccl(_hostile("report-straggler.json", names),
+                                                 names)), Report)
+    diff = from_json(json.dumps(_hostile("diff-base-scaled.json", names)), Diff)
+    pages = {"node000": report_html(report), "diff_base": diff_html(diff),
+             "straggler": nightly_html(_nightly(names))}
+    for name, page in pages.items():
+        assert "<8," not in page and "&amp;lt;8" not in page
+        assert escape(names.name(name)) in page
