@@ -12,6 +12,7 @@ import duckdb
 
 from stepscope.analyzers._sql import install_macros, run_script, sql
 from stepscope.analyzers.model import CATEGORIES
+from stepscope.ingest.db import fit_memory_limit
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,9 +27,10 @@ SHORT_GAP_NS = 30_000
 
 # The per-rank attribution runs on batches of consecutive ranks: at most this many ranks
 # and, past the first rank, about this many trace events (a 35 MB real trace has ~110k),
-# so its temporary tables hold one batch whatever the job's size.
+# so its temporary tables hold one batch whatever the job's size; the writer's memory
+# limit is sized to the largest batch (ingest.db.fit_memory_limit).
 BATCH_RANKS = 64
-BATCH_EVENTS = 4_000_000
+BATCH_EVENTS = 1_000_000
 
 
 def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BATCH_RANKS,
@@ -42,17 +44,19 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     time (idle.sql, which reads attribution.sql's temp tables). Every step of the batch
     part is per rank, so the results do not depend on the batching."""
     install_macros(con)
-    run_script(con, "attribution/collective_match.sql", {"run": run})
-    for lo, hi in rank_batches(con, run, batch_ranks, batch_events):
-        params = {"run": run, "lo": lo, "hi": hi}
-        run_script(con, "attribution/attribution.sql", params)
-        run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
+    batches = rank_batches(con, run, batch_ranks, batch_events)
+    with fit_memory_limit(con, max((events for _, _, events in batches), default=0)):
+        run_script(con, "attribution/collective_match.sql", {"run": run})
+        for lo, hi, _ in batches:
+            params = {"run": run, "lo": lo, "hi": hi}
+            run_script(con, "attribution/attribution.sql", params)
+            run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,
-                 max_events: int) -> list[tuple[int, int]]:
-    """Consecutive ranks of `run` as (first, last) ranges of at most `max_ranks` ranks
-    and at most `max_events` events (a bigger rank alone)."""
+                 max_events: int) -> list[tuple[int, int, int]]:
+    """Consecutive ranks of `run` as (first, last, events) ranges of at most `max_ranks`
+    ranks and at most `max_events` events (a bigger rank alone)."""
     batches: list[list[int]] = []  # [first, last, ranks, events]
     for rank, size in con.execute(sql("attribution/rank_sizes.sql"), {"run": run}).fetchall():
         last = batches[-1] if batches else None
@@ -60,7 +64,7 @@ def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,
             batches.append([rank, rank, 1, size])
         else:
             last[1], last[2], last[3] = rank, last[2] + 1, last[3] + size
-    return [(first, last) for first, last, _, _ in batches]
+    return [(first, last, events) for first, last, _, events in batches]
 
 
 def trace_breakdown(con: duckdb.DuckDBPyConnection, run: str,

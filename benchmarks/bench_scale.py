@@ -8,8 +8,11 @@ builds the report. Memory is the peak of the summed RSS of the whole process tre
 (benchmarks/_measure.py), workers included.
 
     python benchmarks/bench_scale.py [--sizes 64,256,1024] [--executors process,inline,ray]
-                                     [--baseline DIR] [--json OUT]
+                                     [--baseline DIR] [--split] [--json OUT]
 
+`--split` runs the ingest and the report as two commands (two fresh interpreters on the
+same database, as a user runs `stepscope ingest` then `stepscope report`) and gives each
+one's peaks besides the larger of the two.
 `--baseline DIR` measures every size a second time with another stepscope source
 checkout (the previous release), right after this one's, for side-by-side figures.
 
@@ -38,7 +41,7 @@ DATA = HERE / "data"
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
-n, executor, db, out = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+n, executor, db, out, stage = sys.argv[1:6]
 t0 = time.perf_counter()
 ray_start = 0.0
 if executor == "ray":
@@ -50,13 +53,16 @@ if executor == "ray":
     ray_start = time.perf_counter() - t0
 import stepscope
 t1 = time.perf_counter()
-result = stepscope.ingest_run([{data!r} + "/scale" + n], db=db, run="scale" + n, executor=executor)
+facts = {{"ray_start_s": ray_start}}
+if stage in ("both", "ingest"):
+    result = stepscope.ingest_run([{data!r} + "/scale" + n], db=db, run="scale" + n,
+                                  executor=executor)
+    facts.update(ranks=len(result.ranks), status=result.status)
 t2 = time.perf_counter()
-report = stepscope.report("scale" + n, db=db)
+if stage in ("both", "report"):
+    facts["step_ms"] = stepscope.report("scale" + n, db=db).report.step_time_ms
 t3 = time.perf_counter()
-json.dump({{"ranks": len(result.ranks), "status": result.status, "ray_start_s": ray_start,
-           "ingest_s": t2 - t1, "report_s": t3 - t2, "step_ms": report.report.step_time_ms}},
-          open(out, "w"))
+json.dump({{**facts, "ingest_s": t2 - t1, "report_s": t3 - t2}}, open(out, "w"))
 """
 
 
@@ -68,17 +74,39 @@ def ensure_set(n: int) -> Path:
     return target
 
 
-def measure(n: int, executor: str, repo: Path = REPO) -> dict[str, object]:
+def _child(n: int, executor: str, repo: Path, db: Path, stage: str) -> dict[str, object]:
+    """One fresh interpreter doing `stage` (ingest, report or both) of the set of `n`
+    ranks into `db`: its facts, wall time and peak memory."""
+    out = db.with_suffix(f".{stage}.json")
+    code = CHILD.format(repo=str(repo), data=str(DATA))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)}
+    m = run_measured([sys.executable, "-c", code, str(n), executor, str(db), str(out), stage],
+                     env=env)
+    facts = json.loads(out.read_text())
+    return {**facts, "wall_s": m.wall_s, "peak_tree_mb": m.peak_tree_mb,
+            "largest_process_mb": m.peak_single_mb}
+
+
+def measure(n: int, executor: str, repo: Path = REPO, split: bool = False) -> dict[str, object]:
+    """Ingest and report of `n` ranks in one process, or (`split`) as two commands, the
+    way a user runs them: then the peaks are the larger of the two, and each is kept."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out.json"
-        code = CHILD.format(repo=str(repo), data=str(DATA))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)}
-        m = run_measured([sys.executable, "-c", code, str(n), executor,
-                          str(Path(tmp) / "s.duckdb"), str(out)], env=env)
-        facts = json.loads(out.read_text())
-    return {"ranks_asked": n, "executor": executor, **facts, "wall_s": m.wall_s,
-            "peak_tree_mb": m.peak_tree_mb, "largest_process_mb": m.peak_single_mb}
+        db = Path(tmp) / "s.duckdb"
+        if not split:
+            return {"ranks_asked": n, "executor": executor,
+                    **_child(n, executor, repo, db, "both")}
+        ingest = _child(n, executor, repo, db, "ingest")
+        report = _child(n, executor, repo, db, "report")
+    return {"ranks_asked": n, "executor": executor, **ingest, "report_s": report["report_s"],
+            "step_ms": report["step_ms"],
+            "ingest_tree_mb": ingest["peak_tree_mb"],
+            "ingest_largest_mb": ingest["largest_process_mb"],
+            "report_tree_mb": report["peak_tree_mb"],
+            "report_largest_mb": report["largest_process_mb"],
+            "peak_tree_mb": max(ingest["peak_tree_mb"], report["peak_tree_mb"]),
+            "largest_process_mb": max(ingest["largest_process_mb"],
+                                      report["largest_process_mb"])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another stepscope source checkout, measured after this one")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--split", action="store_true",
+                        help="ingest and report as two commands (two processes), each measured")
     args = parser.parse_args(argv)
     versions = [("this", REPO), *([("baseline", args.baseline)] if args.baseline else [])]
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -102,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         gz_mb = sum(f.stat().st_size for f in folder.glob("*.json.gz")) / 1e6
         for executor in args.executors.split(","):
             for version, repo in versions:
-                row = measure(n, executor, repo)
+                row = measure(n, executor, repo, args.split)
                 row["gz_mb"] = gz_mb
                 row["version"] = version
                 rows.append(row)
@@ -110,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"{float(row['ingest_s']) / n:7.3f} {row['report_s']:9.2f} "
                       f"{row['peak_tree_mb']:13.0f} {row['largest_process_mb']:16.0f} "
                       f"{gz_mb:6.1f}", flush=True)
+                if args.split:
+                    print(f"{'':>8s} {'':>6s} {'':>8s} ingest alone: tree "
+                          f"{row['ingest_tree_mb']:.0f} MB, largest "
+                          f"{row['ingest_largest_mb']:.0f} MB; report alone: tree "
+                          f"{row['report_tree_mb']:.0f} MB, largest "
+                          f"{row['report_largest_mb']:.0f} MB", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

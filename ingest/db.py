@@ -32,7 +32,14 @@ from stepscope.ingest.queries import sql
 
 DEFAULT_DB = "stepscope.duckdb"
 MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
-DEFAULT_MEMORY_LIMIT = "1GB"
+# The writer's DuckDB memory limit when $STEPSCOPE_MEMORY_LIMIT is not set: small while it
+# appends (a batch streams from Parquet), then sized to the largest batch of the
+# attribution (`fit_memory_limit`), so the uncommitted run and the dropped temporary
+# tables of earlier batches spill to disk instead of filling memory (docs/scale.md).
+DEFAULT_MEMORY_LIMIT = "64MiB"
+MEMORY_FLOOR_BYTES = 64 << 20
+MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace event
+MEMORY_CEILING_BYTES = 4 << 30
 NO_EXTENSION_DOWNLOADS: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 DUCKDB_MAGIC = b"DUCK"      # bytes 8-11 of every DuckDB database file
@@ -182,10 +189,38 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
 
 
 def _memory_config() -> Config:
-    """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 1GB): past
-    it, DuckDB evicts cached blocks and spills to a temp folder beside the database, so
-    the ingest's memory does not grow with the number of ranks (docs/scale.md)."""
+    """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 64MiB): past
+    it, DuckDB evicts cached blocks and spills to a temp folder beside the database
+    (`<db>.tmp`, removed when the connection closes), so the ingest's memory does not grow
+    with the number of ranks or their size (docs/scale.md)."""
     return {"memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT}
+
+
+def memory_limit_for(events: int) -> int | None:
+    """The writer's memory limit in bytes for work on `events` trace events at once
+    (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling); None when
+    $STEPSCOPE_MEMORY_LIMIT is set: the user's limit holds as given."""
+    if os.environ.get(MEMORY_ENV):
+        return None
+    return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
+
+
+@contextmanager
+def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[None]:
+    """Within the block, the connection's DuckDB memory limit is sized to a step that
+    works on `events` trace events at once (the attribution's largest batch of ranks):
+    enough for that batch's queries, not the whole run, which DuckDB would otherwise keep
+    cached up to the limit. The limit before is restored afterwards."""
+    limit = memory_limit_for(events)
+    if limit is None:
+        yield
+        return
+    (before,), = con.execute(sql("catalog/memory_limit_get.sql")).fetchall()
+    con.execute(sql("catalog/memory_limit.sql"), {"limit": f"{limit}B"})
+    try:
+        yield
+    finally:
+        con.execute(sql("catalog/memory_limit.sql"), {"limit": before})
 
 
 @cache

@@ -1,0 +1,134 @@
+"""The writer's DuckDB memory limit (ingest/db.py, docs/scale.md "Memory"): small while
+the run is appended, sized to the attribution's largest batch of ranks while it runs,
+the user's $STEPSCOPE_MEMORY_LIMIT as given; and the ingest under these limits stores
+the same rows and leaves the database unchanged when it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import stepscope
+from stepscope.analyzers import attribution
+from stepscope.ingest import db as ingest_db
+from stepscope.ingest.db import (
+    MEMORY_CEILING_BYTES,
+    MEMORY_ENV,
+    MEMORY_FLOOR_BYTES,
+    MEMORY_PER_EVENT_BYTES,
+    connect_write,
+    fit_memory_limit,
+    memory_limit_for,
+)
+
+MIB = 2**20
+
+
+def _limit_bytes(con: duckdb.DuckDBPyConnection) -> float:
+    """The connection's memory limit in bytes (DuckDB prints it rounded, e.g. 61.0 MiB)."""
+    (text,), = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    number, unit = text.split()
+    return float(number) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+
+
+def test_limit_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert memory_limit_for(0) == MEMORY_FLOOR_BYTES
+    assert memory_limit_for(1_000_000) == 1_000_000 * MEMORY_PER_EVENT_BYTES
+    assert memory_limit_for(10**12) == MEMORY_CEILING_BYTES
+    monkeypatch.setenv(MEMORY_ENV, "2GB")
+    assert memory_limit_for(1_000_000) is None  # the user's limit holds
+
+
+def test_writer_opens_at_the_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    con = connect_write(tmp_path / "a.duckdb")
+    try:
+        assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+        with fit_memory_limit(con, 2_000_000):
+            assert _limit_bytes(con) == pytest.approx(2_000_000 * MEMORY_PER_EVENT_BYTES,
+                                                      rel=0.01)
+        assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+    finally:
+        con.close()
+    monkeypatch.setenv(MEMORY_ENV, "300MB")
+    con = connect_write(tmp_path / "b.duckdb")
+    try:
+        assert _limit_bytes(con) == pytest.approx(300e6, rel=0.01)
+        with fit_memory_limit(con, 2_000_000):
+            assert _limit_bytes(con) == pytest.approx(300e6, rel=0.01)
+    finally:
+        con.close()
+
+
+def _spy_limits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
+    """Record the connection's memory limit at every attribution script."""
+    seen: list[tuple[str, float]] = []
+    original: Callable[..., None] = attribution.run_script
+
+    def spy(con: duckdb.DuckDBPyConnection, name: str, params: object = None) -> None:
+        seen.append((name, _limit_bytes(con)))
+        original(con, name, params)
+
+    monkeypatch.setattr(attribution, "run_script", spy)
+    return seen
+
+
+def test_attribution_runs_at_its_batch_limit(
+        make_run: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ingest's attribution runs with the limit of its largest batch (here the floor:
+    a small job), and the rows are those of an ingest with a generous limit."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    folder = make_run(world_size=3, steps=3)
+    seen = _spy_limits(monkeypatch)
+    stepscope.ingest_run(folder, db=tmp_path / "small.duckdb", run="r", executor="inline")
+    con = duckdb.connect(str(tmp_path / "small.duckdb"), read_only=True)
+    (events,), = con.execute("SELECT sum(n_events) FROM ranks").fetchall()
+    con.close()
+    expected = memory_limit_for(int(events))
+    assert expected is not None and seen
+    assert {name for name, _ in seen} >= {"attribution/collective_match.sql",
+                                          "attribution/attribution.sql"}
+    assert all(limit == pytest.approx(expected, rel=0.01) for _, limit in seen), seen
+    monkeypatch.setenv(MEMORY_ENV, "2GB")
+    stepscope.ingest_run(folder, db=tmp_path / "big.duckdb", run="r", executor="inline")
+    tables = ("step_attribution", "collective_waits", "collective_exposure", "idle_gaps",
+              "host_activity", "gpu_ops", "cpu_ops")
+    assert _rows(tmp_path / "small.duckdb", tables) == _rows(tmp_path / "big.duckdb", tables)
+
+
+def _rows(path: Path, tables: tuple[str, ...]) -> dict[str, list[tuple[object, ...]]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: sorted(map(repr, con.execute(f"SELECT * FROM {t}").fetchall()))
+                for t in tables}
+    finally:
+        con.close()
+
+
+def test_failed_attribution_leaves_the_database(
+        make_run: Callable[..., Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An out-of-memory failure in the attribution (a limit too small for the batch, as a
+    user's $STEPSCOPE_MEMORY_LIMIT can be) rolls the whole run back: the run ingested
+    before is untouched and the spill folder is gone."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    db = tmp_path / "s.duckdb"
+    stepscope.ingest_run(make_run(world_size=2), db=db, run="keep", executor="inline")
+    before = _rows(db, ("runs", "step_attribution", "gpu_ops"))
+
+    def too_small(events: int) -> int:
+        return 1 << 20  # 1 MiB: DuckDB cannot run the attribution's queries in it
+
+    monkeypatch.setattr(ingest_db, "memory_limit_for", too_small)
+    with pytest.raises(duckdb.OutOfMemoryException):
+        stepscope.ingest_run(make_run(world_size=2, steps=3), db=db, run="keep",
+                             executor="inline")
+    assert _rows(db, ("runs", "step_attribution", "gpu_ops")) == before
+    assert not Path(f"{db}.tmp").exists() or not any(Path(f"{db}.tmp").iterdir())
