@@ -55,10 +55,11 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
         return None
     text = str(exc).lower()
     if kind == "OutOfMemoryException" or "out of memory" in text:
-        limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+        limit = os.environ.get(MEMORY_ENV) or (
+            f"{DEFAULT_MEMORY_LIMIT}, more for the attribution's batches")
         return DatabaseProblem(
             f"out of memory in the database (its limit is {limit}, from ${MEMORY_ENV} or "
-            f"the default {DEFAULT_MEMORY_LIMIT}); raise ${MEMORY_ENV} (e.g. 2GB) or free "
+            f"the default); raise ${MEMORY_ENV} (e.g. 2GB) or free "
             f"memory; nothing was committed to {_name(db)}")
     if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:
         return DatabaseProblem(
