@@ -38,13 +38,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 REPO, SAMPLES, SIM = sample_db_module.REPO, sample_db_module.SAMPLES, sample_db_module.SIM
 DOCS = REPO / "docs"
-SHARED_TRACES = REPO.parent / "shared" / "traces"
-
-
-def shared_trace_files() -> list[Path]:
-    if not SHARED_TRACES.is_dir():
-        return []
-    return sorted(SHARED_TRACES.rglob("*.json.gz"))
+SHARED_TRACES = sample_db_module.SHARED_TRACES
+shared_trace_files = sample_db_module.real_files
+real_run = sample_db_module.real_run
 
 
 @pytest.fixture
@@ -228,7 +224,7 @@ def every_model_is_validated() -> Iterator[None]:
 
 # a test that uses one of these fixtures gets the marker (pyproject.toml lists them): the
 # sample database takes about a CPU minute to build when its cache is cold
-MARK_BY_FIXTURE = {"sample_db": "slow", "local_ray": "ray"}
+MARK_BY_FIXTURE = {"sample_db": "slow", "real_db": "slow", "local_ray": "ray"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -256,6 +252,16 @@ def sample_db() -> Path:
     an unchanged tree. Tests only read it (read-only connections from several processes
     are fine); a test that writes works on a copy (`sample_db_copy`)."""
     return sample_db_module.cached_db()
+
+
+@pytest.fixture(scope="session")
+def real_db() -> Path:
+    """Every real Kineto trace of ../shared/traces ingested once, each as its own run
+    (`real_run(path)`: t0, t1, ... in `shared_trace_files()` order), built and cached
+    like `sample_db` (tests/sample_db.py). Skips without ../shared/traces."""
+    if not shared_trace_files():
+        pytest.skip("../shared/traces is not present")
+    return sample_db_module.cached_db("real")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SHARED_TRACES, shared_trace_files
+from conftest import REPO, real_run, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.model import Report
@@ -144,31 +144,22 @@ def test_input_bound_names_the_data_loader(sample_db: Path) -> None:
 
 
 # ------------------------------------------------------------------ real traces
-@pytest.fixture(scope="module")
-def real_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED_TRACES.is_dir():
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path_factory.mktemp("real") / "r.duckdb"
-    for i, path in enumerate(shared_trace_files()):
-        stepscope.ingest_run(path, db=db, run=f"t{i}")
-    return db
-
-
 def _run_of(name: str) -> str:
-    names = [p.name for p in shared_trace_files()]
-    return f"t{names.index(name)}"
+    """The run of the real trace named `name` in the session's real database."""
+    (path,) = [p for p in shared_trace_files() if p.name == name]
+    return real_run(path)
 
 
 @pytest.mark.slow
 def test_real_traces_split_and_layout_add_up(real_db: Path) -> None:
     """On every real trace: the idle split sums to idle on every step, and the layout's
     factors multiply out to the world size (section 2)."""
-    for i, _ in enumerate(shared_trace_files()):
+    for path in shared_trace_files():
         bad = rows(real_db, """SELECT count(*) FROM step_attribution WHERE run = $run
             AND (idle_host_ns + idle_launch_ns + idle_other_ns <> idle_ns
-                 OR least(idle_host_ns, idle_launch_ns, idle_other_ns) < 0)""", f"t{i}")
+                 OR least(idle_host_ns, idle_launch_ns, idle_other_ns) < 0)""", real_run(path))
         assert bad == [(0,)]
-        r = typed(real_db, f"t{i}")
+        r = typed(real_db, real_run(path))
         lay, world = r.layout, r.run.world_size or r.run.ranks or 1
         assert lay.consistent and lay.tp * lay.pp * lay.dp * lay.cp == world
         if lay.nodes and lay.gpus_per_node:

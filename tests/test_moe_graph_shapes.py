@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import SIM, shared_trace_files
+from conftest import SIM, real_run, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.attribution import CATEGORIES
@@ -112,16 +112,10 @@ def test_ep_advice_fires_on_moe_only(sample_db: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ep_advice_on_no_real_trace(tmp_path: Path) -> None:
-    files = shared_trace_files()
-    if not files:
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path / "real.duckdb"
-    for i, f in enumerate(files):
-        stepscope.ingest_run(f, db=db, run=f"t{i}")
-    with stepscope.open(db) as store:
-        for i, f in enumerate(files):
-            rep = build_report(store.con, f"t{i}")
+def test_ep_advice_on_no_real_trace(real_db: Path) -> None:
+    with stepscope.open(real_db) as store:
+        for f in shared_trace_files():
+            rep = build_report(store.con, real_run(f))
             assert "exposed-ep-comm" not in {x.id for x in rep.recommendations}, f.name
             # the B200 trace's symmetric-memory all-reduce is communication, not compute
             if f.name == "eager_trace.json.gz":

@@ -7,24 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import shared_trace_files
+from conftest import real_run, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.report import report_markdown
 
 
-def test_every_real_trace(tmp_path: Path) -> None:
-    files = shared_trace_files()
-    if not files:
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path / "real.duckdb"
-    for i, f in enumerate(files):
-        stepscope.ingest_run(f, db=db, run=f"t{i}")
+def test_every_real_trace(real_db: Path) -> None:
     shaped, memory, a2a = set(), set(), set()
-    with stepscope.open(db) as store:
-        for i, f in enumerate(files):
-            r = build_report(store.con, f"t{i}")
+    with stepscope.open(real_db) as store:
+        for f in shared_trace_files():
+            r = build_report(store.con, real_run(f))
             text = report_markdown(r)
             roof = r.roofline
             assert roof is not None and (roof.kinds or roof.message), f.name
