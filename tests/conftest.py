@@ -15,12 +15,13 @@ import jsonschema
 import pytest
 import sample_db as sample_db_module
 
+import stepscope
 import stepscope.analyzers.report
 import stepscope.commands.hang_cmd
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
-from stepscope.analyzers.model import SCHEMA_FILES, Model, to_builtins
+from stepscope.analyzers.model import SCHEMA_FILES, Model, Report, to_builtins
 
 # A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
 # every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,
@@ -224,7 +225,8 @@ def every_model_is_validated() -> Iterator[None]:
 
 # a test that uses one of these fixtures gets the marker (pyproject.toml lists them): the
 # sample database takes about a CPU minute to build when its cache is cold
-MARK_BY_FIXTURE = {"sample_db": "slow", "real_db": "slow", "local_ray": "ray"}
+MARK_BY_FIXTURE = {"sample_db": "slow", "real_db": "slow", "real_report": "slow",
+                   "local_ray": "ray"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -262,6 +264,21 @@ def real_db() -> Path:
     if not shared_trace_files():
         pytest.skip("../shared/traces is not present")
     return sample_db_module.cached_db("real")
+
+
+@pytest.fixture(scope="session")
+def real_report(real_db: Path) -> Callable[[Path], Report]:
+    """`build_report` of one real trace's run in `real_db`, built once per test process
+    (a report is frozen and the database read-only, so tests can share it)."""
+    built: dict[Path, Report] = {}
+
+    def report(path: Path) -> Report:
+        if path not in built:
+            with stepscope.open(real_db) as store:
+                built[path] = stepscope.analyzers.report.build_report(store.con, real_run(path))
+        return built[path]
+
+    return report
 
 
 @pytest.fixture

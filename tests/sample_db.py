@@ -3,7 +3,10 @@
 - the sample database: every bundled run ingested once, each simulated set under its own
   name, each real CPU sample as `cpu-<name>`;
 - the real database: every Kineto trace of ../shared/traces (one rank each) ingested
-  once, the i-th of `real_files()` as run `t<i>` (`real_run`).
+  once, the i-th of `real_files()` as run `t<i>` (`real_run`);
+- the plan database: the planner's pairs that are not bundled (PLAN_SETS, too big to
+  commit) simulated into `sets/` beside it with their ground truth, each ingested under
+  its own name.
 
 Each is cached in `.pytest_cache/stepscope-samples/<kind>-<key>/` under a key of
 everything its content depends on: the bytes of its inputs (sample_traces/, or the real
@@ -13,7 +16,7 @@ tree reuses the file; any change builds a new one. The first pytest(-xdist) proc
 need one builds it while holding a file lock, the others wait on the lock and then read
 the finished file. `STEPSCOPE_TEST_CACHE` moves the cache.
 
-    python tests/sample_db.py [samples|real]   # build (or find) it and print its path
+    python tests/sample_db.py [samples|real|plan]   # build (or find) it, print its path
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +39,8 @@ LOCK_TIMEOUT_S = 1200
 KEEP = 3  # cached databases kept per kind (the newest): one per recently tested tree
 # what the database's content depends on, besides the versions
 KEYED = ("sample_traces", "ingest", "analyzers", "stepscope")
+# sample_traces/simulate_gpu.py PLAN_PAIRS "dp2x" and "tp_to_pp" (tests/test_plan_from.py)
+PLAN_SETS = ("plan_dp_a", "plan_dp_b", "plan_tp8", "plan_tp4_pp2")
 
 
 def cache_root() -> Path:
@@ -101,7 +107,21 @@ def build_real(path: Path) -> Path:
     return path
 
 
-BUILDERS = {"samples": build, "real": build_real}
+def build_plan(path: Path) -> Path:
+    """Simulate PLAN_SETS into `sets/` beside `path` (the simulator run as a script, as
+    `python sample_traces/simulate_gpu.py --sets ...` does) and ingest each there."""
+    import stepscope
+
+    sets = path.parent / "sets"
+    shutil.rmtree(sets, ignore_errors=True)
+    subprocess.run([sys.executable, str(SIM.parent / "simulate_gpu.py"), "--out", str(sets),
+                    "--sets", ",".join(PLAN_SETS)], check=True, capture_output=True)
+    for name in PLAN_SETS:
+        stepscope.ingest_run(sets / name, db=path, run=name)
+    return path
+
+
+BUILDERS = {"samples": build, "real": build_real, "plan": build_plan}
 
 
 def cached_db(kind: str = "samples") -> Path:
