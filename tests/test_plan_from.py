@@ -312,7 +312,10 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     big = tmp_path / "big.json"
     spec = json.loads((SIM / "plan_mb4" / "model.json").read_text())
     big.write_text(json.dumps({**spec, "n_params": 1000 * spec["n_params"]}))
-    assert main(["plan", "--from", str(SIM / "plan_mb4"), "--model", str(big)]) == 2
+    # the refusals after the run is read take it from the session's database (`--from
+    # PATH` ingests first: test_plan_cli_from_a_path_and_a_run)
+    assert main(["plan", "--from", "plan_mb4", "--db", str(sample_db), "--model",
+                 str(big)]) == 2
     err = capsys.readouterr().err
     assert "does not describe this run" in err and len(err.strip().splitlines()) == 1
     assert main(["plan", "--from", str(SIM / "plan_mb4"), "--params", "7e9"]) == 2
@@ -322,8 +325,8 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     assert "--tp need --from RUN" in capsys.readouterr().err
     assert main(["plan", "--gpus", "8"]) == 2
     assert "--params, --gpu, --seq required" in capsys.readouterr().err
-    assert main(["plan", "--from", str(SIM / "plan_mb4"), "--tp", "2", "--pp", "4",
-                 "--dp", "2", "--gpus", "8"]) == 2
+    assert main(["plan", "--from", "plan_mb4", "--db", str(sample_db), "--tp", "2", "--pp",
+                 "4", "--dp", "2", "--gpus", "8"]) == 2
     assert "is not --gpus 8" in capsys.readouterr().err
 
 
