@@ -229,11 +229,58 @@ MARK_BY_FIXTURE = {"sample_db": "slow", "real_db": "slow", "real_report": "slow"
                    "local_ray": "ray"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, mark in MARK_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(mark)
+    longest_files_first(config, items)
+
+
+# ------------------------------------------------------------------ file order
+# `--dist loadfile` runs each file on one worker, the files in the order they come, a
+# worker taking the next when it has two tests left. pytest-xdist's default order is by
+# number of tests, which starts a long file of few tests (the browser's) last while the
+# other worker runs out of files. The files go longest first instead (the classic rule
+# for balancing), by their seconds in the last session that ran them, as this file
+# records them in the pytest cache; a file never timed goes first.
+FILE_SECONDS = "stepscope/file_seconds"
+TIMED: dict[str, float] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's reordering, off
+        config.option.loadscopereorder = False
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def longest_files_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sort the items by their file's recorded seconds, longest first (stable: a file's
+    tests keep their order, files of equal time their collection order)."""
+    cache = getattr(config, "cache", None)
+    seconds: dict[str, float] = cache.get(FILE_SECONDS, {}) if cache is not None else {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(_file_of(item.nodeid), i)
+    items.sort(key=lambda it: (-seconds.get(_file_of(it.nodeid), float("inf")),
+                               first[_file_of(it.nodeid)]))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = _file_of(report.nodeid)
+    TIMED[file] = TIMED.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controlling process (not a pytest-xdist worker) records each file's seconds:
+    setup, call and teardown of its tests that ran, over the last record."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or os.environ.get("PYTEST_XDIST_WORKER") or not TIMED:
+        return
+    cache.set(FILE_SECONDS, {**cache.get(FILE_SECONDS, {}), **TIMED})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
