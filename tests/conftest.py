@@ -15,12 +15,13 @@ import jsonschema
 import pytest
 import sample_db as sample_db_module
 
+import stepscope
 import stepscope.analyzers.report
 import stepscope.commands.hang_cmd
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
-from stepscope.analyzers.model import SCHEMA_FILES, Model, to_builtins
+from stepscope.analyzers.model import SCHEMA_FILES, Model, Report, to_builtins
 
 # A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
 # every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,
@@ -38,13 +39,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 REPO, SAMPLES, SIM = sample_db_module.REPO, sample_db_module.SAMPLES, sample_db_module.SIM
 DOCS = REPO / "docs"
-SHARED_TRACES = REPO.parent / "shared" / "traces"
-
-
-def shared_trace_files() -> list[Path]:
-    if not SHARED_TRACES.is_dir():
-        return []
-    return sorted(SHARED_TRACES.rglob("*.json.gz"))
+SHARED_TRACES = sample_db_module.SHARED_TRACES
+shared_trace_files = sample_db_module.real_files
+real_run = sample_db_module.real_run
 
 
 @pytest.fixture
@@ -228,14 +225,62 @@ def every_model_is_validated() -> Iterator[None]:
 
 # a test that uses one of these fixtures gets the marker (pyproject.toml lists them): the
 # sample database takes about a CPU minute to build when its cache is cold
-MARK_BY_FIXTURE = {"sample_db": "slow", "local_ray": "ray"}
+MARK_BY_FIXTURE = {"sample_db": "slow", "real_db": "slow", "real_report": "slow",
+                   "local_ray": "ray"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, mark in MARK_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(mark)
+    longest_files_first(config, items)
+
+
+# ------------------------------------------------------------------ file order
+# `--dist loadfile` runs each file on one worker, the files in the order they come, a
+# worker taking the next when it has two tests left. pytest-xdist's default order is by
+# number of tests, which starts a long file of few tests (the browser's) last while the
+# other worker runs out of files. The files go longest first instead (the classic rule
+# for balancing), by their seconds in the last session that ran them, as this file
+# records them in the pytest cache; a file never timed goes first.
+FILE_SECONDS = "stepscope/file_seconds"
+TIMED: dict[str, float] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's reordering, off
+        config.option.loadscopereorder = False
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def longest_files_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sort the items by their file's recorded seconds, longest first (stable: a file's
+    tests keep their order, files of equal time their collection order)."""
+    cache = getattr(config, "cache", None)
+    seconds: dict[str, float] = cache.get(FILE_SECONDS, {}) if cache is not None else {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(_file_of(item.nodeid), i)
+    items.sort(key=lambda it: (-seconds.get(_file_of(it.nodeid), float("inf")),
+                               first[_file_of(it.nodeid)]))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = _file_of(report.nodeid)
+    TIMED[file] = TIMED.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controlling process (not a pytest-xdist worker) records each file's seconds:
+    setup, call and teardown of its tests that ran, over the last record."""
+    cache = getattr(session.config, "cache", None)
+    if cache is None or os.environ.get("PYTEST_XDIST_WORKER") or not TIMED:
+        return
+    cache.set(FILE_SECONDS, {**cache.get(FILE_SECONDS, {}), **TIMED})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -256,6 +301,31 @@ def sample_db() -> Path:
     an unchanged tree. Tests only read it (read-only connections from several processes
     are fine); a test that writes works on a copy (`sample_db_copy`)."""
     return sample_db_module.cached_db()
+
+
+@pytest.fixture(scope="session")
+def real_db() -> Path:
+    """Every real Kineto trace of ../shared/traces ingested once, each as its own run
+    (`real_run(path)`: t0, t1, ... in `shared_trace_files()` order), built and cached
+    like `sample_db` (tests/sample_db.py). Skips without ../shared/traces."""
+    if not shared_trace_files():
+        pytest.skip("../shared/traces is not present")
+    return sample_db_module.cached_db("real")
+
+
+@pytest.fixture(scope="session")
+def real_report(real_db: Path) -> Callable[[Path], Report]:
+    """`build_report` of one real trace's run in `real_db`, built once per test process
+    (a report is frozen and the database read-only, so tests can share it)."""
+    built: dict[Path, Report] = {}
+
+    def report(path: Path) -> Report:
+        if path not in built:
+            with stepscope.open(real_db) as store:
+                built[path] = stepscope.analyzers.report.build_report(store.con, real_run(path))
+        return built[path]
+
+    return report
 
 
 @pytest.fixture

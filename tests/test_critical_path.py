@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -253,18 +254,16 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
 
 
 @pytest.mark.slow
-def test_every_shared_trace_gets_a_path_or_says_why(shared_traces: Path, tmp_path: Path) -> None:
-    """Every real Kineto trace of ../shared/traces (one rank each): a section that either
-    tiles each complete step's window or says why there is none, never an error."""
+def test_every_shared_trace_gets_a_path_or_says_why(
+        real_report: Callable[[Path], Report]) -> None:
+    """Every real Kineto trace of ../shared/traces (one rank each, the session's real
+    database): a section that either tiles each complete step's window or says why there
+    is none, never an error."""
     from conftest import shared_trace_files
 
-    db = tmp_path / "real.duckdb"
     seen = {"paths": 0, "messages": 0}
-    for i, path in enumerate(shared_trace_files()):
-        run = f"real{i}"
-        stepscope.ingest_run([path], db=db, run=run)
-        with stepscope.open(db) as store:
-            cp = build_report(store.con, run).critical_path
+    for path in shared_trace_files():
+        cp = real_report(path).critical_path
         assert cp is not None, path
         if cp.message:
             seen["messages"] += 1

@@ -132,14 +132,26 @@ def browser_page(server: tuple[str, Path]) -> Iterator[tuple[Any, list[str]]]:
             browser.close()
 
 
+# Every element's code has loaded (a lazy one shows stSkeleton until then) and every
+# Plotly chart has drawn, visible (Streamlit hides one until it knows its width).
+DRAWN_JS = """() => !document.querySelector('[data-testid=stSkeleton]') &&
+  [...document.querySelectorAll('[data-testid=stPlotlyChart]')].every((c) => {
+    const plot = c.querySelector('.js-plotly-plot');
+    return plot && plot.querySelector('.main-svg') &&
+      getComputedStyle(plot).visibility !== 'hidden';
+  })"""
+SCRIPT_DONE_JS = ("() => document.querySelector('[data-testid=stApp]')?.dataset"
+                  ".testScriptState === 'notRunning'")
+FRAMES_JS = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
 def settle(page: Any) -> None:
     """Wait until Streamlit has finished running the script, twice over a pause (a
     callback may start another run), and the charts have drawn."""
-    for _ in range(2):
-        page.wait_for_function(
-            "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
-            " === 'notRunning'", timeout=WAIT_MS)
-        page.wait_for_timeout(1000)
+    page.wait_for_function(SCRIPT_DONE_JS, timeout=WAIT_MS)
+    page.wait_for_timeout(1000)
+    page.wait_for_function(SCRIPT_DONE_JS, timeout=WAIT_MS)
+    page.wait_for_function(DRAWN_JS, timeout=WAIT_MS)
 
 
 def shot(page: Any, name: str, width: int) -> Path:
@@ -151,7 +163,8 @@ def shot(page: Any, name: str, width: int) -> Path:
     height = page.evaluate(
         "() => document.querySelector('[data-testid=stMain]')?.scrollHeight || 1000")
     page.set_viewport_size({"width": width, "height": min(max(int(height), 1000), 8000)})
-    page.wait_for_timeout(800)
+    page.evaluate(FRAMES_JS)  # laid out at the new height, then drawn
+    page.wait_for_function(DRAWN_JS, timeout=WAIT_MS)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size({"width": width, "height": 1000})
     return path
@@ -237,7 +250,7 @@ def test_a_heatmap_cell_opens_the_timeline(server, browser_page):
     # rank 3 (row 4 of 8), the first complete step (column 1 of 2)
     at = (box["x"] + box["width"] * 0.25, box["y"] + box["height"] * (3.5 / 8))
     page.mouse.move(*at)
-    page.wait_for_timeout(800)
+    page.locator(".hoverlayer .hovertext").first.wait_for(timeout=WAIT_MS)
     hover = page.locator(".hoverlayer").first.text_content()
     assert "rank 3, step 1" in hover and "open the Timeline" in hover, hover
     page.mouse.click(*at)
@@ -249,7 +262,7 @@ def test_a_heatmap_cell_opens_the_timeline(server, browser_page):
     gantt = page.locator("[data-testid=stPlotlyChart]").first.locator(".nsewdrag").first
     g = gantt.bounding_box()
     page.mouse.move(g["x"] + g["width"] * 0.3, g["y"] + g["height"] * 0.1)
-    page.wait_for_timeout(800)
+    page.locator(".hoverlayer .hovertext").first.wait_for(timeout=WAIT_MS)
     hover = page.locator(".hoverlayer").first.text_content()
     assert "ms" in hover and "from" in hover, hover
     shot(page, "heatmap-click-timeline", WIDTHS[0])

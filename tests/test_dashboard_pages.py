@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -37,7 +38,10 @@ def pages_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@cache
 def cli_report(db: Path, run: str) -> Report:
+    """The CLI's report of `run` in `db` (written once, by the module's fixture), built
+    once per test process: several pages are checked against the straggler's."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         return build_report(con, run)

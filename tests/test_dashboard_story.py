@@ -8,6 +8,7 @@ their digits, and a link never silently shows another run."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 from statistics import mean
 
@@ -29,7 +30,10 @@ from stepscope.dashboard.views import PAGES, RUN_PAGES
 from stepscope.ingest import run_tokens
 
 
+@cache
 def cli(db: Path, run: str, **options: object) -> Report:
+    """The CLI's report of `run` in the read-only `db`, built once per test process (a
+    report is frozen; several pages are checked against the same run's)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
         return build_report(con, run, **options)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ each recommendation fires on the set built to trigger it and nowhere else."""
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,10 @@ def db(sample_db: Path) -> Path:
     return sample_db
 
 
+@cache
 def typed_report(db: Path, run: str, spec_from: str | None = None) -> Report:
+    """The report of `run` in the read-only `db`, built once per test process (frozen:
+    the matrix and the grounding tests read the same sets)."""
     spec = load_spec(SIM / spec_from / "model.json") if spec_from else None
     with stepscope.open(db) as store:
         return build_report(store.con, run, spec)

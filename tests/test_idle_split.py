@@ -6,11 +6,12 @@ names; the advice that fires where the split says and nowhere else."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SHARED_TRACES, shared_trace_files
+from conftest import REPO, real_run, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.model import Report
@@ -144,31 +145,23 @@ def test_input_bound_names_the_data_loader(sample_db: Path) -> None:
 
 
 # ------------------------------------------------------------------ real traces
-@pytest.fixture(scope="module")
-def real_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED_TRACES.is_dir():
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path_factory.mktemp("real") / "r.duckdb"
-    for i, path in enumerate(shared_trace_files()):
-        stepscope.ingest_run(path, db=db, run=f"t{i}")
-    return db
-
-
-def _run_of(name: str) -> str:
-    names = [p.name for p in shared_trace_files()]
-    return f"t{names.index(name)}"
+def _real(name: str) -> Path:
+    """The real trace named `name` (its run in the session's real database: real_run)."""
+    (path,) = [p for p in shared_trace_files() if p.name == name]
+    return path
 
 
 @pytest.mark.slow
-def test_real_traces_split_and_layout_add_up(real_db: Path) -> None:
+def test_real_traces_split_and_layout_add_up(real_db: Path,
+                                            real_report: Callable[[Path], Report]) -> None:
     """On every real trace: the idle split sums to idle on every step, and the layout's
     factors multiply out to the world size (section 2)."""
-    for i, _ in enumerate(shared_trace_files()):
+    for path in shared_trace_files():
         bad = rows(real_db, """SELECT count(*) FROM step_attribution WHERE run = $run
             AND (idle_host_ns + idle_launch_ns + idle_other_ns <> idle_ns
-                 OR least(idle_host_ns, idle_launch_ns, idle_other_ns) < 0)""", f"t{i}")
+                 OR least(idle_host_ns, idle_launch_ns, idle_other_ns) < 0)""", real_run(path))
         assert bad == [(0,)]
-        r = typed(real_db, f"t{i}")
+        r = real_report(path)
         lay, world = r.layout, r.run.world_size or r.run.ranks or 1
         assert lay.consistent and lay.tp * lay.pp * lay.dp * lay.cp == world
         if lay.nodes and lay.gpus_per_node:
@@ -193,8 +186,9 @@ def test_real_traces_split_and_layout_add_up(real_db: Path) -> None:
     # one ROCm step whose first hipLaunchKernel runs 6.5 ms (lazy code loading)
     ("mi250_minitoy_train_ROCm6_2_kineto.json.gz", {"host-bound"}),
 ])
-def test_real_host_advice(real_db: Path, name: str, expected: set[str]) -> None:
-    r = typed(real_db, _run_of(name))
+def test_real_host_advice(real_report: Callable[[Path], Report], name: str,
+                          expected: set[str]) -> None:
+    r = real_report(_real(name))
     assert {x.id for x in r.recommendations} & HOST_ADVICE == expected
     if "host-bound" in expected:
         rec = next(x for x in r.recommendations if x.id == "host-bound")
@@ -203,14 +197,15 @@ def test_real_host_advice(real_db: Path, name: str, expected: set[str]) -> None:
 
 
 @pytest.mark.slow
-def test_a_slow_launch_call_is_host_time(real_db: Path) -> None:
+def test_a_slow_launch_call_is_host_time(real_db: Path,
+                                        real_report: Callable[[Path], Report]) -> None:
     """MI250 minitoy: a 6.6 ms gap ends in a kernel whose hipLaunchKernel call ran 6.5 ms;
     the GPU waited for the host (the launch point is 30 us before the call returned)."""
-    run = _run_of("mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+    path = _real("mi250_minitoy_train_ROCm6_2_kineto.json.gz")
     ((host, other),) = rows(real_db, """SELECT host_bound_ns, other_ns FROM idle_gaps
-        WHERE run = $run ORDER BY end_ns - start_ns DESC LIMIT 1""", run)
+        WHERE run = $run ORDER BY end_ns - start_ns DESC LIMIT 1""", real_run(path))
     assert host > 6_500_000 and other < 10_000
-    r = typed(real_db, run)
+    r = real_report(path)
     assert r.idle_split is not None
     launch = [a for a in r.idle_split.host_activity if a.name == "hipLaunchKernel"]
     assert launch and launch[0].kind == "launch" and launch[0].ms > 6.0

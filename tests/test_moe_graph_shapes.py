@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from conftest import SIM, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.attribution import CATEGORIES
-from stepscope.analyzers.model import to_builtins
+from stepscope.analyzers.model import Report, to_builtins
 from stepscope.analyzers.report import build_report
 
 
@@ -112,23 +113,16 @@ def test_ep_advice_fires_on_moe_only(sample_db: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ep_advice_on_no_real_trace(tmp_path: Path) -> None:
-    files = shared_trace_files()
-    if not files:
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path / "real.duckdb"
-    for i, f in enumerate(files):
-        stepscope.ingest_run(f, db=db, run=f"t{i}")
-    with stepscope.open(db) as store:
-        for i, f in enumerate(files):
-            rep = build_report(store.con, f"t{i}")
-            assert "exposed-ep-comm" not in {x.id for x in rep.recommendations}, f.name
-            # the B200 trace's symmetric-memory all-reduce is communication, not compute
-            if f.name == "eager_trace.json.gz":
-                (ar,) = [c for c in rep.collectives if c.library == "torch_symm_mem"]
-                assert (ar.collective, ar.op, ar.calls_per_step) == (
-                    "all_reduce", "multimem_all_reduce", 73.0)
-                assert ar.bytes_per_step == pytest.approx(2 * (37 * 2557440 + 36 * 2727936))
+def test_ep_advice_on_no_real_trace(real_report: Callable[[Path], Report]) -> None:
+    for f in shared_trace_files():
+        rep = real_report(f)
+        assert "exposed-ep-comm" not in {x.id for x in rep.recommendations}, f.name
+        # the B200 trace's symmetric-memory all-reduce is communication, not compute
+        if f.name == "eager_trace.json.gz":
+            (ar,) = [c for c in rep.collectives if c.library == "torch_symm_mem"]
+            assert (ar.collective, ar.op, ar.calls_per_step) == (
+                "all_reduce", "multimem_all_reduce", 73.0)
+            assert ar.bytes_per_step == pytest.approx(2 * (37 * 2557440 + 36 * 2727936))
 
 
 def _subset(doc: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import gzip
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,16 @@ def job(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
-    db = tmp_path / "s.duckdb"
-    result = ingest([job(tmp_path)], db=db)
+@pytest.fixture(scope="module")
+def con(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The job ingested once for the tests that only read its tables."""
+    tmp = tmp_path_factory.mktemp("nccl_job")
+    db = tmp / "s.duckdb"
+    result = ingest([job(tmp)], db=db)
     assert result.exit_code == 0 and len(result.nccl_files) == 16 and len(result.ranks) == 8
-    return duckdb.connect(str(db), read_only=True)
+    connection = duckdb.connect(str(db), read_only=True)
+    yield connection
+    connection.close()
 
 
 def test_reader_on_one_process_log(tmp_path: Path) -> None:
@@ -110,7 +115,7 @@ def test_nccl_section_groups_and_findings(con: duckdb.DuckDBPyConnection) -> Non
     assert "8 times where 4" in kinds["ring_crosses_nodes"].message
 
 
-def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
+def test_report_has_nccl_section_and_measured_links(tmp_path: Path, sample_db: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     root = job(tmp_path)
     assert main(["report", str(root), "--format", "json"]) == 0
@@ -128,7 +133,8 @@ def test_report_has_nccl_section_and_measured_links(tmp_path: Path,
     assert main(["report", str(root)]) == 0
     md = capsys.readouterr().out
     assert "## NCCL" in md and "**socket_where_ib** (high)" in md
-    assert main(["report", str(TRACES), "--format", "json"]) == 0
+    # the same traces without the logs: the session's run of that folder
+    assert main(["report", TRACES.name, "--db", str(sample_db), "--format", "json"]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert "nccl" not in plain
     assert 'id="nccl"' not in report_html(from_json(json.dumps(plain), Report))

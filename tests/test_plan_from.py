@@ -5,8 +5,9 @@ step time in B's ground truth, and where a pair also changes what the model cann
 (diff_base -> diff_scaled: a 5x slower network and a slow rank), the diff must put the
 difference in those terms.
 
-The micro-batch pair is bundled (sample_db); the DP and TP->PP pairs are simulated into
-a temporary folder once per module."""
+The micro-batch pair is bundled (sample_db); the DP and TP->PP pairs are simulated and
+ingested once per tree into the cached plan database (tests/sample_db.py). Each run is
+calibrated once per module (a Calibration is frozen)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ import importlib.util
 import json
 import shutil
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+import sample_db as sample_db_module
 from conftest import REPO, SIM
 
 import stepscope
@@ -56,19 +59,16 @@ SIMULATED = _simulator()
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory, sample_db: Path) -> dict[str, Any]:
-    """{pair: (db, folder of A, folder of B)}: the generated pairs in their own database,
-    the bundled one in the session's."""
-    root = tmp_path_factory.mktemp("plan_pairs")
-    db = root / "pairs.duckdb"
+def pairs(sample_db: Path) -> dict[str, Any]:
+    """{pair: (db, folder of A, folder of B)}: the generated pairs in the plan database
+    (their folders beside it), the bundled one in the session's."""
+    generated = [cfg.name for name in GENERATED for cfg in SIMULATED.PLAN_PAIRS[name]]
+    assert tuple(generated) == sample_db_module.PLAN_SETS
+    db = sample_db_module.cached_db("plan")
     out: dict[str, Any] = {}
     for name in GENERATED:
-        folders = []
-        for cfg in SIMULATED.PLAN_PAIRS[name]:
-            folder = SIMULATED.write_set(cfg, root)
-            stepscope.ingest_run(folder, db=db, run=cfg.name)
-            folders.append(folder)
-        out[name] = (db, *folders)
+        a, b = SIMULATED.PLAN_PAIRS[name]
+        out[name] = (db, db.parent / "sets" / a.name, db.parent / "sets" / b.name)
     a, b = SIMULATED.PLAN_PAIRS["microbatches"]
     out["microbatches"] = (sample_db, SIM / a.name, SIM / b.name)
     return out
@@ -84,10 +84,16 @@ def _calibrated(con: duckdb.DuckDBPyConnection, folder: Path) -> Calibration:
     return calibrate(ctx, report_from_context(ctx), spec, str(folder / "model.json"))
 
 
+@cache
+def _calibrated_in(db: Path, folder: Path) -> Calibration:
+    """The calibration of run `folder.name` of `db`, once per module's process."""
+    with stepscope.open(db) as store:
+        return _calibrated(store.con, folder)
+
+
 def _pair(pairs: dict[str, Any], name: str) -> tuple[Calibration, Calibration, Path, Path]:
     db, fa, fb = pairs[name]
-    with stepscope.open(db) as store:
-        return _calibrated(store.con, fa), _calibrated(store.con, fb), fa, fb
+    return _calibrated_in(db, fa), _calibrated_in(db, fb), fa, fb
 
 
 def _expected(db: Path, a: str, b: str) -> Expected:
@@ -160,8 +166,7 @@ def test_every_simulated_set_calibrates_and_the_model_reproduces_it(sample_db: P
     """Every bundled Megatron-style set, whatever its quirks (recompute, stragglers, input
     gaps, TP across nodes, fp32 on V100): the measured terms add up to the step, and the
     model at the run's own layout gives back its step within 1%."""
-    with stepscope.open(sample_db) as store:
-        cal = _calibrated(store.con, SIM / name)
+    cal = _calibrated_in(sample_db, SIM / name)
     truth = _truth(SIM / name)
     assert cal.step_ms == pytest.approx(truth["mfu"]["step_time_ms"], rel=1e-3)
     assert sum(t.ms for t in cal.terms) == pytest.approx(cal.step_ms, rel=1e-9)
@@ -307,7 +312,10 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     big = tmp_path / "big.json"
     spec = json.loads((SIM / "plan_mb4" / "model.json").read_text())
     big.write_text(json.dumps({**spec, "n_params": 1000 * spec["n_params"]}))
-    assert main(["plan", "--from", str(SIM / "plan_mb4"), "--model", str(big)]) == 2
+    # the refusals after the run is read take it from the session's database (`--from
+    # PATH` ingests first: test_plan_cli_from_a_path_and_a_run)
+    assert main(["plan", "--from", "plan_mb4", "--db", str(sample_db), "--model",
+                 str(big)]) == 2
     err = capsys.readouterr().err
     assert "does not describe this run" in err and len(err.strip().splitlines()) == 1
     assert main(["plan", "--from", str(SIM / "plan_mb4"), "--params", "7e9"]) == 2
@@ -317,15 +325,14 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     assert "--tp need --from RUN" in capsys.readouterr().err
     assert main(["plan", "--gpus", "8"]) == 2
     assert "--params, --gpu, --seq required" in capsys.readouterr().err
-    assert main(["plan", "--from", str(SIM / "plan_mb4"), "--tp", "2", "--pp", "4",
-                 "--dp", "2", "--gpus", "8"]) == 2
+    assert main(["plan", "--from", "plan_mb4", "--db", str(sample_db), "--tp", "2", "--pp",
+                 "4", "--dp", "2", "--gpus", "8"]) == 2
     assert "is not --gpus 8" in capsys.readouterr().err
 
 
 def test_no_layout_names_the_rule_that_left_none(sample_db: Path) -> None:
     """plan_mb4: 8 sequences of 2 per micro-batch, 16 heads, 4 layers."""
-    with stepscope.open(sample_db) as store:
-        cal = _calibrated(store.con, SIM / "plan_mb4")
+    cal = _calibrated_in(sample_db, SIM / "plan_mb4")
     spec = json.loads((SIM / "plan_mb4" / "model.json").read_text())
     sequences = spec["global_batch_tokens"] / spec["seq_len"]
     seven = plan_from(cal, None, Constraints(gpus=7))

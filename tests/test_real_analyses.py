@@ -4,54 +4,47 @@ each runs without error and either reports or says what it cannot compute and wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import shared_trace_files
 
-import stepscope
-from stepscope.analyzers.report import build_report
+from stepscope.analyzers.model import Report
 from stepscope.dashboard.render.report import report_markdown
 
 
-def test_every_real_trace(tmp_path: Path) -> None:
-    files = shared_trace_files()
-    if not files:
-        pytest.skip("../shared/traces is not present")
-    db = tmp_path / "real.duckdb"
-    for i, f in enumerate(files):
-        stepscope.ingest_run(f, db=db, run=f"t{i}")
+def test_every_real_trace(real_report: Callable[[Path], Report]) -> None:
     shaped, memory, a2a = set(), set(), set()
-    with stepscope.open(db) as store:
-        for i, f in enumerate(files):
-            r = build_report(store.con, f"t{i}")
-            text = report_markdown(r)
-            roof = r.roofline
-            assert roof is not None and (roof.kinds or roof.message), f.name
-            if roof.kernel_efficiency:  # the parts add up to the MFU stage
-                assert sum(p.points for p in roof.kernel_efficiency) == pytest.approx(
-                    roof.stage_points, abs=1e-9), f.name
-            for part in roof.kernel_efficiency:  # a part over several dtypes: their mix
-                rows = [k for k in roof.kinds if k.kind == part.name]
-                if len(rows) > 1 and all(k.bound == "memory" for k in rows):
-                    mixed = (sum((k.roof_share or 0.0) * k.time_ms for k in rows)
-                             / sum(k.time_ms for k in rows))
-                    assert part.roof_share == pytest.approx(mixed, rel=1e-6), (f.name, part)
-            if roof.kinds:
-                shaped.add(f.name)
-            assert "## Kernels against their roofline" in text
-            if r.memory is not None:
-                memory.add(f.name)
-                assert r.memory.peak_allocated_bytes > 0, f.name
-            elif r.run.timeline == "gpu":
-                assert "no memory events in the traces" in text, f.name
-            if r.all_to_all is not None:
-                a2a.add(f.name)
-                for g in r.all_to_all.groups:  # one traced rank per job: no imbalance
-                    assert g.imbalance is None and g.bytes_per_rank > 0, f.name
-                assert "not matched across every member" in (r.all_to_all.message or "")
-                assert "## all_to_all traffic and imbalance" in text
-                assert "a2a-imbalance" not in {x.id for x in r.recommendations}
+    for f in shared_trace_files():
+        r = real_report(f)
+        text = report_markdown(r)
+        roof = r.roofline
+        assert roof is not None and (roof.kinds or roof.message), f.name
+        if roof.kernel_efficiency:  # the parts add up to the MFU stage
+            assert sum(p.points for p in roof.kernel_efficiency) == pytest.approx(
+                roof.stage_points, abs=1e-9), f.name
+        for part in roof.kernel_efficiency:  # a part over several dtypes: their mix
+            rows = [k for k in roof.kinds if k.kind == part.name]
+            if len(rows) > 1 and all(k.bound == "memory" for k in rows):
+                mixed = (sum((k.roof_share or 0.0) * k.time_ms for k in rows)
+                         / sum(k.time_ms for k in rows))
+                assert part.roof_share == pytest.approx(mixed, rel=1e-6), (f.name, part)
+        if roof.kinds:
+            shaped.add(f.name)
+        assert "## Kernels against their roofline" in text
+        if r.memory is not None:
+            memory.add(f.name)
+            assert r.memory.peak_allocated_bytes > 0, f.name
+        elif r.run.timeline == "gpu":
+            assert "no memory events in the traces" in text, f.name
+        if r.all_to_all is not None:
+            a2a.add(f.name)
+            for g in r.all_to_all.groups:  # one traced rank per job: no imbalance
+                assert g.imbalance is None and g.bytes_per_rank > 0, f.name
+            assert "not matched across every member" in (r.all_to_all.message or "")
+            assert "## all_to_all traffic and imbalance" in text
+            assert "a2a-imbalance" not in {x.id for x in r.recommendations}
     assert {"mi250_minitoy_train_ROCm6_2_kineto.json.gz", "eager_trace.json.gz",
             "resnet_act_checkpoint.json.gz", "worker0.1623143089861.pt.trace.json.gz"} <= shaped
     assert memory == {"df_index_resolver.json.gz", "worker0.1623143089861.pt.trace.json.gz"}

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, shared_trace_files
+from conftest import REPO, SAMPLES, real_run, shared_trace_files
 
 from stepscope.analyzers.model import Report, from_json
 from stepscope.cli import main
@@ -76,9 +76,11 @@ def test_markdown_renders_every_section_of_the_model() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name)
-def test_full_report_on_every_shared_trace(path: Path,
+def test_full_report_on_every_shared_trace(path: Path, real_db: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """Ingest, attribution, MFU, advisor and rendering run on every real trace."""
+    """Ingest, attribution, MFU, advisor and rendering run on every real trace: the JSON
+    report of the path (ingested by the CLI), the Markdown one of its run in the session's
+    real database (the same ingest)."""
     assert main(["report", str(path), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["run"]["ranks"] == 1
@@ -95,5 +97,5 @@ def test_full_report_on_every_shared_trace(path: Path,
         assert 0 < mfu["mfu"] <= mfu["hfu"] <= 1
         assert 100 + sum(w["points"] for w in mfu["waterfall"]) == pytest.approx(
             100 * mfu["mfu"], abs=1e-9)
-    assert main(["report", str(path)]) == 0
+    assert main(["report", real_run(path), "--db", str(real_db)]) == 0
     assert capsys.readouterr().out.startswith("# stepscope report:")
