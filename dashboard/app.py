@@ -22,7 +22,7 @@ from stepscope.dashboard import data
 from stepscope.dashboard.config import DashboardConfig
 from stepscope.dashboard.context import LINK_PARAMS, NAV_PAGE, NAV_RUN, PageContext
 from stepscope.dashboard.views import PAGES, RUN_PAGES
-from stepscope.dashboard.widgets import page_style, report_downloads
+from stepscope.dashboard.widgets import page_style, plain, report_downloads
 from stepscope.ingest import DatabaseBusyError, StepscopeError
 
 BUSY_WAIT_S = 1.0
@@ -82,7 +82,7 @@ def _sidebar(config: DashboardConfig, runs: tuple[str, ...]
     _arrival_controls()
     with st.sidebar:
         st.title("stepscope")
-        st.caption(f"database: {config.db.name} · {len(runs)} run(s)")
+        st.caption(f"database: {plain(config.db.name)} · {len(runs)} run(s)")
         page = st.radio("Page", list(PAGES), format_func=lambda k: PAGES[k].TITLE,
                         key=NAV_PAGE, label_visibility="collapsed")
         if page in RUN_PAGES and runs:
@@ -135,12 +135,12 @@ def _busy() -> None:
 
 def _missing_run(config: DashboardConfig, runs: tuple[str, ...], missing: str) -> None:
     """A link named a run the database does not hold: say so, offer the runs there are."""
-    st.error(f"Run '{missing}' does not exist in {config.db.name}: nothing to show. "
-             "Pick a run in the sidebar, or open one below.")
+    st.error(f"Run '{plain(missing)}' does not exist in {plain(config.db.name)}: nothing "
+             "to show. Pick a run in the sidebar, or open one below.")
     if runs:
-        st.button(f"Open the newest run, '{runs[0]}'", key="open_newest",
+        st.button(f"Open the newest run, '{plain(runs[0])}'", key="open_newest",
                   on_click=_open_newest, args=(runs[0],))
-        st.caption("Runs in this database: " + ", ".join(runs[:20])
+        st.caption("Runs in this database: " + ", ".join(plain(r) for r in runs[:20])
                    + (f", … ({len(runs)} runs)" if len(runs) > 20 else ""))
 
 
@@ -159,10 +159,10 @@ def main() -> None:
         _busy()
         return
     except StepscopeError as exc:
-        st.error(str(exc))
+        st.error(plain(str(exc)))
         return
     except Exception as exc:  # noqa: BLE001 - a damaged database file: one line
-        st.error(_explained(exc, config.db))
+        st.error(plain(_explained(exc, config.db)))
         return
     params = _link_params()
     page, run, dtype, peak = _sidebar(config, runs)
@@ -182,9 +182,9 @@ def main() -> None:
     except DatabaseBusyError:
         _busy()
     except StepscopeError as exc:
-        st.error(str(exc))
+        st.error(plain(str(exc)))
     except Exception as exc:  # noqa: BLE001 - one line on the page, the traceback in the log
-        st.error(_explained(exc, config.db))
+        st.error(plain(_explained(exc, config.db)))
         raise_in_log(exc)
 
 

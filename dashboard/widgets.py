@@ -18,7 +18,7 @@ import streamlit as st
 from stepscope.analyzers.model import Recommendation
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.render.format import points
+from stepscope.dashboard.render.format import md_code, md_text, points
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
@@ -84,13 +84,24 @@ def report_downloads(ctx: PageContext) -> None:
                        "text/markdown", key="dl_report_md", width="stretch")
 
 
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>#|~$])")
+# Streamlit's Markdown acts on more than CommonMark/GFM: `$...$` is LaTeX, `:red[...]`
+# a colour directive, `:rocket:` / `:material/x:` an emoji or icon shortcode
+_STREAMLIT = re.compile(r"[$:]")
 
 
-def plain(text: str) -> str:
-    """Text from a trace (op names, evidence) shown literally in Markdown: '_foreach_add_'
-    must not turn italic, '$' must not start a formula."""
-    return _MARKDOWN.sub(r"\\\1", text)
+def plain(text: object) -> str:
+    """Text from a trace or a user (op, kernel, group, host, run and file names, and the
+    analyzers' sentences that quote them) shown literally in a Streamlit Markdown call
+    (st.markdown, st.caption, the alerts, labels, help): md_text, the one Markdown
+    escaper of every renderer, then what Streamlit adds, `$` and `:`. So
+    '_foreach_add_' does not turn italic, '<128, 4>' is no tag, '$x$' no formula."""
+    return _STREAMLIT.sub(r"\\\g<0>", md_text(text))
+
+
+def code(name: str) -> str:
+    """`name` as an inline code span, shown exactly as written (md_code outside a table:
+    Streamlit's directives, shortcodes and LaTeX do not act inside code spans)."""
+    return md_code(name, table=False)
 
 
 def recommendation_card(rec: Recommendation, link: str | None = None) -> None:
@@ -99,7 +110,7 @@ def recommendation_card(rec: Recommendation, link: str | None = None) -> None:
     gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
             if rec.expected_mfu_points is not None else "")
     with st.container(border=True):
-        st.markdown(f"**{plain(rec.title)}** · {rec.severity} · expected gain "
+        st.markdown(f"**{plain(rec.title)}** · {plain(rec.severity)} · expected gain "
                     f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
         st.markdown(f"Evidence: {plain(rec.evidence)}"
                     + (f" · [see it on the Timeline]({link})" if link else ""))

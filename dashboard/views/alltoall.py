@@ -9,7 +9,7 @@ import streamlit as st
 
 from stepscope.analyzers.model import AllToAll
 from stepscope.dashboard import charts_analyses
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.widgets import chart_and_table, plain
 
 
 def render_section(section: AllToAll | None) -> None:
@@ -17,7 +17,7 @@ def render_section(section: AllToAll | None) -> None:
         return
     st.subheader("all_to_all: imbalance across ranks")
     if section.message:
-        st.caption(section.message)
+        st.caption(plain(section.message))
     if section.groups:
         worst = section.groups[0]
         cols = st.columns(3)

@@ -13,7 +13,7 @@ from stepscope.dashboard import charts, data, explain
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.labels import COMM_SPLIT, group_name
 from stepscope.dashboard.views import alltoall
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, plain, table
 
 TITLE = "Communication"
 HEADER = "Communication"
@@ -98,7 +98,8 @@ def render(ctx: PageContext) -> None:
     headline(report)
     crossing = sorted({c.group_label for c in report.collectives if c.crosses_nodes})
     if crossing:
-        st.caption(f"{len(crossing)} group(s) cross nodes: " + ", ".join(crossing))
+        st.caption(f"{len(crossing)} group(s) cross nodes: "
+                   + ", ".join(plain(g) for g in crossing))
     help_ = {k: st.column_config.NumberColumn(k, help=v) for k, v in COLUMN_HELP.items()}
     chart_and_table(charts.collectives_exposure(report), collective_table(report),
                     "collectives", "coll", column_config=help_)

@@ -134,7 +134,7 @@ def predicted_vs_measured(ctx: PageContext, base: str) -> None:
     cols[1].metric("Step, expected → measured",
                    f"{e.step_ms:.2f} → {diff.b.step_time_ms:.2f} ms", f"{e.departure_ms:+.2f} ms",
                    delta_color="inverse")
-    st.markdown(e.narrative)
+    st.markdown(plain(e.narrative))
     table(expected_table(e), "expected vs measured", "cmp_expected")
     for line in departures(e):
         st.markdown(f"- {plain(line)}")
@@ -175,20 +175,20 @@ def render(ctx: PageContext) -> None:
     if base is None:
         st.info("Only one run in the database: ingest another to compare.")
         return
-    st.caption(f"Explaining **{ctx.run}** (B, the sidebar's run) against **{base}** (A: "
-               f"{reason}).")
+    st.caption(f"Explaining **{plain(ctx.run)}** (B, the sidebar's run) against "
+               f"**{plain(base)}** (A: {plain(reason)}).")
     diff = data.diff(ctx.config.db, base, ctx.run, ctx.dtype, ctx.peak_tflops)
     model_differs = not baseline.same_model(
         data.report(ctx.config.db, base, ctx.dtype, ctx.peak_tflops),
         data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops),
         data.ops(ctx.config.db, base), data.ops(ctx.config.db, ctx.run))
     for warning in baseline.warnings(diff, model_differs):
-        st.warning(warning, icon="⚠️")
+        st.warning(plain(warning), icon="⚠️")
     headline(diff)
-    st.markdown(diff.narrative)
+    st.markdown(plain(diff.narrative))
     work = baseline.work_per_gpu(diff)
     if work is not None:
-        st.info(work)
+        st.info(plain(work))
     _points(diff)
     chart_and_table(charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd",
                     folded=True)
@@ -207,7 +207,7 @@ def _points(diff: Diff) -> None:
                f"{fixed(100 * (diff.b.mfu or 0))}%).")
     note = share_effect_note(diff)
     if note is not None:
-        st.caption(note)
+        st.caption(plain(note))
 
 
 def _details(ctx: PageContext, diff: Diff) -> None:
@@ -247,13 +247,13 @@ def _stragglers(ctx: PageContext, diff: Diff) -> None:
         return
     for what, x in rows:
         run = diff.a.run if what == "resolved" else diff.b.run
-        st.markdown(f"- **{what}**: rank {x.rank} ({x.host or '?'}), the others waited "
+        st.markdown(f"- **{what}**: rank {x.rank} ({plain(x.host or '?')}), the others waited "
                     f"{x.waited_on_ms:.2f} ms/step for it · "
-                    f"[its Timeline in {run}]({timeline_link(run, x.rank)})")
+                    f"[its Timeline in {plain(run)}]({timeline_link(run, x.rank)})")
 
 
 def _recommendations(diff: Diff) -> None:
-    st.subheader(f"What to fix in {diff.b.run}")
+    st.subheader(f"What to fix in {plain(diff.b.run)}")
     if not diff.recommendations:
         st.caption("No recommendation: no category costs enough for a fix to pay off.")
         return

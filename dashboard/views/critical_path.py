@@ -14,7 +14,7 @@ from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.critical_path import PATH_COLORS, PATH_LABELS, whatif_line
 from stepscope.dashboard.render.format import short_names
-from stepscope.dashboard.widgets import PLOTLY_CONFIG, chart_and_table, table
+from stepscope.dashboard.widgets import PLOTLY_CONFIG, chart_and_table, plain, table
 from stepscope.ingest import UsageError
 
 TITLE = "Critical path"
@@ -100,9 +100,9 @@ def _whatif_control(ctx: PageContext, cp: CriticalPath) -> None:
     try:
         result = data.whatif(ctx.config.db, ctx.run or "", spec)
     except UsageError as exc:
-        st.warning(str(exc))
+        st.warning(plain(str(exc)))
         return
-    st.success(whatif_line(result))
+    st.success(plain(whatif_line(result)))
     st.metric("Predicted step", f"{result.predicted_step_time_ms:.2f} ms",
               f"{-result.gain_ms:+.2f} ms", delta_color="inverse")
 
@@ -115,7 +115,8 @@ def render(ctx: PageContext) -> None:
     report = data.report(ctx.config.db, ctx.run, ctx.dtype)
     cp = report.critical_path
     if cp is None or cp.message or not cp.steps:
-        st.info(f"No critical path: {cp.message if cp and cp.message else 'nothing to follow'}")
+        st.info("No critical path: "
+                + (plain(cp.message) if cp and cp.message else "nothing to follow"))
         return
     top = cp.by_rank[0] if cp.by_rank else None
     cols = st.columns(4)
@@ -137,7 +138,7 @@ def render(ctx: PageContext) -> None:
     if cp.whatifs:
         st.markdown("**The report's what-ifs**")
         for w in cp.whatifs:
-            st.markdown(f"- {whatif_line(w)}")
+            st.markdown(f"- {plain(whatif_line(w))}")
     _whatif_control(ctx, cp)
     for note in cp.notes:
-        st.caption(f"note: {note}")
+        st.caption(f"note: {plain(note)}")

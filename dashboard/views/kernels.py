@@ -9,7 +9,7 @@ import streamlit as st
 from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import numbered_names
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.widgets import chart_and_table, code
 
 TITLE = "Kernels"
 HEADER = "Kernels"
@@ -48,4 +48,4 @@ def render(ctx: PageContext) -> None:
     st.caption("Long names are shortened in the middle (start and end kept); hover a bar "
                "for the full name, or open the list below.")
     with st.expander("Full kernel names"):
-        st.markdown("\n".join(f"{i}. `{r.name}`" for i, r in enumerate(rows, start=1)))
+        st.markdown("\n".join(f"{i}. {code(r.name)}" for i, r in enumerate(rows, start=1)))

@@ -11,7 +11,7 @@ from stepscope.dashboard import charts_analyses, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.memory import NO_EVENTS
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, plain, table
 
 TITLE = "Memory"
 HEADER = "Memory per rank"
@@ -40,7 +40,7 @@ def render(ctx: PageContext) -> None:
                    help=f"rank {top.rank}: {pct(top.reserved_share)} reserved")
     cols[3].metric("Most memory", f"rank {top.rank}")
     if section.message:
-        st.caption(section.message)
+        st.caption(plain(section.message))
     frame = pl.DataFrame([{
         "rank": r.rank, "host": r.host, "peak allocated GB": _gb(r.peak_allocated_bytes),
         "peak reserved GB": _gb(r.peak_reserved_bytes), "share of device": r.reserved_share,

@@ -26,7 +26,7 @@ from stepscope.dashboard.render.labels import (
     STAGE_LABELS,
     idle_shown,
 )
-from stepscope.dashboard.widgets import chart_and_table, recommendation_card, table
+from stepscope.dashboard.widgets import chart_and_table, plain, recommendation_card, table
 
 TITLE = "Overview"
 HEADER = "Overview"
@@ -60,12 +60,13 @@ def headline(report: Report) -> None:
                    f"{share(ms, report.step_time_ms)} of the step", delta_color="off",
                    delta_arrow="off")
     cols[1].metric("Stragglers", straggler_value(report),
-                   help=", ".join(f"rank {s.rank} ({s.host or '?'})" for s in report.stragglers)
+                   help=", ".join(f"rank {s.rank} ({plain(s.host or '?')})"
+                                  for s in report.stragglers)
                    or "no rank is consistently the last to arrive")
     cols[2].metric("Ranks", f"{report.run.ranks} of {report.run.world_size}")
     run = report.run
     st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "
-               f"{run.device} · layout {layout_degrees(report.layout, '×')} · "
+               f"{plain(run.device)} · layout {layout_degrees(report.layout, '×')} · "
                f"{layout_nodes(report.layout)} · status {run.status} · "
                f"[link to this view]({deep_link('overview', run.name)})")
 
@@ -138,13 +139,13 @@ def render(ctx: PageContext) -> None:
     if report.notes or report.layout.notes:
         st.subheader("Notes")
         for note in (*report.notes, *report.layout.notes):
-            st.caption(f"• {note}")
+            st.caption(f"• {plain(note)}")
 
 
 def mfu_section(report: Report) -> None:
     mfu = report.mfu
     if mfu.mfu is None:
-        st.warning(f"MFU not computed: {mfu.message}")
+        st.warning(f"MFU not computed: {plain(mfu.message)}")
         if mfu.message and "--peak-tflops" in mfu.message:
             st.caption("Set **Peak TFLOP/s per GPU** (and the dtype) in the sidebar: the "
                        "dashboard's `--peak-tflops`; the link carries them.")
@@ -152,13 +153,13 @@ def mfu_section(report: Report) -> None:
     st.markdown(
         f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
         f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
-        f"({mfu.device}; peak table {mfu.peak_table_version}); model FLOPs from the "
-        f"{mfu.flops_source}.")
+        f"({plain(mfu.device)}; peak table {plain(mfu.peak_table_version)}); model FLOPs "
+        f"from the {plain(mfu.flops_source)}.")
     chart_and_table(charts.mfu_waterfall(report), waterfall_table(report), "MFU waterfall",
                     "waterfall")
     st.caption(explain.WATERFALL.caption())
     if mfu.message:
-        st.caption(mfu.message)
+        st.caption(plain(mfu.message))
 
 
 def recommendation_link(report: Report, rec: Recommendation) -> str:

@@ -12,7 +12,7 @@ from stepscope.analyzers.model import Report
 from stepscope.dashboard import charts, data, explain
 from stepscope.dashboard.context import PageContext, timeline_link
 from stepscope.dashboard.render.format import pct, points, share
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.widgets import chart_and_table, plain
 
 TITLE = "Pipeline"
 HEADER = "Pipeline"
@@ -33,13 +33,13 @@ def excess(report: Report) -> None:
                 f"{found.excess_ms:.2f} ms above it:")
     # a list, not a table: each part's reason is a sentence
     st.markdown("\n".join(f"- **{PART_LABELS[p.name]}: {p.ms:.2f} ms/step** "
-                          f"({share(p.ms, step)} of the step): {p.detail}"
+                          f"({share(p.ms, step)} of the step): {plain(p.detail)}"
                           for p in found.parts))
     slow = [s.rank for s in report.stragglers if any(p.name == "slow_rank"
                                                      for p in found.parts)]
     link = f" · [the slow rank's Timeline]({timeline_link(report.run.name, slow[0])})" \
         if slow else ""
-    st.info(f"**What to do**: {found.advice}{link}")
+    st.info(f"**What to do**: {plain(found.advice)}{link}")
 
 
 def render(ctx: PageContext) -> None:

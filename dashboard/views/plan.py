@@ -26,7 +26,7 @@ from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.plan import TERM_LABELS
-from stepscope.dashboard.widgets import chart_and_table
+from stepscope.dashboard.widgets import chart_and_table, plain
 from stepscope.ingest import UsageError
 
 TITLE = "Plan"
@@ -110,21 +110,21 @@ def render(ctx: PageContext) -> None:
         render_calibrated(ctx, cal, source)
         return
     if cal is None and ctx.run is not None:
-        st.info(f"Not calibrated on {ctx.run}: {source}. Planning with the fixed "
+        st.info(f"Not calibrated on {plain(ctx.run)}: {plain(source)}. Planning with the fixed "
                 "assumptions below.")
     render_fixed(ctx)
 
 
 def _calibration_caption(cal: Calibration, source: str) -> str:
     nvlink, network = tier(cal.links, "nvlink"), tier(cal.links, "network")
-    return (f"Calibrated on run **{cal.run}** ({source}), the sidebar's run: kernel "
+    return (f"Calibrated on run **{plain(cal.run)}** ({plain(source)}), the sidebar's run: kernel "
             f"efficiency {cal.kernel_efficiency:.1%}, NVLink {nvlink.latency_us:.1f} µs/hop + "
-            f"{nvlink.bus_bw_gbs:.0f} GB/s ({nvlink.source}), network "
+            f"{nvlink.bus_bw_gbs:.0f} GB/s ({plain(nvlink.source)}), network "
             f"{network.latency_us:.1f} µs/hop + {network.bus_bw_gbs:.0f} GB/s "
-            f"({network.source}), DP overlap {cal.dp_overlap:.2f}"
+            f"({plain(network.source)}), DP overlap {cal.dp_overlap:.2f}"
             + (f", bubble {cal.bubble.ratio:.2f} × its model" if cal.bubble else "")
             + (f", memory {cal.memory.scale:.2f} × the formulas (measured peak "
-               f"{cal.memory.measured_gb:.2f} GB {cal.memory.measured_kind})"
+               f"{cal.memory.measured_gb:.2f} GB {plain(cal.memory.measured_kind)})"
                if cal.memory else "")
             + ". Predictions keep this run's model and global batch.")
 
@@ -146,11 +146,11 @@ def render_calibrated(ctx: PageContext, cal: Calibration, source: str) -> None:
     try:
         result = plan_from(cal, device, constraints, 15)
     except UsageError as exc:
-        st.warning(str(exc))
+        st.warning(plain(str(exc)))
         return
     base = result.baseline
     cols = st.columns(2)
-    cols[0].metric(f"{cal.run}, measured", f"{cal.step_ms:.2f} ms, MFU {pct(cal.mfu)}")
+    cols[0].metric(f"{plain(cal.run)}, measured", f"{cal.step_ms:.2f} ms, MFU {pct(cal.mfu)}")
     if base is not None:
         cols[1].metric("The model at its layout", f"{base.step_ms:.2f} ms, MFU "
                        f"{pct(base.mfu)}")
@@ -160,7 +160,7 @@ def render_calibrated(ctx: PageContext, cal: Calibration, source: str) -> None:
 def _show(result: PlanResult) -> None:
     if not result.plans:
         why = result.none_reason or "the GPUs, layers and global batch allow none"
-        st.warning(f"No layout among {result.evaluated} evaluated: {why}.")
+        st.warning(f"No layout among {result.evaluated} evaluated: {plain(why)}.")
         return
     best = result.plans[0]
     st.markdown(f"**Best: TP {best.tp} × PP {best.pp} × DP {best.dp}**, ZeRO {best.zero}, "
@@ -193,7 +193,7 @@ def render_fixed(ctx: PageContext) -> None:
     """The standard formulas at a fixed kernel efficiency and network bandwidth."""
     devices = [d.id for d in table().devices]
     start = _start(ctx, devices)
-    st.caption((f"From the run: {', '.join(start.facts)}. " if start.facts else "")
+    st.caption((f"From the run: {plain(', '.join(start.facts))}. " if start.facts else "")
                + "Assumed until you change them: " + ", ".join(start.assumed) + ".")
     with st.form("plan_form"):
         c = st.columns(4)
@@ -217,7 +217,7 @@ def render_fixed(ctx: PageContext) -> None:
     assert peak is not None  # chosen from the table
     result = plan_result(job, peak, 15)
     if result.dtype_reason:
-        st.caption(result.dtype_reason)
+        st.caption(plain(result.dtype_reason))
     if not result.plans:
         st.warning(f"No feasible layout among {result.evaluated} evaluated: the model does not "
                    "fit; add GPUs or choose a device with more memory.")

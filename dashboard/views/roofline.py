@@ -11,7 +11,7 @@ from stepscope.analyzers.model import RoofRow
 from stepscope.dashboard import charts_analyses, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import numbered_names, pct
-from stepscope.dashboard.widgets import chart_and_table, table
+from stepscope.dashboard.widgets import chart_and_table, plain, table
 
 TITLE = "Roofline"
 HEADER = "Kernels against their roofline"
@@ -54,7 +54,8 @@ def render(ctx: PageContext) -> None:
         return
     section = data.report(ctx.config.db, ctx.run, ctx.dtype).roofline
     if section is None or not section.kinds:
-        st.info(f"No roofline for this run: {section.message if section else 'no GPU kernels'}")
+        st.info("No roofline for this run: "
+                + (plain(section.message) if section else "no GPU kernels"))
         return
     cols = st.columns(4)
     cols[0].metric("Compute roof", f"{(section.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s"
@@ -64,7 +65,7 @@ def render(ctx: PageContext) -> None:
                    if section.ridge_flops_per_byte else "-")
     cols[3].metric("Kernel time with shapes", pct(section.coverage))
     if section.message:
-        st.caption(section.message)
+        st.caption(plain(section.message))
     st.subheader("Op kinds")
     chart_and_table(charts_analyses.roofline_plot(section), rows_frame(section.kinds, "op kind"),
                     "op kinds", "rf_kinds", column_config=COLUMNS)

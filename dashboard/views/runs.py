@@ -13,6 +13,7 @@ from stepscope.analyzers.model import FailedFile
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
 from stepscope.dashboard.render.format import pct, short_name
+from stepscope.dashboard.widgets import code, plain
 from stepscope.ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
@@ -74,7 +75,7 @@ def render(ctx: PageContext) -> None:
         "ingested": st.column_config.TextColumn(help="when the run was ingested (UTC)")})
     st.download_button("Download CSV", table.write_csv(), "runs.csv", "text/csv")
     run = ctx.run or ctx.runs[0]
-    st.subheader(f"Run '{run}'")
+    st.subheader(f"Run '{plain(run)}'")
     st.caption("The run selected in the sidebar; pick another there.")
     _run_detail(ctx, run)
 
@@ -83,22 +84,24 @@ def _run_detail(ctx: PageContext, run: str) -> None:
     report = data.report(ctx.config.db, run, ctx.dtype, ctx.peak_tflops)
     failures = failed_files(report.run.failed_files)
     row = data.summary(ctx.config.db).filter(pl.col("run") == run).row(0, named=True)
-    st.markdown(f"**{run}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
-                f"ranks on {row['hosts']} host(s), {row['devices']}, {row['steps']} steps")
+    st.markdown(f"**{plain(run)}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
+                f"ranks on {row['hosts']} host(s), {plain(row['devices'])}, {row['steps']} "
+                "steps")
     cols = st.columns(3)
     cols[0].button("Open overview", on_click=go_to("overview", run), key="open_overview")
     cols[1].markdown(f"[Link to this run]({deep_link('overview', run)})")
     if failures:
-        st.warning(f"Run '{run}' is partial: {len(failures)} file(s) failed")
+        st.warning(f"Run '{plain(run)}' is partial: {len(failures)} file(s) failed")
         # a list, not a table: a reason is a sentence, and a table cell would cut it
-        st.markdown("\n".join(f"- `{file}`: {reason}" for file, reason in failures))
-    with st.expander(f"Delete run '{run}'"):
-        confirm = st.checkbox(f"Yes, delete every row of '{run}' from {ctx.config.db.name}",
+        st.markdown("\n".join(f"- {code(file)}: {plain(reason)}" for file, reason in failures))
+    with st.expander(f"Delete run '{plain(run)}'"):
+        confirm = st.checkbox(f"Yes, delete every row of '{plain(run)}' from "
+                              f"{plain(ctx.config.db.name)}",
                               key="confirm_delete")
         if st.button("Delete run", disabled=not confirm, type="primary"):
             retry_busy(lambda: delete_run(ctx.config.db, run))
             data.forget_tokens(ctx.config.db)
             st.session_state.pop("confirm_delete", None)
-            st.toast(f"Deleted run '{run}'")
+            st.toast(f"Deleted run '{plain(run)}'")
             st.rerun()
 

@@ -24,6 +24,7 @@ from stepscope.dashboard.uploads import (
     sample_sets,
     trace_folders,
 )
+from stepscope.dashboard.widgets import code, plain
 from stepscope.ingest import IngestResult, NothingIngestedError, StepscopeError
 
 TITLE = "Upload"
@@ -83,10 +84,10 @@ def _from_browser(ctx: PageContext) -> None:
 
 def _from_server(ctx: PageContext, root: Path) -> None:
     st.subheader("From a folder on the server")
-    st.caption(f"Folders under {root} that hold trace files or archives.")
+    st.caption(f"Folders under {plain(root)} that hold trace files or archives.")
     folders = trace_folders(root)
     if not folders:
-        st.info(f"No trace folders under {root}.")
+        st.info(f"No trace folders under {plain(root)}.")
         return
     folder = st.selectbox("Folder", folders, key="server_folder")
     run = st.text_input("Run name", value=Path(root / folder).name, key=f"server_run_{folder}")
@@ -124,7 +125,7 @@ def _replace_warning(ctx: PageContext, run: str) -> None:
     ingested is the outcome shown above, not a run to be replaced)."""
     outcome = st.session_state.get(OUTCOME)
     if run.strip() in ctx.runs and not (outcome is not None and outcome.run == run.strip()):
-        st.caption(f":orange[A run named '{run.strip()}' exists: ingesting replaces it.]")
+        st.caption(f":orange[A run named '{plain(run.strip())}' exists: ingesting replaces it.]")
 
 
 def _ingest(ctx: PageContext, work: Callable[..., IngestResult]) -> None:
@@ -135,7 +136,7 @@ def _ingest(ctx: PageContext, work: Callable[..., IngestResult]) -> None:
 
     def progress(done: int, total: int, name: str) -> None:
         shown = name.rsplit("/", 1)[-1]
-        bar.progress(done / max(total, 1), text=f"{done}/{total} files: {shown}")
+        bar.progress(done / max(total, 1), text=f"{done}/{total} files: {plain(shown)}")
 
     def on_busy(attempt: int) -> None:
         note.warning(f"Database busy (another ingest is writing it), retrying… ({attempt})")
@@ -164,19 +165,19 @@ def _show_outcome(outcome: Outcome | None) -> None:
     st.subheader("Last ingest")
     replaced = " (it replaced the earlier run of that name)" if outcome.replaced else ""
     if outcome.error is not None:
-        st.error(outcome.error)
+        st.error(plain(outcome.error))
     elif outcome.failures:
-        st.warning(f"Run '{outcome.run}' ingested PARTIALLY: {outcome.ranks} rank(s); "
+        st.warning(f"Run '{plain(outcome.run)}' ingested PARTIALLY: {outcome.ranks} rank(s); "
                    f"{len(outcome.failures)} of {outcome.n_files} file(s) failed{replaced}")
     else:
-        st.success(f"Run '{outcome.run}' ingested: {outcome.ranks} rank(s) from "
+        st.success(f"Run '{plain(outcome.run)}' ingested: {outcome.ranks} rank(s) from "
                    f"{outcome.n_files} file(s){replaced}")
     for warning in outcome.warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
     for file, reason in outcome.failures:
-        st.markdown(f"- `{file}`: {reason}")
+        st.markdown(f"- {code(file)}: {plain(reason)}")
     if outcome.run is not None:
         cols = st.columns(2)
-        cols[0].button(f"Open run '{outcome.run}'", type="primary",
+        cols[0].button(f"Open run '{plain(outcome.run)}'", type="primary",
                        on_click=go_to("overview", outcome.run), key="open_new_run")
         cols[1].markdown(f"[Link to the run]({deep_link('overview', outcome.run)})")
