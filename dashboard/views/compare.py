@@ -114,8 +114,9 @@ def expected_table(e: Expected) -> pl.DataFrame:
 
 def departures(e: Expected) -> list[str]:
     """Why B departs from the expectation, per term that moved half a point or more (a
-    list under the table: a column of sentences would push the numbers out of view)."""
-    return [f"{TERM_LABELS.get(c.term, c.term)}: {c.why}" for c in e.terms
+    list under the table: a column of sentences would push the numbers out of view), as
+    Markdown: the reasons quote names, escaped."""
+    return [f"{TERM_LABELS.get(c.term, c.term)}: {plain(c.why)}" for c in e.terms
             if c.why and abs(c.departure_points or 0.0) >= 0.5]
 
 
@@ -137,7 +138,7 @@ def predicted_vs_measured(ctx: PageContext, base: str) -> None:
     st.markdown(plain(e.narrative))
     table(expected_table(e), "expected vs measured", "cmp_expected")
     for line in departures(e):
-        st.markdown(f"- {plain(line)}")
+        st.markdown(f"- {line}")
 
 
 def collectives_table(diff: Diff) -> pl.DataFrame:
