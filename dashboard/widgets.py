@@ -85,15 +85,17 @@ def report_downloads(ctx: PageContext) -> None:
 
 
 # Streamlit's Markdown acts on more than CommonMark/GFM: `$...$` is LaTeX, `:red[...]`
-# a colour directive, `:rocket:` / `:material/x:` an emoji or icon shortcode
-_STREAMLIT = re.compile(r"[$:]")
+# a colour directive, `:rocket:` / `:material/x:` an emoji or icon shortcode (a colon
+# before a space or the end starts none of them: "ranks: 4" stays as written)
+_STREAMLIT = re.compile(r"\$|:(?=\S)")
 
 
 def plain(text: object) -> str:
     """Text from a trace or a user (op, kernel, group, host, run and file names, and the
     analyzers' sentences that quote them) shown literally in a Streamlit Markdown call
     (st.markdown, st.caption, the alerts, labels, help): md_text, the one Markdown
-    escaper of every renderer, then what Streamlit adds, `$` and `:`. So
+    escaper of every renderer, then what Streamlit adds, `$` and a `:` that a character
+    follows. So
     '_foreach_add_' does not turn italic, '<128, 4>' is no tag, '$x$' no formula."""
     return _STREAMLIT.sub(r"\\\g<0>", md_text(text))
 

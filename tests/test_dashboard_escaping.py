@@ -123,9 +123,11 @@ def _escaped(name: str, body: str) -> bool:
 
 
 def test_plain_escapes_what_streamlit_reads_and_reads_back() -> None:
-    """plain is md_text plus Streamlit's `$` and `:`; the parsed text is the name."""
+    """plain is md_text plus Streamlit's `$` and a `:` before a character; the parsed
+    text is the name."""
     assert plain("aten::_to_copy $x$ :red[y]") == "aten\\:\\:\\_to_copy \\$x\\$ \\:red\\[y\\]"
-    assert plain("all_reduce 3.5 ms") == "all_reduce 3.5 ms"
+    assert plain("all_reduce: 3.5 ms") == "all_reduce: 3.5 ms"
+    assert plain("a:b: c:") == "a\\:b: c:"
     for name in NAMES:
         assert parsed(plain(name)) == name
         assert parsed(f"- {code(name)}") == name
