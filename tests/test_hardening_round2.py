@@ -705,6 +705,8 @@ def test_the_dashboard_upload_names_a_bad_member_and_announces_a_replace(
     from dashboard_helpers import app_test, no_exception, texts
     from test_dashboard_upload import upload
 
+    from stepscope.dashboard.widgets import plain
+
     archive = _zip_with_bad_member(tmp_path / "job.zip", "z/rank1.json", flag=1)
     stray = json.dumps(kineto_trace(rank=9, world_size=16, base_ns=START - 400 * DAY_NS))
     db = _copy_db(two_runs, tmp_path)
@@ -718,7 +720,8 @@ def test_the_dashboard_upload_names_a_bad_member_and_announces_a_replace(
     assert ("Run 'a' ingested PARTIALLY: 4 rank(s); 1 of 5 file(s) failed (it replaced the "
             "earlier run of that name)") in shown, shown
     assert "upload:job.zip!z/rank1.json" in shown and "encrypted" in shown
-    warnings = [str(w.value) for w in at.warning]
-    assert any(w.startswith("upload:old.json: does not look like the other traces") and
+    warnings = [str(w.value) for w in at.warning]  # Markdown: the file name escaped
+    assert any(w.startswith(f"{plain('upload:old.json')}: does not look like the other "
+                            "traces") and
                "\n" not in w for w in warnings), warnings
     assert q(db, "SELECT run, n_ranks FROM runs ORDER BY run") == [("a", 4), ("b", 2)]
