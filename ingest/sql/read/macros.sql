@@ -90,3 +90,27 @@ CREATE OR REPLACE TEMP MACRO numel(dims) AS
 CREATE OR REPLACE TEMP MACRO split_sizes(txt) AS
     CASE WHEN txt IS NULL OR txt LIKE '%...%' OR NOT regexp_matches(txt, '\d') THEN NULL
          ELSE CAST(regexp_extract_all(txt, '-?\d+') AS BIGINT[]) END;
+
+-- The `args` keys collectives.sql reads (communication metadata), as a narrow struct:
+-- carrying the whole `args` struct along costs a scan of every one of its keys. Never
+-- NULL itself (testing the whole struct for NULL scans every key too): where that
+-- matters, the caller tests `args IS NOT NULL`.
+CREATE OR REPLACE TEMP MACRO comm_args(a) AS {
+        'Collective name': a."Collective name",
+        'Process Group Name': a."Process Group Name",
+        'Process Group ID': a."Process Group ID",
+        'Process Group Description': a."Process Group Description",
+        'Process Group Ranks': a."Process Group Ranks",
+        'Group size': a."Group size",
+        'dtype': a."dtype",
+        'In msg nelems': a."In msg nelems",
+        'In msg size': a."In msg size",
+        'Out msg nelems': a."Out msg nelems",
+        'Out msg size': a."Out msg size",
+        'Seq': a."Seq",
+        'In split size': a."In split size",
+        'Out split size': a."Out split size",
+        'Dst Rank': a."Dst Rank",
+        'Src Rank': a."Src Rank",
+        'Rank': a."Rank"
+    };

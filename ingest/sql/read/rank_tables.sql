@@ -40,9 +40,10 @@ SELECT
     args."Concrete Inputs" AS concrete_inputs
 FROM x;
 
--- Collective metadata lives in the args of record_param_comms.
+-- Collective metadata lives in the args of record_param_comms (the keys collectives.sql
+-- reads; it reads them through a LEFT JOIN, so an event without args needs no NULL).
 CREATE OR REPLACE TEMP TABLE cpu_args AS
-SELECT rowid AS op_id, args FROM raw_events
+SELECT rowid AS op_id, comm_args(args) AS args FROM raw_events
 WHERE ph = 'X' AND name = 'record_param_comms';
 
 -- Nesting by time containment on each thread: depth = ops open when the op starts =
@@ -213,7 +214,9 @@ SELECT
     TRY_CAST(args."graph node id" AS BIGINT) AS graph_node_id,
     CASE WHEN ck.name IS NOT NULL THEN ck.library WHEN nccl_like THEN 'nccl' END AS comm_library,
     ck.collective AS comm_collective, ck.op AS comm_op, ck.role AS comm_role, nccl_like,
-    CASE WHEN nccl_like OR ck.name IS NOT NULL THEN args END AS args
+    -- the keys collectives.sql reads; NULL without args (its any_value skips those)
+    CASE WHEN (nccl_like OR ck.name IS NOT NULL) AND args IS NOT NULL THEN comm_args(args)
+    END AS args
 FROM x LEFT JOIN comm_kernel_names ck ON ck.name = x.name AND x.cat IN ('kernel', 'Kernel');
 
 CREATE OR REPLACE TEMP TABLE launches AS
