@@ -169,13 +169,15 @@ FROM cpu_raw r JOIN cpu_nest n USING (op_id);
 -- Kernel names the communication-kernel table knows (comm_patterns.sql: DeepEP, symmetric
 -- memory, custom all-reduce, ...): the first pattern matching each distinct name (names
 -- are few, kernels many).
--- $comm_any is every pattern in one alternation, compiled once: only the few names it
--- matches are tried pattern by pattern (a pattern read from a column compiles per row).
+-- $comm_any is every pattern in one alternation, compiled once, tried on each distinct
+-- name: only the few names it matches are tried pattern by pattern (a pattern read from a
+-- column compiles per row).
 CREATE OR REPLACE TEMP TABLE comm_kernel_names AS
-WITH names AS (
+WITH kernel_names AS (
     SELECT DISTINCT name FROM raw_events
     WHERE ph = 'X' AND cat IN ('kernel', 'Kernel') AND name IS NOT NULL
-      AND regexp_matches(name, $comm_any)
+), names AS (
+    SELECT name FROM kernel_names WHERE regexp_matches(name, $comm_any)
 )
 SELECT n.name, p.library, p.collective, p.op, p.role
 FROM names n JOIN comm_patterns p ON regexp_matches(n.name, p.pattern)
@@ -215,7 +217,7 @@ SELECT
     CASE WHEN ck.name IS NOT NULL THEN ck.library WHEN nccl_like THEN 'nccl' END AS comm_library,
     ck.collective AS comm_collective, ck.op AS comm_op, ck.role AS comm_role, nccl_like,
     -- the keys collectives.sql reads; NULL without args (its any_value skips those)
-    CASE WHEN (nccl_like OR ck.name IS NOT NULL) AND args IS NOT NULL THEN comm_args(args)
+    CASE WHEN (nccl_like OR ck.name IS NOT NULL) AND has_args THEN comm_args(args)
     END AS args
 FROM x LEFT JOIN comm_kernel_names ck ON ck.name = x.name AND x.cat IN ('kernel', 'Kernel');
 

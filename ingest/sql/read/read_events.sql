@@ -8,8 +8,11 @@
 -- differs between eras (e.g. ROCm's "stream": "0x0"). Shapes, dtypes and concrete inputs
 -- stay JSON. `[memory]` instants (profile_memory) keep Addr, Bytes, Total Allocated /
 -- Reserved, Device Type / Id (read/memory_events.sql); all_to_all keeps its split sizes.
+-- has_args: whether the event has `args` at all, taken while the struct is in memory
+-- (testing the stored struct for NULL later scans every one of its keys).
 CREATE OR REPLACE TEMP TABLE raw_events AS
-SELECT * FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns = {
+SELECT *, args IS NOT NULL AS has_args
+FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns = {
     'ph': 'VARCHAR', 'cat': 'VARCHAR', 'name': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR',
     'ts': $ts_type, 'dur': 'DOUBLE',
     'args': 'STRUCT("External id" VARCHAR, "correlation" VARCHAR, "device" VARCHAR,
