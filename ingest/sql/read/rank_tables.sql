@@ -232,16 +232,6 @@ SELECT external_id, op_id FROM out_cpu_ops
 WHERE external_id IS NOT NULL AND category IN ('cpu_op', 'Operator', 'user_annotation')
 QUALIFY row_number() OVER (PARTITION BY external_id ORDER BY depth DESC, op_id) = 1;
 
-CREATE OR REPLACE TEMP TABLE gpu_linked AS
-SELECT
-    g.*,
-    l.op_id AS launch_op_id,
-    x.op_id AS cpu_op_id,
-    l.step AS step
-FROM gpu_raw g
-LEFT JOIN launches l ON l.correlation = g.correlation
-LEFT JOIN ext_ops x ON x.external_id = g.external_id;
-
 -- CUDA / HIP graphs (docs/attribution.md, "CUDA and HIP graphs"): the kernels of a graph
 -- carry the correlation id of the cudaGraphLaunch / hipGraphLaunch that ran them, so they
 -- belong to the step that launched the graph (above). A graph launch no GPU op is linked
@@ -255,7 +245,7 @@ WITH launch AS (
 )
 SELECT o.step, count(*) AS graph_launches,
        count(*) FILTER (WHERE NOT EXISTS (
-           SELECT 1 FROM gpu_linked g WHERE g.correlation = o.correlation)) AS unlinked
+           SELECT 1 FROM gpu_raw g WHERE g.correlation = o.correlation)) AS unlinked
 FROM launch o
 WHERE o.category <> 'cuda_driver' OR NOT EXISTS (
     SELECT 1 FROM launch r WHERE r.category <> 'cuda_driver' AND r.tid = o.tid
@@ -269,6 +259,16 @@ SELECT s.step, s.start_ns, s.end_ns
 FROM step_spans s JOIN graph_launch_steps gs ON gs.step = s.step AND gs.unlinked > 0;
 
 CREATE OR REPLACE TEMP TABLE gpu_full AS
+WITH gpu_linked AS (
+    SELECT
+        g.*,
+        l.op_id AS launch_op_id,
+        x.op_id AS cpu_op_id,
+        l.step AS step
+    FROM gpu_raw g
+    LEFT JOIN launches l ON l.correlation = g.correlation
+    LEFT JOIN ext_ops x ON x.external_id = g.external_id
+)
 SELECT g.* REPLACE (
     coalesce(g.step, CASE WHEN g.launch_op_id IS NULL AND g.start_ns < f.end_ns
                           THEN f.step END) AS step)
