@@ -53,6 +53,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 1 << 20          # compressed bytes read at a time
 INFLATE_CHUNK = 16 << 20      # most decompressed bytes produced per step (bomb-safe)
 TAIL_WINDOW = 64 << 20        # the end of traceEvents is searched in the last 64 MiB
+TAIL_PROBE = 64 << 10         # ... first in the last 64 KiB, then in doubling windows
 # Largest |baseTimeNanoseconds| accepted: 2^62 ns is the year 2116; with event times
 # added it stays inside a BIGINT.
 MAX_BASE_NS = 1 << 62
@@ -303,24 +304,49 @@ def _closes_document(s: str, i: int) -> bool:
 
 
 def _events_end(text: mmap.mmap | bytes, start: int, last: int, display: str) -> int:
-    """Byte offset just past the `]` that closes traceEvents (its `[` is at `start`)."""
-    lo = max(start, last + 1 - TAIL_WINDOW)
-    # latin-1 maps byte i to character i, so offsets carry over; JSON syntax is ASCII.
-    tail = bytes(text[lo:last + 1]).decode("latin-1")
+    """Byte offset just past the `]` that closes traceEvents (its `[` is at `start`).
+
+    The search reads the document's tail in a window that starts at TAIL_PROBE bytes and
+    doubles up to TAIL_WINDOW: the array usually closes a few bytes before the end, and
+    copying and decoding the whole window cost more than the rest of the split."""
+    floor = max(start, last + 1 - TAIL_WINDOW)
+    size = TAIL_PROBE
     try:
-        # events are objects, so their list ends `}]` (or is `[]`); other lists second
-        for only_after_object in (True, False):
-            pos = len(tail)
-            while (pos := tail.rfind("]", 0, pos)) >= 0:
-                before = tail[max(0, pos - 4096):pos].rstrip(" \t\n\r")[-1:]
-                if only_after_object and before not in ("}", "["):
-                    continue
-                if _closes_document(tail, pos + 1):
-                    return lo + pos + 1
+        while True:
+            lo = max(floor, last + 1 - size)
+            # latin-1 maps byte i to character i, so offsets carry over; JSON syntax is ASCII.
+            tail = bytes(text[lo:last + 1]).decode("latin-1")
+            whole = lo == floor
+            # events are objects, so their list ends `}]` (or is `[]`); other lists second
+            for only_after_object in (True, False) if whole else (True,):
+                end = _closing_bracket(tail, only_after_object, whole)
+                if end is not None:
+                    return lo + end
+            if whole:
+                break
+            size *= 2
     except RecursionError:
         raise TraceFileError(display, "invalid JSON (nested too deeply to be a trace)") from None
     raise TraceFileError(display, "invalid JSON: the traceEvents list never closes "
                          f"(truncated at byte {last + 1}?)")
+
+
+def _closing_bracket(tail: str, only_after_object: bool, whole: bool) -> int | None:
+    """Offset in `tail` just past its last `]` after which the rest reads as the
+    document's remaining keys (and, with `only_after_object`, that follows `}` or `[`).
+    In a window that is not the `whole` tail, a candidate with fewer than 4096
+    characters before it is not judged (what precedes it is cut short): None, and the
+    caller widens the window; the candidates after it are judged as the whole tail would."""
+    pos = len(tail)
+    while (pos := tail.rfind("]", 0, pos)) >= 0:
+        if not whole and pos < 4096:
+            return None
+        before = tail[max(0, pos - 4096):pos].rstrip(" \t\n\r")[-1:]
+        if only_after_object and before not in ("}", "["):
+            continue
+        if _closes_document(tail, pos + 1):
+            return pos + 1
+    return None
 
 
 def _split_trace(text: mmap.mmap | bytes, display: str) -> tuple[dict[str, Any], int, int]:
