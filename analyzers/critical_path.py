@@ -105,14 +105,23 @@ class Analysis:
         base = _mean_step({k: w for k, w in self._observed.items() if k in after})
         predicted = measured_ms - (base - _mean_step(after)) / 1e6
         label = what or spec.label
-        sentence = (f"if {label}, the step would be {predicted:.2f} ms instead of "
-                    f"{measured_ms:.2f} ms ({predicted - measured_ms:+.2f} ms)")
+        sentence = whatif_sentence(label, predicted, measured_ms)
         per_step = {str(k): sum(w.values()) / len(w) / 1e6 for k, w in after.items() if w}
         return WhatIfResult(
             what=label, kind=spec.kind, target=spec.target, speedup=spec.speedup,
             step_time_ms=measured_ms,
             predicted_step_time_ms=predicted, gain_ms=measured_ms - predicted,
             per_step_ms=per_step, sentence=sentence, reason=reason)
+
+
+def whatif_sentence(label: str, predicted_ms: float, measured_ms: float) -> str:
+    """'if X, the step would be 9.10 ms instead of 10.00 ms (-0.90 ms)'; a change that
+    rounds to nothing says so instead of '76.80 ms instead of 76.80 ms (-0.00 ms)'."""
+    if abs(predicted_ms - measured_ms) < 0.005:
+        return (f"if {label}, the step would stay at {measured_ms:.2f} ms (less than "
+                "0.01 ms gained: the step does not wait for it)")
+    return (f"if {label}, the step would be {predicted_ms:.2f} ms instead of "
+            f"{measured_ms:.2f} ms ({predicted_ms - measured_ms:+.2f} ms)")
 
 
 def check(a: Analysis, spec: WhatIf) -> None:
@@ -287,6 +296,13 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
                    "holding the GPU, an event wait not in the trace"
                    + (f"; {unlinked} GPU ops have no launch call linked" if unlinked else "")
                    + ")")
+    cats = np.concatenate([p.cat for p in paths])
+    host = float(ns[np.isin(cats, ("cpu", "launch"))].sum())
+    if ns.sum() > 0 and host > 0.5 * ns.sum():
+        out.append(f"{100 * host / ns.sum():.0f}% of the path is the host (CPU work before "
+                   "a launch, the launches): the GPU waits for the CPU, so faster kernels or "
+                   "collectives barely shorten the step; the idle split says what the host "
+                   "ran")
     n_ranks, world = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
     if len(np.unique(g.rank)) == 1:
         out.append("one rank traced: the path stays on it (no collective instance to follow "
