@@ -32,11 +32,13 @@ from stepscope.ingest.queries import sql
 
 DEFAULT_DB = "stepscope.duckdb"
 MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
-# The writer's DuckDB memory limit when $STEPSCOPE_MEMORY_LIMIT is not set: small while it
-# appends (a batch streams from Parquet), then sized to the largest batch of the
-# attribution (`fit_memory_limit`), so the uncommitted run and the dropped temporary
-# tables of earlier batches spill to disk instead of filling memory (docs/scale.md).
-DEFAULT_MEMORY_LIMIT = "64MiB"
+# The writer's DuckDB memory limit when $STEPSCOPE_MEMORY_LIMIT is not set: 1GB for what a
+# write connection does besides ingesting (nightly reports, merges); an ingest runs at
+# the floor while it appends (a batch streams from Parquet), then at a limit sized to the
+# largest batch of the attribution (`fit_memory_limit`), so the uncommitted run and the
+# dropped temporary tables of earlier batches spill to disk instead of filling memory
+# (docs/scale.md).
+DEFAULT_MEMORY_LIMIT = "1GB"
 MEMORY_FLOOR_BYTES = 64 << 20
 MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace event
 MEMORY_CEILING_BYTES = 4 << 30
@@ -189,10 +191,11 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
 
 
 def _memory_config() -> Config:
-    """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 64MiB): past
-    it, DuckDB evicts cached blocks and spills to a temp folder beside the database
-    (`<db>.tmp`, removed when the connection closes), so the ingest's memory does not grow
-    with the number of ranks or their size (docs/scale.md)."""
+    """DuckDB's memory limit for the writer ($STEPSCOPE_MEMORY_LIMIT, default 1GB; an
+    ingest lowers it, `fit_memory_limit`): past it, DuckDB evicts cached blocks and spills
+    to a temp folder beside the database (`<db>.tmp`, removed when the connection closes),
+    so the ingest's memory does not grow with the number of ranks or their size
+    (docs/scale.md)."""
     return {"memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT}
 
 
@@ -208,7 +211,8 @@ def memory_limit_for(events: int) -> int | None:
 @contextmanager
 def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[None]:
     """Within the block, the connection's DuckDB memory limit is sized to a step that
-    works on `events` trace events at once (the attribution's largest batch of ranks):
+    works on `events` trace events at once (the attribution's largest batch of ranks; 0:
+    the floor, as an ingest appends its ranks):
     enough for that batch's queries, not the whole run, which DuckDB would otherwise keep
     cached up to the limit. The limit before is restored afterwards."""
     limit = memory_limit_for(events)

@@ -56,7 +56,8 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     text = str(exc).lower()
     if kind == "OutOfMemoryException" or "out of memory" in text:
         limit = os.environ.get(MEMORY_ENV) or (
-            f"{DEFAULT_MEMORY_LIMIT}, more for the attribution's batches")
+            f"{DEFAULT_MEMORY_LIMIT}; an ingest appends at 64MiB and attributes at a limit "
+            "sized to its batches")
         return DatabaseProblem(
             f"out of memory in the database (its limit is {limit}, from ${MEMORY_ENV} or "
             f"the default); raise ${MEMORY_ENV} (e.g. 2GB) or free "

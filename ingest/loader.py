@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 
 from stepscope.ingest.comm_kernels import CommPattern
-from stepscope.ingest.db import connect_write, delete_run_rows
+from stepscope.ingest.db import connect_write, delete_run_rows, fit_memory_limit
 from stepscope.ingest.errors import (
     Interrupted,
     NothingIngestedError,
@@ -241,10 +241,12 @@ def ingest(
         guard.add_stopper(con.interrupt)
         try:
             sources = [one_line(os.fspath(p)) for p in paths]
-            _transaction(con, run_name, sources, (traces.files, nccl), result,
-                         _Options(strict, jobs, progress, after_load, limit, step_marker,
-                                  executor, ranks, stage_dir, comm_kernels),
-                         guard)
+            with fit_memory_limit(con, 0):  # the floor: the run spills, never accumulates
+                _transaction(con, run_name, sources, (traces.files, nccl), result,
+                             _Options(strict, jobs, progress, after_load, limit,
+                                      step_marker, executor, ranks, stage_dir,
+                                      comm_kernels),
+                             guard)
         finally:
             con.close()
     return result

@@ -406,7 +406,7 @@ def test_database_and_disk_failures_are_one_line(two_runs: Path, tmp_path: Path,
         rc, _, err = cli("ingest", SIM / "healthy", "--db", tmp_path / "m.duckdb", "--quiet")
         assert rc == 2 and len(err) == 1 and (
             f"cannot open the database with $STEPSCOPE_MEMORY_LIMIT='{limit}'") in err[0], err
-        assert err[0].endswith("give a size such as 2GB (default 64MiB)")
+        assert err[0].endswith("give a size such as 2GB (default 1GB)")
     # big enough to open, too small to ingest: the query's out-of-memory, one line
     from stepscope.ingest import db_errors
 

@@ -1,7 +1,8 @@
-"""The writer's DuckDB memory limit (ingest/db.py, docs/scale.md "Memory"): small while
-the run is appended, sized to the attribution's largest batch of ranks while it runs,
-the user's $STEPSCOPE_MEMORY_LIMIT as given; and the ingest under these limits stores
-the same rows and leaves the database unchanged when it fails."""
+"""The writer's DuckDB memory limit (ingest/db.py, docs/scale.md "Memory"): 1GB on a
+write connection, small while an ingest appends its run, sized to the attribution's
+largest batch of ranks while it runs, the user's $STEPSCOPE_MEMORY_LIMIT as given; and
+the ingest under these limits stores the same rows and leaves the database unchanged
+when it fails."""
 
 from __future__ import annotations
 
@@ -43,15 +44,21 @@ def test_limit_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
     assert memory_limit_for(1_000_000) is None  # the user's limit holds
 
 
-def test_writer_opens_at_the_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_writer_opens_at_1gb_and_an_ingest_runs_at_the_floor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports on a write connection (the nightly's) get the 1GB default; an ingest lowers
+    it to the floor while it appends and sizes it to the batch while it attributes."""
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     con = connect_write(tmp_path / "a.duckdb")
     try:
-        assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
-        with fit_memory_limit(con, 2_000_000):
-            assert _limit_bytes(con) == pytest.approx(2_000_000 * MEMORY_PER_EVENT_BYTES,
-                                                      rel=0.01)
-        assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+        assert _limit_bytes(con) == pytest.approx(1e9, rel=0.01)
+        with fit_memory_limit(con, 0):
+            assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+            with fit_memory_limit(con, 2_000_000):
+                assert _limit_bytes(con) == pytest.approx(
+                    2_000_000 * MEMORY_PER_EVENT_BYTES, rel=0.01)
+            assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+        assert _limit_bytes(con) == pytest.approx(1e9, rel=0.01)
     finally:
         con.close()
     monkeypatch.setenv(MEMORY_ENV, "300MB")
@@ -124,7 +131,8 @@ def test_failed_attribution_leaves_the_database(
     before = _rows(db, ("runs", "step_attribution", "gpu_ops"))
 
     def too_small(events: int) -> int:
-        return 1 << 20  # 1 MiB: DuckDB cannot run the attribution's queries in it
+        # the appends at the floor; the attribution in 1 MiB, where its queries cannot run
+        return (1 << 20) if events else MEMORY_FLOOR_BYTES
 
     monkeypatch.setattr(ingest_db, "memory_limit_for", too_small)
     with pytest.raises(duckdb.OutOfMemoryException):
