@@ -17,6 +17,8 @@ from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.memory import NO_EVENTS
 from stepscope.dashboard.uploads import ingest_staged
 
+pytestmark = pytest.mark.slow  # renders the analyses pages of ingested runs
+
 RUNS = {"moe_roofline": SIMULATED / "moe_roofline", "straggler": SIMULATED / "straggler",
         "cpu-straggler": CPU / "straggler"}
 

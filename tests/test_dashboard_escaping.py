@@ -26,6 +26,8 @@ import stepscope
 from stepscope.dashboard.views import PAGES
 from stepscope.dashboard.widgets import code, plain
 
+pytestmark = pytest.mark.slow  # ingests two runs, renders every page
+
 HOSTILE = "<8, *_|`q`>[a](b) $x$ :red[y]"
 KERNEL = f"elementwise_kernel{HOSTILE}"
 OP = f"aten::_to_copy{HOSTILE}"

@@ -15,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.uploads import ingest_staged
 
+pytestmark = pytest.mark.slow  # renders pages of ingested runs
+
 
 @pytest.fixture(scope="module")
 def shapes_db(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -25,6 +25,8 @@ from stepscope.dashboard.uploads import (
 from stepscope.ingest import DatabaseBusyError, UsageError
 from stepscope.ingest.merge import delete_run, retry_busy
 
+pytestmark = pytest.mark.slow  # uploads and ingests through the page
+
 
 def rank_file(rank: int, world: int = 2) -> bytes:
     return gzip.compress(json.dumps(kineto_trace(rank=rank, world_size=world)).encode(),

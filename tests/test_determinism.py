@@ -16,6 +16,8 @@ from conftest import SIM
 
 from stepscope.cli import main
 
+pytestmark = pytest.mark.slow  # ingests sets, writes reports twice
+
 # Tables the calibration aggregates over; each is rewritten in reverse physical order.
 SHUFFLED = ("gpu_ops", "cpu_ops", "collectives", "collective_waits", "collective_exposure",
             "step_attribution")

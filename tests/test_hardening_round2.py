@@ -31,6 +31,8 @@ import stepscope
 from stepscope.cli import main
 from stepscope.ingest import limits, read_trace
 
+pytestmark = pytest.mark.slow  # every case runs the CLI end to end on ingested runs
+
 SIM = SAMPLES.parent / "simulated"
 START = 1_700_000_000_000_000_000
 DAY_NS = 86_400 * 10**9

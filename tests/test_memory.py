@@ -22,6 +22,8 @@ from stepscope.analyzers.model import MemorySection, MemoryStep, RankMemory, Rep
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.report import report_markdown
 
+pytestmark = pytest.mark.slow  # ingests real and simulated memory traces
+
 DF = SHARED_TRACES / "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz"
 KINETO = (SHARED_TRACES / "kineto/tb_plugin/samples/resnet50_num_workers_0/"
           "worker0.1623143089861.pt.trace.json.gz")

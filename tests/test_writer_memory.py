@@ -25,6 +25,8 @@ from stepscope.ingest.db import (
     memory_limit_for,
 )
 
+pytestmark = pytest.mark.slow  # ingests runs under memory limits
+
 MIB = 2**20
 
 
