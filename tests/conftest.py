@@ -139,6 +139,18 @@ def kineto_trace(rank: int | None = 0, world_size: int = 2, steps: int = 2,
     return trace
 
 
+def q(db: Path, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of `sql` on the database file `db`, opened read-only and closed again
+    (tests read what a command stored without holding the file)."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, params or {}).fetchall()
+    finally:
+        con.close()
+
+
 def write_trace(path: Path, trace: dict[str, Any] | str | bytes) -> Path:
     """Write a trace dict (or raw text/bytes) as .json or .json.gz depending on the name."""
     if isinstance(trace, dict):

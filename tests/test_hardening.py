@@ -16,19 +16,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import SAMPLES, kineto_trace, write_trace
+from conftest import SAMPLES, kineto_trace, q, write_trace
 
 from stepscope.cli import main
 from stepscope.ingest import read_trace
 from stepscope.ingest.errors import TraceFileError
-
-
-def q(db: Path, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or {}).fetchall()
-    finally:
-        con.close()
 
 
 def _trace_bytes(**kwargs: Any) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import SAMPLES, kineto_trace, write_trace
+from conftest import SAMPLES, kineto_trace, q, write_trace
 
 import stepscope
 from stepscope.cli import main
@@ -46,14 +46,6 @@ def cli(*argv: str | Path) -> tuple[int, str, list[str]]:
     lines = err.getvalue().splitlines()
     assert not any("Traceback" in x or "internal error" in x for x in lines), lines
     return rc, out.getvalue(), lines
-
-
-def q(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def job(folder: Path, world: int = 2, base_ns: int = START, **kwargs: Any) -> Path:
@@ -359,12 +351,7 @@ def test_the_dashboard_shows_a_run_with_absurd_shapes(two_runs: Path, tmp_path: 
 
     from stepscope.dashboard.views import RUN_PAGES
 
-    trace = kineto_trace(rank=0, world_size=2)
-    mm = next(e for e in trace["traceEvents"] if e.get("name") == "aten::mm")
-    mm["args"]["Input Dims"] = [[2**62, 2**62], [2**62, 2**62]]
-    folder = tmp_path / "huge"
-    write_trace(folder / "rank0.json.gz", trace)
-    write_trace(folder / "rank1.json.gz", kineto_trace(rank=1, world_size=2))
+    folder = _two_ranks_with_matmul_of(tmp_path / "huge", 2**62)
     db = _copy_db(two_runs, tmp_path)
     assert cli("ingest", folder, "--db", db, "--quiet")[0] == 0
     for page in RUN_PAGES:
@@ -556,13 +543,18 @@ def test_a_nested_trace_events_key_is_not_the_top_level_one(tmp_path: Path) -> N
     assert tables.distributed_info is not None and tables.distributed_info["world_size"] == 1
 
 
-def test_impossible_flops_are_named_and_mfu_never_above_100(tmp_path: Path) -> None:
+def _two_ranks_with_matmul_of(folder: Path, n: int) -> Path:
+    """A two-rank run whose rank 0 has one aten::mm of n x n by n x n (`Input Dims`)."""
     trace = kineto_trace(rank=0, world_size=2)
     mm = next(e for e in trace["traceEvents"] if e.get("name") == "aten::mm")
-    mm["args"]["Input Dims"] = [[2**40, 2**40], [2**40, 2**40]]
-    folder = tmp_path / "absurd"
+    mm["args"]["Input Dims"] = [[n, n], [n, n]]
     write_trace(folder / "rank0.json.gz", trace)
     write_trace(folder / "rank1.json.gz", kineto_trace(rank=1, world_size=2))
+    return folder
+
+
+def test_impossible_flops_are_named_and_mfu_never_above_100(tmp_path: Path) -> None:
+    folder = _two_ranks_with_matmul_of(tmp_path / "absurd", 2**40)
     rc, out, err = cli("report", folder, "--format", "json")
     assert rc == 0, err
     mfu = json.loads(out)["mfu"]

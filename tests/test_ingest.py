@@ -10,20 +10,11 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import pytest
-from conftest import SAMPLES, kineto_trace, write_trace
+from conftest import SAMPLES, kineto_trace, q, write_trace
 
 from stepscope.cli import main
 from stepscope.ingest import NothingIngestedError, UsageError, ingest
-
-
-def q(db: Path, sql: str, params: dict | None = None) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or {}).fetchall()
-    finally:
-        con.close()
 
 
 def test_ingest_sample_run(tmp_path: Path) -> None:

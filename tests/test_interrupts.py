@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, q
 
 import stepscope
 from stepscope.cli import main
@@ -28,14 +28,6 @@ SIMULATED = SAMPLES.parent / "simulated"
 pytestmark = [pytest.mark.interrupt,
               pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
                                  reason="POSIX signals")]
-
-
-def q(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _sigint() -> None:
