@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import polars as pl
 
-from stepscope.analyzers._sql import as_frame, sql
+from stepscope.analyzers._sql import as_frame, fetch_rows, sql
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.DataFrame:
@@ -17,10 +21,33 @@ def run_summary(con: duckdb.DuckDBPyConnection, run: str | None = None) -> pl.Da
     The attributed columns (summary/attributed.sql) are NULL for a run the analyzers have
     not attributed (a database written by `ingest.ingest` alone has empty derived
     tables)."""
-    ingested = as_frame(con.sql(sql("summary/runs.sql"), params={"run": run}))
-    attributed = as_frame(con.sql(sql("summary/attributed.sql"), params={"run": run}))
+    params = _runs_param(None if run is None else [run])
+    ingested = as_frame(con.sql(sql("summary/runs.sql"), params=params))
+    attributed = as_frame(con.sql(sql("summary/attributed.sql"), params=params))
     return ingested.join(attributed, on="run", how="left", maintain_order="left").select(
         f.name for f in fields(RunSummary))
+
+
+def summary_records(con: duckdb.DuckDBPyConnection,
+                    runs: Sequence[str] | None = None) -> list[RunSummary]:
+    """The rows of `run_summary` for `runs` (None: every run) as typed records, in run
+    order, without polars: what `stepscope ingest` prints once its runs are in (polars
+    takes longer to import than the summary takes to compute)."""
+    params = _runs_param(runs)
+    ingested = fetch_rows(con, "summary/runs.sql", params, dict)
+    attributed = {row["run"]: row
+                  for row in fetch_rows(con, "summary/attributed.sql", params, dict)}
+    return [_record({**row, **attributed.get(row["run"], {})}) for row in ingested]
+
+
+def _record(values: dict[str, Any]) -> RunSummary:
+    """A RunSummary of a row's columns (an attributed column the row lacks is None)."""
+    row: dict[str, Any] = {f.name: values.get(f.name) for f in fields(RunSummary)}
+    return RunSummary(**row)
+
+
+def _runs_param(runs: Sequence[str] | None) -> dict[str, object]:
+    return {"runs": None if runs is None else list(runs)}
 
 
 @dataclass(frozen=True)

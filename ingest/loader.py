@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 
 from stepscope.ingest.comm_kernels import CommPattern
-from stepscope.ingest.db import connect_write, delete_run_rows, fit_memory_limit
+from stepscope.ingest.db import connect_write, delete_run_rows, fit_memory_limit, threads_limit
 from stepscope.ingest.errors import (
     Interrupted,
     NothingIngestedError,
@@ -465,7 +465,8 @@ class _Batch:
             params[f"{table}_files"] = [f for f, _ in self.files
                                         if Path(f).name == f"{table}.parquet"]
         try:
-            run_script(self.con, "load/append_ranks.sql", params)
+            with threads_limit(self.con, 1):
+                run_script(self.con, "load/append_ranks.sql", params)
         except duckdb.InterruptException:
             raise
         except duckdb.Error as exc:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
 
 from stepscope.analyzers import run_summary
+from stepscope.analyzers.summary import RunSummary, summary_records
 from stepscope.ingest import UsageError, connect_read_only, run_names
 from stepscope.ingest.queries import as_frame
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PUBLIC_TABLES = (
     "runs", "ranks", "process_groups", "threads", "cpu_ops", "gpu_ops", "gpu_annotations",
@@ -44,6 +48,13 @@ class Store:
         if run is not None:
             self.require_run(run)
         return run_summary(self.con, run)
+
+    def summary_records(self, runs: Sequence[str] | None = None) -> list[RunSummary]:
+        """The rows of `summary` for these runs (None: every run) as typed records,
+        without polars."""
+        for run in runs or ():
+            self.require_run(run)
+        return summary_records(self.con, runs)
 
     def table(self, name: str, run: str | None = None) -> pl.DataFrame:
         """A whole public table, optionally restricted to one run."""

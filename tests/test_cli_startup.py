@@ -8,6 +8,9 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+from conftest import SAMPLES
 
 from stepscope.cli import build_parser
 from stepscope.commands import COMMAND_HELP, COMMANDS
@@ -64,3 +67,13 @@ def test_the_listed_help_is_each_command_modules_own() -> None:
                  if isinstance(a, argparse._SubParsersAction)]
     listed = {choice.dest: choice.help for choice in action._choices_actions}
     assert listed == COMMAND_HELP
+
+
+def test_an_ingest_imports_no_polars(tmp_path: Path) -> None:
+    """The ingest's workers start once its module is loaded, and polars (0.2 s of
+    imports) would delay them; the summary it prints at the end needs no frame either."""
+    code, shown, loaded = _run("ingest", str(SAMPLES / "ddp"), "--db",
+                               str(tmp_path / "t.duckdb"), "--run", "ddp")
+    assert code == 0
+    assert shown.splitlines()[-1].startswith("ddp ")  # the summary's row
+    assert [m for m in ("polars", "pyarrow") if m in loaded] == []

@@ -190,11 +190,12 @@ def _frame(cls: type, **values: object) -> pl.DataFrame:
 
 
 def _summary(names: Names) -> str:
-    frame = _frame(RunSummary, run=names.name("run-a"), status="complete",
-                   hosts=1, devices=names.name("H100"), steps=3, gpu_ops=10, compute_kernels=5,
-                   comm_kernels=2, memory_ops=1, collectives=2, p2p_ops=0, process_groups=1,
-                   top_loss="idle", top_loss_share=0.1)
-    return summary_markdown(frame)
+    values = dict(run=names.name("run-a"), status="complete", hosts=1,
+                  devices=names.name("H100"), steps=3, gpu_ops=10, compute_kernels=5,
+                  comm_kernels=2, memory_ops=1, collectives=2, p2p_ops=0, process_groups=1,
+                  top_loss="idle", top_loss_share=0.1)
+    row = RunSummary(**{f.name: values.get(f.name) for f in dataclasses.fields(RunSummary)})
+    return summary_markdown([row])
 
 
 def _history(names: Names) -> str:

@@ -11,7 +11,7 @@ import pytest
 from conftest import SAMPLES
 
 from stepscope.analyzers.history import read_history
-from stepscope.analyzers.summary import RunSummary, run_summary
+from stepscope.analyzers.summary import RunSummary, run_summary, summary_records, summary_rows
 from stepscope.ingest import connect_read_only, ingest
 from stepscope.ingest.db import insert_by_name
 
@@ -49,6 +49,7 @@ def test_summary_and_history_of_a_database_the_analyzers_never_saw(tmp_path: Pat
     con = connect_read_only(db)
     try:
         frame = run_summary(con)
+        records = summary_records(con, ["raw"])
         history = read_history(con, "nightly-job")
     finally:
         con.close()
@@ -57,6 +58,7 @@ def test_summary_and_history_of_a_database_the_analyzers_never_saw(tmp_path: Pat
     assert row["run"] == "raw" and row["n_ranks"] == 4
     assert [row[c] for c in ("attributed_step_ms", "compute_share", "top_loss",
                              "top_loss_share")] == [None] * 4
+    assert records == summary_rows(frame)  # the CLI's rows, read without polars
     assert history.height == 0
     assert {"mfu_change_points", "step_time_change_ms", "in_db"} <= set(history.columns)
     with duckdb.connect(str(db), read_only=True) as raw:

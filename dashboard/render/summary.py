@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import polars as pl
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
 
-from stepscope.analyzers.summary import RunSummary, summary_rows
+from stepscope.analyzers.summary import RunSummary
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.format import md_text, pct
 
@@ -42,16 +44,15 @@ def _row_cells(row: RunSummary) -> dict[str, str]:
     return cells
 
 
-def _rows(summary: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
+def _rows(summary: Sequence[RunSummary]) -> tuple[list[str], list[list[str]]]:
     headers = [header for _, header in TEXT_COLUMNS]
-    rows = [[_row_cells(row)[col] for col, _ in TEXT_COLUMNS]
-            for row in summary_rows(summary)]
+    rows = [[_row_cells(row)[col] for col, _ in TEXT_COLUMNS] for row in summary]
     return headers, rows
 
 
-def summary_text(summary: pl.DataFrame) -> str:
+def summary_text(summary: Sequence[RunSummary]) -> str:
     """Aligned plain-text table, one line per run."""
-    if summary.is_empty():
+    if not summary:
         return "no runs in this database"
     headers, rows = _rows(summary)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
@@ -61,9 +62,9 @@ def summary_text(summary: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def summary_markdown(summary: pl.DataFrame) -> str:
+def summary_markdown(summary: Sequence[RunSummary]) -> str:
     """GitHub-flavoured Markdown table, one row per run."""
-    if summary.is_empty():
+    if not summary:
         return "_no runs in this database_"
     headers, rows = _rows(summary)
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -71,7 +72,8 @@ def summary_markdown(summary: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def summary_json(summary: pl.DataFrame) -> str:
-    """JSON list of run objects with every summary column."""
-    records = summary.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S"))
-    return strict_json.dumps(records.to_dicts(), indent=2)
+def summary_json(summary: Sequence[RunSummary]) -> str:
+    """JSON list of run objects with every summary column (times to the second)."""
+    records = [{key: value.strftime("%Y-%m-%dT%H:%M:%S") if isinstance(value, datetime)
+                else value for key, value in asdict(row).items()} for row in summary]
+    return strict_json.dumps(records, indent=2)

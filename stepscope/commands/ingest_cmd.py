@@ -192,10 +192,9 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
         results.append(result)
     if not args.quiet and results:
         with Store(args.db) as store:
-            summary = store.summary()
-        names = {r.run for r in results}
+            summary = store.summary_records(sorted({r.run for r in results}))
         print()
-        print(summary_text(summary.filter(summary["run"].is_in(list(names)))))
+        print(summary_text(summary))
     if nothing == len(jobs):
         return EXIT_NOTHING
     return EXIT_PARTIAL if nothing or any(r.failures for r in results) else EXIT_OK

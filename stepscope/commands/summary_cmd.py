@@ -23,6 +23,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
-        summary = store.summary(args.run)
+        summary = store.summary_records(None if args.run is None else [args.run])
     print(RENDERERS[args.format](summary))
     return EXIT_OK

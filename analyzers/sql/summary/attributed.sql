@@ -1,7 +1,8 @@
 -- The attributed columns of the run summary, one row per attributed run: the mean step
 -- over ranks and complete steps, its compute share, and the largest loss (non-compute
 -- category) with its share of the step. Reads step_attribution, complete_steps (views in
--- ingest/sql/schema/derived.sql); writes nothing. Parameter: $run (NULL = every run).
+-- ingest/sql/schema/derived.sql); writes nothing. Parameter: $runs, a list of run names
+-- (NULL = every run).
 WITH attr_means AS (
     -- attributed step time: mean over ranks and complete steps, per category
     SELECT run, avg(step_ns) AS step_ns, avg(compute_ns) AS compute_ns,
@@ -9,7 +10,7 @@ WITH attr_means AS (
         avg(straggler_wait_ns) AS straggler_wait, avg(bubble_ns) AS bubble,
         avg(memory_ns) AS memory, avg(idle_ns) AS idle
     FROM step_attribution JOIN complete_steps USING (run, rank, step)
-    WHERE $run IS NULL OR run = $run
+    WHERE $runs IS NULL OR list_contains($runs, run)
     GROUP BY run
 ), attr AS (
     -- and the largest loss (non-compute category) with its share of the step

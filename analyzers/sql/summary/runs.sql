@@ -1,6 +1,8 @@
 -- One row per run: what was ingested. Reads runs, ranks, steps, gpu_ops, collectives,
--- process_groups; writes nothing. Parameter: $run (NULL = every run). The attributed
--- columns come from summary/attributed.sql (analyzers/summary.py joins them).
+-- process_groups; writes nothing. Parameter: $runs, a list of run names (NULL = every
+-- run), applied inside each aggregate so that the ingest's summary of one run does not
+-- count the other runs' ops. The attributed columns come from summary/attributed.sql
+-- (analyzers/summary.py joins them).
 WITH rk AS (
     -- a rank without a device name: 'GPU (unnamed)' when it ran GPU ops, else 'CPU only'
     SELECT run,
@@ -8,24 +10,25 @@ WITH rk AS (
         string_agg(DISTINCT coalesce(device_name,
                                      CASE WHEN device IS NULL THEN 'CPU only'
                                           ELSE 'GPU (unnamed)' END), ', ') AS devices
-    FROM ranks GROUP BY run
+    FROM ranks WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run
 ), st AS (
     SELECT run, count(DISTINCT step) AS steps, count(*) AS rank_steps,
            median(dur_ns) / 1e6 AS median_step_ms
-    FROM steps GROUP BY run
+    FROM steps WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run
 ), g AS (
     SELECT run, count(*) AS gpu_ops,
            count(*) FILTER (WHERE kind = 'compute') AS compute_kernels,
            count(*) FILTER (WHERE kind = 'comm') AS comm_kernels,
            count(*) FILTER (WHERE kind IN ('memcpy', 'memset')) AS memory_ops
-    FROM gpu_ops GROUP BY run
+    FROM gpu_ops WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run
 ), c AS (
     SELECT run, count(*) AS collectives,
            count(*) FILTER (WHERE is_p2p) AS p2p,
            string_agg(DISTINCT collective, ', ' ORDER BY collective) AS collective_types
-    FROM collectives GROUP BY run
+    FROM collectives WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run
 ), pg AS (
-    SELECT run, count(*) AS process_groups FROM process_groups GROUP BY run
+    SELECT run, count(*) AS process_groups FROM process_groups
+    WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run
 )
 SELECT
     r.run, r.status, r.world_size, r.n_ranks,
@@ -41,5 +44,5 @@ SELECT
 FROM runs r
 LEFT JOIN rk USING (run) LEFT JOIN st USING (run) LEFT JOIN g USING (run)
 LEFT JOIN c USING (run) LEFT JOIN pg USING (run)
-WHERE $run IS NULL OR r.run = $run
+WHERE $runs IS NULL OR list_contains($runs, r.run)
 ORDER BY r.run;
