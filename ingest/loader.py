@@ -241,12 +241,10 @@ def ingest(
         guard.add_stopper(con.interrupt)
         try:
             sources = [one_line(os.fspath(p)) for p in paths]
-            with fit_memory_limit(con, 0):  # the floor: the run spills, never accumulates
-                _transaction(con, run_name, sources, (traces.files, nccl), result,
-                             _Options(strict, jobs, progress, after_load, limit,
-                                      step_marker, executor, ranks, stage_dir,
-                                      comm_kernels),
-                             guard)
+            _transaction(con, run_name, sources, (traces.files, nccl), result,
+                         _Options(strict, jobs, progress, after_load, limit,
+                                  step_marker, executor, ranks, stage_dir, comm_kernels),
+                         guard)
         finally:
             con.close()
     return result
@@ -275,7 +273,8 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
     try:
         con.execute("BEGIN TRANSACTION")
         result.replaced, result.replaced_ingested_at = _ingested_at(con, run)
-        _ingest_files(con, run, files, result, opts, guard)
+        with fit_memory_limit(con, 0):  # the floor: the run spills, never accumulates
+            _ingest_files(con, run, files, result, opts, guard)
         guard.check()
         _finish_run(con, run, sources, result, opts.strict, stamp)
         if opts.after_load is not None:
@@ -336,6 +335,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
     with _stage_folder(opts.stage_dir) as stage:
         tasks = _tasks(traces, nccl, stage, opts)
         executor = make_executor(opts.executor, opts.jobs, len(tasks))
+        in_flight = opts.jobs or default_jobs()  # the files still parsing at the end
         guard.add_stopper(executor.cancel)
         claimed: dict[int, str] = {}
         claimed_nccl: dict[tuple[str, int], str] = {}
@@ -366,8 +366,8 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
                     raise NothingIngestedError(
                         f"{exc} (--strict: nothing was ingested)") from None
                 result.failures.append((exc.file, exc.problem))
-            if batch.full():
-                batch.flush()
+            if batch.full() or len(tasks) - done < in_flight:
+                batch.flush()  # near the end, each rank alone: the last append is short
         result.warnings += check_one_job(run, identities)
         batch.flush()
         finish_nccl(con, run, kinds)
