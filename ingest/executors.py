@@ -47,6 +47,15 @@ class Executor(Protocol):
         """Stop soon (safe to call from a signal handler)."""
         ...
 
+    def start(self, n_tasks: int) -> None:
+        """Get ready for `n_tasks` tasks before `run` (worker processes start importing
+        while the caller opens its database); optional."""
+        ...
+
+    def close(self) -> None:
+        """Release what `start` took when `run` never ran to its end."""
+        ...
+
 
 JOBS_ENV = "STEPSCOPE_JOBS"
 MAX_JOBS = 1024
@@ -80,6 +89,12 @@ class InlineExecutor:
 
     def cancel(self) -> None:
         self._token.cancel()
+
+    def start(self, n_tasks: int) -> None:
+        pass  # nothing to start: the tasks run in this thread
+
+    def close(self) -> None:
+        pass
 
 
 def worker_command() -> list[str]:
@@ -187,15 +202,29 @@ class ProcessExecutor:
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, jobs)
         self.cancelled = False
+        self._workers: list[_Worker] = []
+
+    def start(self, n_tasks: int) -> None:
+        """Start the worker processes now: each imports DuckDB and the reader (~0.1 s)
+        while the ingest opens and migrates its database, then waits for a task."""
+        if not self._workers and n_tasks:
+            self._workers = [_Worker() for _ in range(min(self.jobs, n_tasks))]
+
+    def close(self) -> None:
+        """Kill the workers that `run` did not stop (it never ran, or was abandoned)."""
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop(kill=True)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         """Keep every worker busy, at most 2 x jobs outcomes ahead of the consumer."""
         if not tasks:
             return
-        jobs = min(self.jobs, len(tasks))
+        self.start(len(tasks))
+        workers, self._workers = self._workers, []
+        jobs = len(workers)
         threads = max(1, default_jobs() // jobs)
         queue = deque(replace(t, threads=threads) for t in tasks)
-        workers = [_Worker() for _ in range(jobs)]
         done: dict[int, Outcome] = {}
         finished = False
         try:
@@ -276,6 +305,12 @@ class RayExecutor:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+    def start(self, n_tasks: int) -> None:
+        pass  # Ray starts (or connects) in run: `ray.init` is the slow part
+
+    def close(self) -> None:
+        pass
 
 
 def _import_ray() -> Any:

@@ -38,7 +38,12 @@ from stepscope.ingest.errors import (
     UsageError,
     one_line,
 )
-from stepscope.ingest.executors import default_jobs, make_executor, parse_executor
+from stepscope.ingest.executors import (
+    Executor,
+    default_jobs,
+    make_executor,
+    parse_executor,
+)
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
 from stepscope.ingest.jobs import TraceIdentity, check_one_job
@@ -237,16 +242,22 @@ def ingest(
         result.n_files = len(traces.files) + len(traces.failures) + len(nccl)
         if guard.hit:
             raise Interrupted(_interrupt_message(run_name, db, False), committed=False)
-        con = connect_write(db)
-        guard.add_stopper(con.interrupt)
-        try:
-            sources = [one_line(os.fspath(p)) for p in paths]
-            _transaction(con, run_name, sources, (traces.files, nccl), result,
-                         _Options(strict, jobs, progress, after_load, limit,
-                                  step_marker, executor, ranks, stage_dir, comm_kernels),
-                         guard)
-        finally:
-            con.close()
+        opts = _Options(strict, jobs, progress, after_load, limit, step_marker, executor,
+                        ranks, stage_dir, comm_kernels)
+        with _stage_folder(stage_dir) as stage:
+            work = _Work.prepare((traces.files, nccl), stage, opts)
+            guard.add_stopper(work.executor.cancel)
+            work.executor.start(len(work.tasks))  # the workers import as the database opens
+            try:
+                con = connect_write(db)
+                guard.add_stopper(con.interrupt)
+                try:
+                    sources = [one_line(os.fspath(p)) for p in paths]
+                    _transaction(con, run_name, sources, work, result, opts, guard)
+                finally:
+                    con.close()
+            finally:
+                work.executor.close()
     return result
 
 
@@ -264,9 +275,24 @@ class _Options:
     comm_kernels: tuple[CommPattern, ...] | None = None
 
 
-def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
-                 files: tuple[Sequence[TraceFile], Sequence[NcclFile]], result: IngestResult,
-                 opts: _Options, guard: InterruptGuard) -> None:
+@dataclass(frozen=True)
+class _Work:
+    """One task per file (Kineto traces, then NCCL files; indices are task order), the
+    executor they run on, and the stage folder of their Parquet files."""
+
+    tasks: list[Task]
+    executor: Executor
+    stage: Path
+
+    @classmethod
+    def prepare(cls, files: tuple[Sequence[TraceFile], Sequence[NcclFile]], stage: Path,
+                opts: _Options) -> _Work:
+        tasks = _tasks(*files, stage, opts)
+        return cls(tasks, make_executor(opts.executor, opts.jobs, len(tasks)), stage)
+
+
+def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], work: _Work,
+                 result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
     """Replace the run in one transaction; on Ctrl-C, roll back and raise Interrupted
     with what the database actually holds."""
     stamp = datetime.now(UTC).replace(tzinfo=None)
@@ -274,7 +300,7 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
         con.execute("BEGIN TRANSACTION")
         result.replaced, result.replaced_ingested_at = _ingested_at(con, run)
         with fit_memory_limit(con, 0):  # the floor: the run spills, never accumulates
-            _ingest_files(con, run, files, result, opts, guard)
+            _ingest_files(con, run, work, result, opts, guard)
         guard.check()
         _finish_run(con, run, sources, result, opts.strict, stamp)
         if opts.after_load is not None:
@@ -324,53 +350,48 @@ def _interrupt_message(run: str, db: str | Path, committed: bool | None) -> str:
     return f"interrupted: run '{run}' was not ingested; {db} is unchanged"
 
 
-def _ingest_files(con: duckdb.DuckDBPyConnection, run: str,
-                  files: tuple[Sequence[TraceFile], Sequence[NcclFile]], result: IngestResult,
-                  opts: _Options, guard: InterruptGuard) -> None:
+def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
+                  result: IngestResult, opts: _Options, guard: InterruptGuard) -> None:
     """Parse every file (Kineto traces, then NCCL files) as an independent task
     (ingest/tasks.py) on the chosen executor; append the accepted ranks in batches from
     their Parquet files and the NCCL files' rows in task order."""
     delete_run_rows(con, run)
-    traces, nccl = files
-    with _stage_folder(opts.stage_dir) as stage:
-        tasks = _tasks(traces, nccl, stage, opts)
-        executor = make_executor(opts.executor, opts.jobs, len(tasks))
-        in_flight = opts.jobs or default_jobs()  # the files still parsing at the end
-        guard.add_stopper(executor.cancel)
-        claimed: dict[int, str] = {}
-        claimed_nccl: dict[tuple[str, int], str] = {}
-        kinds: set[str] = set()
-        identities: list[TraceIdentity] = []
-        batch = _Batch(con, run, stage / "batch")
-        con.execute(sql("load/stage_groups.sql"))
-        for done, outcome in enumerate(executor.run(tasks), start=1):
-            guard.check()
-            if opts.progress:
-                opts.progress(done, len(tasks), tasks[outcome.index].display)
-            if isinstance(outcome, RankSkipped):
-                result.skipped_ranks.append(outcome.file)
-                result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
-                continue
-            try:
-                if isinstance(outcome, NcclParsed):
-                    accept_nccl(con, run, outcome, claimed_nccl)
-                    result.nccl_files.append(outcome.file)
-                    kinds.add(outcome.kind)
-                else:
-                    result.ranks.append(_accept(outcome, claimed, run, batch))
-                    identities.append(_identity(outcome))
-            except TraceFileError as exc:
-                if isinstance(exc, _ClaimedTwice):  # of another job, maybe: see below
-                    identities.append(_identity(outcome))
-                if opts.strict:
-                    raise NothingIngestedError(
-                        f"{exc} (--strict: nothing was ingested)") from None
-                result.failures.append((exc.file, exc.problem))
-            if batch.full() or len(tasks) - done < in_flight:
-                batch.flush()  # near the end, each rank alone: the last append is short
-        result.warnings += check_one_job(run, identities)
-        batch.flush()
-        finish_nccl(con, run, kinds)
+    tasks, executor = work.tasks, work.executor
+    in_flight = opts.jobs or default_jobs()  # the files still parsing at the end
+    claimed: dict[int, str] = {}
+    claimed_nccl: dict[tuple[str, int], str] = {}
+    kinds: set[str] = set()
+    identities: list[TraceIdentity] = []
+    batch = _Batch(con, run, work.stage / "batch")
+    con.execute(sql("load/stage_groups.sql"))
+    for done, outcome in enumerate(executor.run(tasks), start=1):
+        guard.check()
+        if opts.progress:
+            opts.progress(done, len(tasks), tasks[outcome.index].display)
+        if isinstance(outcome, RankSkipped):
+            result.skipped_ranks.append(outcome.file)
+            result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
+            continue
+        try:
+            if isinstance(outcome, NcclParsed):
+                accept_nccl(con, run, outcome, claimed_nccl)
+                result.nccl_files.append(outcome.file)
+                kinds.add(outcome.kind)
+            else:
+                result.ranks.append(_accept(outcome, claimed, run, batch))
+                identities.append(_identity(outcome))
+        except TraceFileError as exc:
+            if isinstance(exc, _ClaimedTwice):  # of another job, maybe: see below
+                identities.append(_identity(outcome))
+            if opts.strict:
+                raise NothingIngestedError(
+                    f"{exc} (--strict: nothing was ingested)") from None
+            result.failures.append((exc.file, exc.problem))
+        if batch.full() or len(tasks) - done < in_flight:
+            batch.flush()  # near the end, each rank alone: the last append is short
+    result.warnings += check_one_job(run, identities)
+    batch.flush()
+    finish_nccl(con, run, kinds)
 
 
 def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
