@@ -311,3 +311,24 @@ def test_run_per_dir_names_collisions_by_parent(tmp_path: Path) -> None:
                  "--db", str(db), "--quiet"]) == 0
     assert q(db, "SELECT run FROM runs ORDER BY run") == [
         ("cpu-straggler",), ("healthy",), ("sim-straggler",)]
+
+
+def _child_processes() -> list[int]:
+    """This process's children (Linux: /proc/self/task/*/children)."""
+    found: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        found += [int(pid) for pid in (task / "children").read_text().split()]
+    return found
+
+
+def test_workers_started_before_the_database_opens_stop_when_it_cannot(
+        tmp_path: Path) -> None:
+    """The worker processes start while the writer opens the database; when it cannot
+    (not a DuckDB file), the ingest fails with its one line and no worker is left."""
+    db = tmp_path / "notes.duckdb"
+    db.write_text("not a database")
+    before = _child_processes()
+    with pytest.raises(UsageError, match="not a DuckDB file"):
+        ingest([SAMPLES / "ddp"], db=db, run="ddp", executor="process", jobs=2)
+    assert _child_processes() == before
+    assert db.read_text() == "not a database"
