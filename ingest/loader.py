@@ -253,7 +253,8 @@ def ingest(
                 guard.add_stopper(con.interrupt)
                 try:
                     sources = [one_line(os.fspath(p)) for p in paths]
-                    _transaction(con, run_name, sources, work, result, opts, guard)
+                    with fit_memory_limit(con, 0):  # the floor: the run spills
+                        _transaction(con, run_name, sources, work, result, opts, guard)
                 finally:
                     con.close()
             finally:
@@ -299,12 +300,11 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], w
     try:
         con.execute("BEGIN TRANSACTION")
         result.replaced, result.replaced_ingested_at = _ingested_at(con, run)
-        with fit_memory_limit(con, 0):  # the floor: the run spills, never accumulates
-            _ingest_files(con, run, work, result, opts, guard)
+        _ingest_files(con, run, work, result, opts, guard)
         guard.check()
         _finish_run(con, run, sources, result, opts.strict, stamp)
         if opts.after_load is not None:
-            opts.after_load(con, run)
+            opts.after_load(con, run)  # may raise the limit, for the commit too
         guard.check()
         con.execute("COMMIT")
     except BaseException as exc:

@@ -23,6 +23,7 @@ from stepscope.ingest.db import (
     connect_write,
     fit_memory_limit,
     memory_limit_for,
+    size_bytes,
 )
 
 pytestmark = pytest.mark.slow  # ingests runs under memory limits
@@ -33,8 +34,9 @@ MIB = 2**20
 def _limit_bytes(con: duckdb.DuckDBPyConnection) -> float:
     """The connection's memory limit in bytes (DuckDB prints it rounded, e.g. 61.0 MiB)."""
     (text,), = con.execute("SELECT current_setting('memory_limit')").fetchall()
-    number, unit = text.split()
-    return float(number) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+    size = size_bytes(text)
+    assert size is not None, text
+    return size
 
 
 def test_limit_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +51,8 @@ def test_limit_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_writer_opens_at_1gb_and_an_ingest_runs_at_the_floor(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reports on a write connection (the nightly's) get the 1GB default; an ingest lowers
-    it to the floor while it appends and sizes it to the batch while it attributes."""
+    it to the floor while it appends and sizes it to the batch while it attributes and
+    commits."""
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     con = connect_write(tmp_path / "a.duckdb")
     try:
@@ -59,7 +62,14 @@ def test_writer_opens_at_1gb_and_an_ingest_runs_at_the_floor(
             with fit_memory_limit(con, 2_000_000):
                 assert _limit_bytes(con) == pytest.approx(
                     2_000_000 * MEMORY_PER_EVENT_BYTES, rel=0.01)
-            assert _limit_bytes(con) == pytest.approx(MEMORY_FLOOR_BYTES, rel=0.01)
+            # not lowered again (that would evict what the commit writes): the floor's
+            # block restores its own limit when it ends
+            assert _limit_bytes(con) == pytest.approx(
+                2_000_000 * MEMORY_PER_EVENT_BYTES, rel=0.01)
+        assert _limit_bytes(con) == pytest.approx(1e9, rel=0.01)
+        with fit_memory_limit(con, 2_000_000):  # below 1GB: restored
+            assert _limit_bytes(con) == pytest.approx(
+                2_000_000 * MEMORY_PER_EVENT_BYTES, rel=0.01)
         assert _limit_bytes(con) == pytest.approx(1e9, rel=0.01)
     finally:
         con.close()
