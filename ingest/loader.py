@@ -243,7 +243,7 @@ def ingest(
         if guard.hit:
             raise Interrupted(_interrupt_message(run_name, db, False), committed=False)
         opts = _Options(strict, jobs, progress, after_load, limit, step_marker, executor,
-                        ranks, stage_dir, comm_kernels)
+                        ranks, comm_kernels)
         with _stage_folder(stage_dir) as stage:
             work = _Work.prepare((traces.files, nccl), stage, opts)
             guard.add_stopper(work.executor.cancel)
@@ -272,7 +272,6 @@ class _Options:
     step_marker: str | None = None
     executor: str = "auto"
     ranks: RankSet | None = None
-    stage_dir: str | Path | None = None
     comm_kernels: tuple[CommPattern, ...] | None = None
 
 
