@@ -20,6 +20,7 @@ import numpy.typing as npt
 from stepscope.analyzers._sql import run_script, sql
 
 I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
 BOOL = npt.NDArray[np.bool_]
 OBJ = npt.NDArray[np.object_]
 
@@ -30,10 +31,18 @@ XS_TOL_NS = 10_000
 SYNC_TOL_NS = 100_000
 GAP_MIN_NS = 20_000
 
+# The graph keeps every per-node and per-edge string as a small integer code (the position
+# in these tuples; names and groups index the run's own dictionaries), so its memory is a
+# few int64 columns per node and edge, not a Python string each (docs/critical_path.md).
 EDGE_KINDS = ("stream", "issue", "consume", "inferred", "sync", "launch")
-GPU_EDGES = frozenset({"stream", "issue", "consume", "inferred"})
+STREAM, ISSUE, CONSUME, INFERRED, SYNC, LAUNCH_EDGE = range(len(EDGE_KINDS))
+GPU_EDGES = (STREAM, ISSUE, CONSUME, INFERRED)
 PATH_CATEGORIES = ("compute", "recompute", "memory", "collective", "p2p", "launch", "cpu",
                    "idle")
+COMPUTE, RECOMPUTE, MEMORY, COLLECTIVE, P2P, LAUNCH, CPU, IDLE = range(len(PATH_CATEGORIES))
+CATEGORY_NAMES: OBJ = np.asarray(PATH_CATEGORIES, dtype=object)
+NODE_KINDS = ("kernel", "coll", "p2p")
+KERNEL = 0
 NONE = -1
 NEG = np.iinfo(np.int64).min // 4  # "no constraint" in max-plus sums
 
@@ -42,24 +51,28 @@ NEG = np.iinfo(np.int64).min // 4  # "no constraint" in max-plus sums
 class Graph:
     """One run's graph. Nodes are numbered 0..n-1; `inst` is the collective instance of a
     node (-1: none) and `inst_t` that instance's transfer time (the last member's
-    duration). Edges: src (-1 for a launch), dst, kind, the time t it allowed the start
-    (on dst's clock), binding (it set the start), wait (syncs: how long the CPU waited)."""
+    duration). cat (PATH_CATEGORIES), kind (NODE_KINDS) and ekind (EDGE_KINDS) are codes;
+    a node's name is names[name_code], its group or launching op ops[op_code] (-1: none,
+    which reads MISSING, the dictionary's last entry). Edges: src (-1 for a launch), dst, kind, the time t it
+    allowed the start (on dst's clock), binding (it set the start), wait (syncs: how long
+    the CPU waited)."""
     rank: I64
     step: I64          # -1: launched outside any step
     stream: I64
     s: I64
     e: I64
-    cat: OBJ
-    kind: OBJ
-    name: OBJ
-    op: OBJ
+    cat: I8
+    kind: I8
     launch_s: I64      # NEG: no launch call linked
     inst: I64
     inst_t: I64
-    name_code: I64     # dense number of `name`
+    name_code: I64     # dense number of the name, by name
+    op_code: I64       # dense number of the group / launching op, by op; -1: none
+    names: OBJ         # name of each name_code
+    ops: OBJ           # op of each op_code, then MISSING (what op_code -1 reads)
     src: I64
     dst: I64
-    ekind: OBJ
+    ekind: I8
     t: I64
     binding: BOOL
     wait: I64
@@ -75,6 +88,14 @@ class Graph:
     def n(self) -> int:
         return int(self.rank.size)
 
+    def name_of(self, nodes: I64) -> OBJ:
+        """The names of `nodes` (looked up only for what is shown)."""
+        return self.names[self.name_code[nodes]]
+
+    def op_of(self, nodes: I64) -> OBJ:
+        """The group or launching op of `nodes` (MISSING: none)."""
+        return self.ops[self.op_code[nodes]]
+
 
 def _col(cols: dict[str, npt.NDArray[np.generic]], name: str, fill: int = NONE) -> I64:
     col = cols[name]
@@ -83,11 +104,20 @@ def _col(cols: dict[str, npt.NDArray[np.generic]], name: str, fill: int = NONE) 
     return np.asarray(col, dtype=np.int64)
 
 
-def _obj(cols: dict[str, npt.NDArray[np.generic]], name: str) -> OBJ:
-    col = cols[name]
-    if isinstance(col, np.ma.MaskedArray):
-        col = col.filled(None)  # type: ignore[arg-type]
-    return np.asarray(col, dtype=object)
+def _code(cols: dict[str, npt.NDArray[np.generic]], name: str) -> I8:
+    return np.asarray(_col(cols, name), dtype=np.int8)
+
+
+# A missing name or group reads '?', as it did when these columns came back as masked
+# object arrays (numpy's fill value for objects): the reports stay as they were.
+MISSING = "?"
+
+
+def _dictionary(con: duckdb.DuckDBPyConnection, query: str) -> OBJ:
+    """The values of a dictionary query in code order, then MISSING (what code -1 reads);
+    NULL reads MISSING too."""
+    values = [MISSING if v is None else v for (v,) in con.execute(sql(query)).fetchall()]
+    return np.asarray([*values, MISSING], dtype=object)
 
 
 def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
@@ -95,17 +125,23 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
     run_script(con, "critical_path/graph.sql", {
         "run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
         "gap_min_ns": GAP_MIN_NS})
+    return _read(con)
+
+
+def _read(con: duckdb.DuckDBPyConnection) -> Graph:
     nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
     edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
     wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
     syncs = dict(con.execute(sql("critical_path/syncs.sql")).fetchall())
     return Graph(
         rank=_col(nodes, "rank"), step=_col(nodes, "step"), stream=_col(nodes, "stream"),
-        s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_obj(nodes, "cat"),
-        kind=_obj(nodes, "kind"), name=_obj(nodes, "name"), op=_obj(nodes, "op"),
-        launch_s=_col(nodes, "launch_s", NEG), inst=_col(nodes, "inst"),
-        inst_t=_col(nodes, "inst_t"), name_code=_col(nodes, "name_code"),
-        src=_col(edges, "src"), dst=_col(edges, "dst"), ekind=_obj(edges, "kind"),
+        s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_code(nodes, "cat"),
+        kind=_code(nodes, "kind"), launch_s=_col(nodes, "launch_s", NEG),
+        inst=_col(nodes, "inst"), inst_t=_col(nodes, "inst_t"),
+        name_code=_col(nodes, "name_code"), op_code=_col(nodes, "op_code"),
+        names=_dictionary(con, "critical_path/names.sql"),
+        ops=_dictionary(con, "critical_path/ops.sql"),
+        src=_col(edges, "src"), dst=_col(edges, "dst"), ekind=_code(edges, "kind"),
         t=_col(edges, "t"), binding=np.asarray(edges["binding"], dtype=bool),
         wait=_col(edges, "wait", 0),
         w_rank=_col(wins, "rank"), w_step=_col(wins, "step"), w_ws=_col(wins, "ws"),
@@ -116,10 +152,10 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
 # ------------------------------------------------------------------ what set each start
 @dataclass(frozen=True)
 class Causes:
-    """Per node, the binding edge's kind, source (-1: none) and time t; and per member of
-    an instance, the member that arrived last (the one that set the end: the shortest
-    duration; the member itself when it ties)."""
-    kind: OBJ
+    """Per node, the binding edge's kind (EDGE_KINDS code, -1: none), source (-1: none)
+    and time t; and per member of an instance, the member that arrived last (the one
+    that set the end: the shortest duration; the member itself when it ties)."""
+    kind: I8
     src: I64
     t: I64
     wait: I64
@@ -128,7 +164,7 @@ class Causes:
 
 def causes(g: Graph) -> Causes:
     """What set each node's start and each collective's end, from the binding edges."""
-    kind = np.full(g.n, None, dtype=object)
+    kind = np.full(g.n, NONE, dtype=np.int8)
     src = np.full(g.n, NONE, dtype=np.int64)
     t = np.full(g.n, NEG, dtype=np.int64)
     wait = np.zeros(g.n, dtype=np.int64)

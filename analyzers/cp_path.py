@@ -17,7 +17,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analyzers.cp_graph import BOOL, GPU_EDGES, I64, NEG, NONE, OBJ, Causes, Graph, chain
+from stepscope.analyzers.cp_graph import (
+    BOOL,
+    CATEGORY_NAMES,
+    CPU,
+    GPU_EDGES,
+    I8,
+    I64,
+    IDLE,
+    KERNEL,
+    LAUNCH,
+    LAUNCH_EDGE,
+    NEG,
+    NONE,
+    OBJ,
+    SYNC,
+    Causes,
+    Graph,
+    chain,
+)
 
 
 @dataclass(frozen=True)
@@ -60,18 +78,18 @@ def reference(g: Graph, step: int) -> int | None:
 
 def _labels(g: Graph, nodes: I64) -> OBJ:
     """A node's label: the kernel name, or `collective (group)` for communication."""
-    names = g.name[nodes].astype(str)
-    groups = g.op[nodes]
-    comm = g.kind[nodes] != "kernel"
+    names = g.name_of(nodes).astype(str)
+    groups = g.op_of(nodes)
+    comm = g.kind[nodes] != KERNEL
     out = names.astype(object)
     out[comm] = [f"{nm} ({gr})" if gr else str(nm) for nm, gr in zip(names[comm], groups[comm],
                                                                   strict=True)]
     return out
 
 
-def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, OBJ, I64, I64, I64, I64]:
-    """Per chain element up to two segments (rank, cat, node, s, e, clock delta), in walk
-    order (see the module docstring)."""
+def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, I8, I64, I64, I64, I64]:
+    """Per chain element up to two segments (rank, category code, node, s, e, clock
+    delta), in walk order (see the module docstring)."""
     n = g.n
     is_end = items < n
     x = np.where(is_end, items, items - n)
@@ -79,20 +97,20 @@ def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, OBJ, I64, I64, I6
     shown = np.where(member, np.where(why.last[x] >= 0, why.last[x], x), x)
     delta = np.where(member, g.e[x] - g.e[shown], 0)
     kind = why.kind[x]
-    cpu_wait = (~is_end) & np.isin(kind, ["sync", "launch"])
-    gpu_gap = (~is_end) & np.isin(kind, list(GPU_EDGES))
+    cpu_wait = (~is_end) & np.isin(kind, (SYNC, LAUNCH_EDGE))
+    gpu_gap = (~is_end) & np.isin(kind, GPU_EDGES)
     # slot 0: the busy interval (end items), the GPU gap or the launch (start items)
     s0 = np.where(is_end, g.s[shown], np.where(cpu_wait, g.launch_s[x],
                                                np.where(gpu_gap, why.t[x], NEG)))
     e0 = np.where(is_end, g.e[shown], g.s[x])
-    c0 = np.where(is_end, g.cat[shown], np.where(cpu_wait, "launch", "idle"))
+    c0 = np.where(is_end, g.cat[shown], np.where(cpu_wait, LAUNCH, IDLE)).astype(np.int8)
     n0 = np.where(is_end, shown, NONE)
     # slot 1: the host before a launch (from the GPU op the CPU waited for, else open)
     src_e = np.where(why.src[x] >= 0, g.e[np.maximum(why.src[x], 0)], NEG)
-    s1 = np.where(kind == "sync", src_e, NEG)
+    s1 = np.where(kind == SYNC, src_e, NEG)
     e1 = g.launch_s[x]
     rank = np.column_stack([g.rank[shown], g.rank[x]]).ravel()
-    cat = np.column_stack([c0, np.full(x.size, "cpu", dtype=object)]).ravel()
+    cat = np.column_stack([c0, np.full(x.size, CPU, dtype=np.int8)]).ravel()
     node = np.column_stack([n0, np.full(x.size, NONE)]).ravel()
     s = np.column_stack([s0, s1]).ravel()
     e = np.column_stack([e0, e1]).ravel()
@@ -111,7 +129,8 @@ def step_path(g: Graph, why: Causes, parent: I64, step: int) -> Path | None:
     probe, ws, we = int(g.w_probe[w]), int(g.w_ws[w]), int(g.w_we[w])
     start = g.n + probe if bool(g.w_succ[w]) else probe
     items = chain(parent, start)
-    rank, cat, node, s, e, _off = _segments(g, why, items)
+    rank, code, node, s, e, _off = _segments(g, why, items)
+    cat = CATEGORY_NAMES[code]  # the path's own segments only
     # clip at the window start: the first segment reaching it is cut there, later ones go
     reach = np.flatnonzero(s <= ws)
     keep = int(reach[0]) + 1 if reach.size else s.size

@@ -23,7 +23,16 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analyzers.cp_graph import I64, NEG, Graph
+from stepscope.analyzers.cp_graph import (
+    COMPUTE,
+    I64,
+    KERNEL,
+    LAUNCH_EDGE,
+    NEG,
+    RECOMPUTE,
+    SYNC,
+    Graph,
+)
 
 F64 = npt.NDArray[np.float64]
 
@@ -40,7 +49,7 @@ def launch_latency(g: Graph) -> I64:
     """Per node, the launch delay it would have if its launch set its start: the one
     observed when it did, else the median of its rank's launch-bound starts (0 if none)."""
     delay = np.where(g.launch_s > NEG, g.s - g.launch_s, 0)
-    b = np.flatnonzero(g.binding & np.isin(g.ekind, ["launch", "sync"]))
+    b = np.flatnonzero(g.binding & np.isin(g.ekind, (LAUNCH_EDGE, SYNC)))
     bound = g.dst[b]
     typical = np.zeros(int(g.rank.max()) + 1 if g.n else 1, dtype=np.int64)
     if bound.size:  # the median per rank, by sorting
@@ -106,14 +115,14 @@ def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
     src, dst, kind, t = g.src[take], g.dst[take], g.ekind[take], g.t[take]
     binding = g.binding[take]
     lag = np.where(binding, g.s[dst] - t, np.minimum(0, g.s[dst] - t))
-    cpu = np.isin(kind, ["launch", "sync"])
+    cpu = np.isin(kind, (LAUNCH_EDGE, SYNC))
     lag = np.where(cpu, delay[dst], lag)
     wait = np.zeros(g.n, dtype=np.int64)
-    sync = kind == "sync"
+    sync = kind == SYNC
     np.maximum.at(wait, dst[sync], g.wait[take][sync])
     inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
     # constants: launches (the CPU floor after a wait), and causes outside the step
-    floor = np.where(kind == "launch", t - wait[dst], t) + lag
+    floor = np.where(kind == LAUNCH_EDGE, t - wait[dst], t) + lag
     outside = ~inside
     np.maximum.at(c, start_item[pos[dst[outside]]], floor[outside])
     w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
@@ -237,7 +246,7 @@ def window_times(g: Graph, sg: StepGraph, values: I64) -> tuple[I64, I64]:
 
 
 # ------------------------------------------------------------------ what-if specs
-COMPUTE_CATS = ("compute", "recompute")
+COMPUTE_CATS = (COMPUTE, RECOMPUTE)
 
 
 @dataclass(frozen=True)
@@ -273,9 +282,11 @@ class WhatIf:
 
 
 def _contains(values: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.bool_]:
+    """Which of `values` (a dictionary: each distinct name once) contain `pattern`,
+    case-insensitively; None contains only the empty pattern."""
     text = np.char.lower(np.asarray([str(v) if v is not None else "" for v in values],
                                     dtype=str))
-    return np.char.find(text, pattern.lower()) >= 0
+    return np.asarray(np.char.find(text, pattern.lower()) >= 0, dtype=bool)
 
 
 def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F64) -> F64:
@@ -304,7 +315,7 @@ def scaling(g: Graph, spec: WhatIf) -> Scaling:
     node = np.ones(g.n)
     inst = np.ones(int(g.inst.max()) + 1 if g.n else 1)
     k = 1.0 / spec.speedup if spec.speedup else 1.0
-    kernels = (g.kind == "kernel") & np.isin(g.cat, COMPUTE_CATS)
+    kernels = (g.kind == KERNEL) & np.isin(g.cat, COMPUTE_CATS)
     if spec.ranks:
         for rank in spec.ranks:  # the ranks asked for, not events
             if spec.speedup is None:
@@ -312,13 +323,15 @@ def scaling(g: Graph, spec: WhatIf) -> Scaling:
             else:
                 node[kernels & (g.rank == rank)] = k
     elif spec.op is not None:
-        hit = (g.kind == "kernel") & (_contains(g.name, spec.op) | _contains(g.op, spec.op))
+        # matched on the dictionaries, then spread to the nodes by their codes
+        hit = (g.kind == KERNEL) & (_contains(g.names, spec.op)[g.name_code]
+                                    | _contains(g.ops, spec.op)[g.op_code])
         node[hit] = k
     elif spec.collective is not None:
         name, _, group = spec.collective.partition(":")
-        hit = (g.kind != "kernel") & (g.name == name)
+        hit = (g.kind != KERNEL) & (g.names == name)[g.name_code]
         if group:
-            hit &= _contains(g.op, group)
+            hit &= _contains(g.ops, group)[g.op_code]
         inst[g.inst[hit & (g.inst >= 0)]] = k
         node[hit & (g.inst < 0)] = k  # calls matched to no other rank: their own duration
     return Scaling(node=node, inst=inst)

@@ -18,6 +18,8 @@ import numpy as np
 
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.cp_graph import (
+    INFERRED,
+    KERNEL,
     NEG,
     PATH_CATEGORIES,
     SYNC_TOL_NS,
@@ -141,7 +143,7 @@ def check(a: Analysis, spec: WhatIf) -> None:
     scale = scaling(g, spec)
     if spec.collective is not None and not ((scale.inst != 1.0).any()
                                             or (scale.node != 1.0).any()):
-        names = sorted({str(n) for n in g.name[g.kind != "kernel"]})
+        names = sorted({str(n) for n in g.name_of(np.flatnonzero(g.kind != KERNEL))})
         raise UsageError(f"no matched collective '{spec.collective}' in this run (have: "
                          f"{', '.join(names) or 'none'}; NAME:GROUP picks a group)")
 
@@ -310,7 +312,7 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
     if 0 < n_ranks < world:
         out.append(f"{n_ranks} of {world} ranks traced: a collective whose other members are "
                    "missing ends when observed, so the path cannot jump to untraced ranks")
-    inferred = int((g.ekind == "inferred").sum())
+    inferred = int((g.ekind == INFERRED).sum())
     if inferred:
         out.append(f"{inferred} cross-stream waits inferred (a start within "
                    f"{XS_TOL_NS // 1000} us after another stream's op ended, that nothing "
@@ -355,7 +357,7 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         steps=steps, path_ms=total / 1e6 / n, by_category_ms=cats,
         by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
         top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=int(a.g.src.size),
-        inferred={"cross_stream_waits": int((a.g.ekind == "inferred").sum()),
+        inferred={"cross_stream_waits": int((a.g.ekind == INFERRED).sum()),
                   "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
                   "sync_calls": int(a.g.syncs.get("sync_call", 0))},
         notes=notes)

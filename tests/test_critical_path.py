@@ -110,7 +110,7 @@ def test_whatif_matches_a_resimulation(sample_db: Path, name: str) -> None:
                           collective=opts.get("collective"),
                           speedup=None if opts["speedup"] == "median" else opts["speedup"])
             if spec.collective and not any(
-                    "TENSOR" in str(o) for o in analysis(str(sample_db), name).g.op):
+                    "TENSOR" in str(o) for o in analysis(str(sample_db), name).g.ops):
                 continue  # no tensor parallelism in this set
             got = what_if(ctx, spec)
             assert got.predicted_step_time_ms == pytest.approx(w["step_time_ms"], rel=0.01), \
