@@ -115,7 +115,8 @@ WITH step_thread AS (
 ), waits AS (
     SELECT * FROM calls UNION ALL SELECT * FROM gaps
 ), ends AS (
-    SELECT rank, e, node FROM cp_nodes
+    -- ops ending at the same instant: the highest node, so the graph is the same every run
+    SELECT rank, e, max(node) AS node FROM cp_nodes GROUP BY rank, e
 )
 SELECT w.rank, w.tid, w.wait_from, w.resumed, w.how, g.node AS src, g.e AS src_e,
     coalesce(w.tid = m.tid, false) AS main
@@ -130,23 +131,31 @@ WHERE w.resumed - g.e <= $sync_tol_ns AND g.e >= w.wait_from;
 -- receive waits for it), inferred (a start nothing else explains, just after another
 -- stream's op ended), sync (a launch after a CPU wait: the GPU op the CPU waited for),
 -- launch (the runtime call; no source node). `binding` marks the latest (ties: in that
--- order): what set the start.
+-- order): what set the start. Ops launched at the same instant (one call launching
+-- several) are one candidate for issue and consume: the last of them (highest node) for
+-- issue, the first (lowest node) for consume, so the graph is the same every run (an ASOF
+-- join picks any one of tied rows).
 CREATE OR REPLACE TEMP TABLE cp_cand AS
 WITH by_launch AS (
     SELECT node, rank, stream, kind, launch_s FROM cp_nodes WHERE launch_s IS NOT NULL
+), last_launched AS (
+    SELECT rank, launch_s, max(node) AS node, arg_max(stream, node) AS stream
+    FROM by_launch GROUP BY rank, launch_s
+), first_kernel AS (
+    SELECT rank, launch_s, min(node) AS node, arg_min(stream, node) AS stream
+    FROM by_launch WHERE kind = 'kernel' GROUP BY rank, launch_s
 ), stream AS (
     SELECT lag(node) OVER w AS src, node AS dst, lag(e) OVER w AS t, 'stream' AS kind, 1 AS pri
     FROM cp_nodes WINDOW w AS (PARTITION BY rank, stream ORDER BY s, e, node)
 ), issue AS (
     SELECT p.node AS src, c.node AS dst, p.stream AS p_stream, c.stream AS c_stream
     FROM (SELECT * FROM by_launch WHERE kind <> 'kernel') c
-    ASOF JOIN by_launch p ON p.rank = c.rank AND p.launch_s < c.launch_s
+    ASOF JOIN last_launched p ON p.rank = c.rank AND p.launch_s < c.launch_s
 ), consume AS (
     SELECT r.node AS src, n.node AS dst, r.stream AS r_stream, n.stream AS n_stream
     FROM (SELECT b.* FROM by_launch b JOIN cp_nodes x USING (node)
           WHERE x.kind = 'p2p' AND x.name = 'recv') r
-    ASOF JOIN (SELECT * FROM by_launch WHERE kind = 'kernel') n
-        ON n.rank = r.rank AND n.launch_s > r.launch_s
+    ASOF JOIN first_kernel n ON n.rank = r.rank AND n.launch_s > r.launch_s
 ), launched AS (
     SELECT node, rank, launch_s, launch_tid FROM cp_nodes WHERE launch_s IS NOT NULL
 ), own_wait AS (
