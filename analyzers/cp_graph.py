@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded
 from stepscope.analyzers._sql import run_script, sql
 
 I64 = npt.NDArray[np.int64]
@@ -121,11 +122,19 @@ def _dictionary(con: duckdb.DuckDBPyConnection, query: str) -> OBJ:
 
 
 def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
-    """Build the graph of `run` in DuckDB (critical_path/graph.sql) and read it back."""
-    run_script(con, "critical_path/graph.sql", {
-        "run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
-        "gap_min_ns": GAP_MIN_NS})
-    return _read(con)
+    """Build the graph of `run` in DuckDB (critical_path/graph.sql) and read it back;
+    the temporary tables are dropped once read, so they hold no memory afterwards."""
+    params = {"run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
+              "gap_min_ns": GAP_MIN_NS}
+
+    def build() -> Graph:
+        run_script(con, "critical_path/graph.sql", params)
+        return _read(con)
+
+    try:  # DuckDB's part bounded (analyzers/_memory.py), its tables gone once read
+        return bounded(con, GRAPH_MEMORY_LIMIT, build)
+    finally:
+        run_script(con, "critical_path/drop.sql", {})
 
 
 def _read(con: duckdb.DuckDBPyConnection) -> Graph:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
+from stepscope.analyzers._memory import REPORT_MEMORY_LIMIT, bounded
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.alltoall import alltoall_section
@@ -39,7 +40,12 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
 
 
 def report_from_context(ctx: RunContext) -> Report:
-    """Every section from one context; the advisor sees only finished sections."""
+    """Every section from one context, DuckDB's memory bounded (analyzers/_memory.py)."""
+    return bounded(ctx.con, REPORT_MEMORY_LIMIT, lambda: _sections(ctx))
+
+
+def _sections(ctx: RunContext) -> Report:
+    """Every section; the advisor sees only finished sections."""
     attr = ctx.attribution
     pipe = pipeline(ctx.topology, attr.by_rank)
     late = stragglers(ctx, stage_of(pipe))

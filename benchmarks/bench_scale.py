@@ -8,13 +8,17 @@ builds the report. Memory is the peak of the summed RSS of the whole process tre
 (benchmarks/_measure.py), workers included.
 
     python benchmarks/bench_scale.py [--sizes 64,256,1024] [--executors process,inline,ray]
-                                     [--baseline DIR] [--split] [--json OUT]
+                                     [--baseline DIR] [--split] [--db-dir DIR] [--json OUT]
 
 `--split` runs the ingest and the report as two commands (two fresh interpreters on the
 same database, as a user runs `stepscope ingest` then `stepscope report`) and gives each
 one's peaks besides the larger of the two.
 `--baseline DIR` measures every size a second time with another stepscope source
 checkout (the previous release), right after this one's, for side-by-side figures.
+`--db-dir DIR` (with `--split`) keeps each size's database in DIR (scale<N>.duckdb) and
+ingests only where none is there yet: the reports of both versions are then measured on
+the same database, one after the other, without the minutes of a 1,024-rank ingest each
+time (the ingest columns show 0 for a database reused).
 
 The `ray` executor starts a local Ray instance (`ray.init(num_cpus=CPUs)`) inside the
 measured process; its start-up (~10 s) is reported separately and its daemons' memory is
@@ -88,15 +92,23 @@ def _child(n: int, executor: str, repo: Path, db: Path, stage: str) -> dict[str,
             "largest_process_mb": m.peak_single_mb}
 
 
-def measure(n: int, executor: str, repo: Path = REPO, split: bool = False) -> dict[str, object]:
+REUSED = {"ingest_s": 0.0, "wall_s": 0.0, "peak_tree_mb": 0.0, "largest_process_mb": 0.0}
+
+
+def measure(n: int, executor: str, repo: Path = REPO, split: bool = False,
+            db_dir: Path | None = None) -> dict[str, object]:
     """Ingest and report of `n` ranks in one process, or (`split`) as two commands, the
-    way a user runs them: then the peaks are the larger of the two, and each is kept."""
+    way a user runs them: then the peaks are the larger of the two, and each is kept.
+    With `db_dir` (split only) the database there is reused when it exists."""
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "s.duckdb"
+        db = (db_dir or Path(tmp)) / (f"scale{n}.duckdb" if db_dir else "s.duckdb")
         if not split:
             return {"ranks_asked": n, "executor": executor,
                     **_child(n, executor, repo, db, "both")}
-        ingest = _child(n, executor, repo, db, "ingest")
+        if db_dir is not None and db.exists():
+            ingest: dict[str, object] = dict(REUSED)
+        else:
+            ingest = _child(n, executor, repo, db, "ingest")
         report = _child(n, executor, repo, db, "report")
     return {"ranks_asked": n, "executor": executor, **ingest, "report_s": report["report_s"],
             "step_ms": report["step_ms"],
@@ -118,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--split", action="store_true",
                         help="ingest and report as two commands (two processes), each measured")
+    parser.add_argument("--db-dir", type=Path, default=None,
+                        help="with --split: keep the databases here, reuse one that exists")
     args = parser.parse_args(argv)
+    if args.db_dir is not None and not args.split:
+        parser.error("--db-dir needs --split")
     versions = [("this", REPO), *([("baseline", args.baseline)] if args.baseline else [])]
     sizes = [int(s) for s in args.sizes.split(",")]
     one, five, _ = os.getloadavg()
@@ -132,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         gz_mb = sum(f.stat().st_size for f in folder.glob("*.json.gz")) / 1e6
         for executor in args.executors.split(","):
             for version, repo in versions:
-                row = measure(n, executor, repo, args.split)
+                row = measure(n, executor, repo, args.split, args.db_dir)
                 row["gz_mb"] = gz_mb
                 row["version"] = version
                 rows.append(row)
