@@ -54,9 +54,9 @@ class Graph:
     node (-1: none) and `inst_t` that instance's transfer time (the last member's
     duration). cat (PATH_CATEGORIES), kind (NODE_KINDS) and ekind (EDGE_KINDS) are codes;
     a node's name is names[name_code], its group or launching op ops[op_code] (-1: none,
-    which reads MISSING, the dictionary's last entry). Edges: src (-1 for a launch), dst, kind, the time t it
-    allowed the start (on dst's clock), binding (it set the start), wait (syncs: how long
-    the CPU waited)."""
+    which reads MISSING, the dictionary's last entry). Edges: src (-1 for a launch), dst,
+    kind, the time t it allowed the start (on dst's clock), binding (it set the start),
+    wait (syncs: how long the CPU waited)."""
     rank: I64
     step: I64          # -1: launched outside any step
     stream: I64

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from stepscope.analyzers._memory import REPORT_MEMORY_LIMIT, bounded
+from stepscope.analyzers._memory import REPORT_MEMORY_LIMIT, Bound
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.alltoall import alltoall_section
@@ -40,17 +40,21 @@ def build_report(con: duckdb.DuckDBPyConnection, run: str, spec: ModelSpec | Non
 
 
 def report_from_context(ctx: RunContext) -> Report:
-    """Every section from one context, DuckDB's memory bounded (analyzers/_memory.py)."""
-    return bounded(ctx.con, REPORT_MEMORY_LIMIT, lambda: _sections(ctx))
+    """Every section from one context, DuckDB's memory bounded (analyzers/_memory.py):
+    the sections that grow most with the job (critical path, MFU, roofline) run again
+    alone at the connection's own limit when they do not fit, the others with the rest
+    of the report."""
+    with Bound(ctx.con, REPORT_MEMORY_LIMIT) as bound:
+        return bound.fit(lambda: _sections(ctx, bound))
 
 
-def _sections(ctx: RunContext) -> Report:
+def _sections(ctx: RunContext, bound: Bound) -> Report:
     """Every section; the advisor sees only finished sections."""
     attr = ctx.attribution
     pipe = pipeline(ctx.topology, attr.by_rank)
     late = stragglers(ctx, stage_of(pipe))
-    path = critical_path_section(ctx, late, ctx.topology)
-    mfu = mfu_section(ctx)
+    path = bound.fit(lambda: critical_path_section(ctx, late, ctx.topology))
+    mfu = bound.fit(lambda: mfu_section(ctx))
     stats = assign_roles(collective_stats(ctx), ctx.world, ctx.layout)
     idle = idle_section(ctx)
     memory, a2a = memory_section(ctx), alltoall_section(ctx)
@@ -67,7 +71,8 @@ def _sections(ctx: RunContext) -> Report:
                                                critical_path=path, memory=memory,
                                                all_to_all=a2a)),
         nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
-        roofline=roofline_section(ctx, mfu), memory=memory, all_to_all=a2a)
+        roofline=bound.fit(lambda: roofline_section(ctx, mfu)), memory=memory,
+        all_to_all=a2a)
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:
