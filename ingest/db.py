@@ -57,9 +57,12 @@ Config = Mapping[str, str | bool | int | float | list[str]]
 def connect(path: str | Path = ":memory:", read_only: bool = False,
             config: Config | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with extension auto-install and auto-load off (no network,
-    no extension loaded behind the caller's back); `config` adds settings."""
-    return duckdb.connect(str(path), read_only=read_only,
-                          config={**NO_EXTENSION_DOWNLOADS, **(config or {})})
+    no extension loaded behind the caller's back) and no progress bar on stderr;
+    `config` adds settings."""
+    con = duckdb.connect(str(path), read_only=read_only,
+                         config={**NO_EXTENSION_DOWNLOADS, **(config or {})})
+    con.execute(sql("catalog/no_progress_bar.sql"))
+    return con
 
 
 def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:

@@ -167,15 +167,16 @@ def test_a_failed_ingest_into_a_foreign_file_creates_nothing(
     assert _rows(db, "SELECT * FROM runs") == [(1, "mine")]
 
 
-def test_every_connection_has_extension_downloads_off(
+def test_every_connection_has_extension_downloads_and_the_progress_bar_off(
         stepscope_db: Path, tmp_path: Path) -> None:
     setting = ("SELECT current_setting('autoinstall_known_extensions'), "
-               "current_setting('autoload_known_extensions')")
+               "current_setting('autoload_known_extensions'), "
+               "current_setting('enable_progress_bar')")
     for open_ in (connect, lambda: connect_read_only(stepscope_db),
                   lambda: connect_write(tmp_path / "w.duckdb")):
         con = open_()
         try:
-            assert con.execute(setting).fetchall() == [(False, False)]
+            assert con.execute(setting).fetchall() == [(False, False, False)]
         finally:
             con.close()
 
