@@ -514,7 +514,7 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
             raise SkippedTrace(display)
         if cancel is not None:
             cancel.check(display)
-        con = connect(config={"threads": max(1, int(threads))})
+        con = _connection(max(1, int(threads)))
         try:
             with _watching(cancel, con):
                 loaded = _load_events(con, events_file, exact,
@@ -540,6 +540,22 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         table_files=loaded.files,
         summary=loaded.summary,
     )
+
+
+_DATABASES: dict[int, duckdb.DuckDBPyConnection] = {}
+_DATABASES_LOCK = threading.Lock()
+
+
+def _connection(threads: int) -> duckdb.DuckDBPyConnection:
+    """A new connection to this process's in-memory DuckDB for reads with `threads`
+    threads. Its temp tables and macros are its own and go when it closes; the database
+    (buffer pool, allocator) stays from one file to the next, so a worker reading many
+    files does not fault in its memory again for each (~10% of a file's CPU)."""
+    with _DATABASES_LOCK:
+        database = _DATABASES.get(threads)
+        if database is None:
+            database = _DATABASES[threads] = connect(config={"threads": threads})
+        return database.cursor()
 
 
 @contextmanager
