@@ -190,8 +190,13 @@ WITH x AS (
            name ILIKE 'nccl%' OR name ILIKE 'void nccl%' OR args."Collective name" IS NOT NULL
                AS nccl_like
     FROM raw_events
+    -- the category test is a CASE, not `cat IN (...)`: DuckDB turns an IN list into a
+    -- join after the scan, which first reads every args key used here for all 75k
+    -- duration events of a real trace; a CASE is tested in the scan (27 -> 22 ms)
     WHERE ph = 'X' AND ts IS NOT NULL
-      AND cat IN ('kernel', 'Kernel', 'gpu_memcpy', 'Memcpy', 'gpu_memset', 'Memset')
+      AND CASE cat WHEN 'kernel' THEN true WHEN 'Kernel' THEN true WHEN 'gpu_memcpy' THEN true
+                   WHEN 'Memcpy' THEN true WHEN 'gpu_memset' THEN true WHEN 'Memset' THEN true
+                   ELSE false END
 )
 SELECT
     idx AS gpu_op_id,
