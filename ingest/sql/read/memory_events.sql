@@ -10,12 +10,13 @@ CREATE OR REPLACE TEMP TABLE mem_raw AS
 SELECT rowid AS event_id,
     us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS ts_ns,
     leading_int(pid) AS pid, leading_int(tid) AS tid,
-    TRY_CAST(args."Device Type" AS INTEGER) AS device_type,
-    TRY_CAST(args."Device Id" AS INTEGER) AS device_id,
-    TRY_CAST(args."Addr" AS BIGINT) AS addr,
-    CAST(NULL AS BIGINT) AS bytes,             -- `Bytes`: memory_bytes.sql fills it
-    TRY_CAST(args."Total Allocated" AS BIGINT) AS total_allocated,
-    TRY_CAST(args."Total Reserved" AS BIGINT) AS total_reserved
+    -- the event's args: memory_bytes.sql fills them (a second read of the file)
+    CAST(NULL AS INTEGER) AS device_type,
+    CAST(NULL AS INTEGER) AS device_id,
+    CAST(NULL AS BIGINT) AS addr,
+    CAST(NULL AS BIGINT) AS bytes,
+    CAST(NULL AS BIGINT) AS total_allocated,
+    CAST(NULL AS BIGINT) AS total_reserved
 FROM raw_events
 WHERE ph IN ('i', 'I') AND name = '[memory]' AND ts IS NOT NULL;
 

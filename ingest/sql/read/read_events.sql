@@ -6,8 +6,10 @@
 -- parsed to integer nanoseconds in rank_tables.sql).
 -- `args` scalars are read as text and cast with TRY_CAST where used: their JSON type
 -- differs between eras (e.g. ROCm's "stream": "0x0"). Shapes, dtypes and concrete inputs
--- stay JSON. `[memory]` instants (profile_memory) keep Addr, Bytes, Total Allocated /
--- Reserved, Device Type / Id (read/memory_events.sql); all_to_all keeps its split sizes.
+-- stay JSON; all_to_all keeps its split sizes. The args of `[memory]` instants
+-- (profile_memory: Addr, Bytes, Total Allocated / Reserved, Device Type / Id) are not
+-- here: read/memory_bytes.sql reads them in a second, narrow read, only from a trace
+-- that has such events (each key in this struct costs ~1 ms per 100k events).
 -- has_args: whether the event has `args` at all, taken while the struct is in memory
 -- (testing the stored struct for NULL later scans every one of its keys).
 CREATE OR REPLACE TEMP TABLE raw_events AS
@@ -25,7 +27,5 @@ FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns
                     "Rank" VARCHAR, "Src Rank" VARCHAR, "Dst Rank" VARCHAR, "bytes" VARCHAR,
                     "name" VARCHAR, "graph id" VARCHAR, "graph node id" VARCHAR,
                     "Input Dims" JSON, "Input type" JSON,
-                    "Concrete Inputs" JSON, "In split size" VARCHAR, "Out split size" VARCHAR,
-                    "Addr" VARCHAR, "Total Allocated" VARCHAR,
-                    "Total Reserved" VARCHAR, "Device Type" VARCHAR, "Device Id" VARCHAR)'
+                    "Concrete Inputs" JSON, "In split size" VARCHAR, "Out split size" VARCHAR)'
 });
