@@ -1,8 +1,9 @@
 """Read one Kineto trace file into rank tables (Arrow), independently of every other file.
 
-`read_trace` is the unit of parallel work: it takes a path, opens its own in-memory
-DuckDB, parses the events with DuckDB's JSON reader (no Python loop over events) and
-returns the rank's tables. Nothing here knows about the run or the target database, so
+`read_trace` is the unit of parallel work: it takes a path, opens its own connection to
+the process's in-memory DuckDB (its temp tables are its own; `_connection`), parses the
+events with DuckDB's JSON reader (no Python loop over events) and returns the rank's
+tables. Nothing here knows about the run or the target database, so
 the same function can run in a thread, a process or a Ray task.
 
 How a file is read:
@@ -625,7 +626,7 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
         con.execute(sql("read/collectives.sql"))
         (step_source, device, pid, start, end, timed, categories, n_memory), = con.execute(
             sql("read/rank_result.sql")).fetchall()
-        if n_memory:  # the allocator's `Bytes` need a second, narrow read of the file
+        if n_memory:  # the allocator's args need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
     except duckdb.ConversionException as exc:
         raise TraceFileError(display, _conversion_problem(exc)) from None
