@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import SAMPLES, kineto_trace, shared_trace_files, write_trace
+from conftest import SAMPLES, SIM, kineto_trace, shared_trace_files, write_trace
 
 from stepscope.ingest import read_trace
 
@@ -195,3 +196,43 @@ def test_older_torch_collectives_come_from_annotations(shared_traces: Path) -> N
     names = coll.group_by("collective").len().sort("collective").rows()
     assert dict(names) == {"all_gather": 2, "all_reduce": 4, "all_to_all": 4}
     assert coll.filter(pl.col("collective") == "all_reduce")["in_nelems"].to_list()[0] == 19618307
+
+
+def test_reads_share_one_database_but_no_tables(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads in one process share one in-memory DuckDB (reader._connection) so a worker
+    keeps its memory warm, but nothing of a read outlives it: a trace read after other
+    traces and after two reads that failed half-way (in DuckDB's JSON read, and in the
+    analysis once the event tables existed) gives exactly the tables it gives when it
+    is the process's first read."""
+    from stepscope.ingest import reader
+    from stepscope.ingest.errors import TraceFileError
+
+    target = SIM / "moe_roofline/rank1.json.gz"  # [memory] events too
+    others = [SAMPLE_FILES[0], SIM / "healthy/rank0.json.gz"]
+    bad_json = write_trace(tmp_path / "bad.json", '{"traceEvents": [1, 2, 3]}')
+    huge = kineto_trace(rank=1, world_size=2)
+    for event in huge["traceEvents"]:
+        if "ts" in event:
+            event["ts"] = 1e300
+    bad_ts = write_trace(tmp_path / "huge.json", huge)
+
+    monkeypatch.setattr(reader, "_DATABASES", {})
+    alone = read_trace(target)
+    assert alone.tables["memory_events"].num_rows > 0
+    assert alone.tables["memory_events"].column("addr").null_count == 0
+
+    monkeypatch.setattr(reader, "_DATABASES", {})
+    for path in others:
+        read_trace(path)
+    for path, problem in ((bad_json, "invalid JSON in traceEvents"),
+                          (bad_ts, "an event's time (ts or dur) is not a number")):
+        with pytest.raises(TraceFileError, match=re.escape(problem)):
+            read_trace(path)
+    after = read_trace(target)
+    assert len(reader._DATABASES) == 1  # the same database served every read
+    assert after.tables.keys() == alone.tables.keys()
+    for name, table in alone.tables.items():
+        assert after.tables[name].equals(table), name
+    assert (after.summary, after.category_counts, after.step_source) \
+        == (alone.summary, alone.category_counts, alone.step_source)
