@@ -14,19 +14,31 @@
 -- Covers non-reentrant (recompute inside the node that unpacks a saved tensor) and
 -- reentrant checkpointing (inside CheckpointFunctionBackward, outside nested nodes).
 -- The per-op tests are evaluated once here, so the recursion joins narrow rows (ids and
--- two flags, no names: 2-3x faster on 8 real ranks); same expressions, same NULLs.
+-- two flags, no names: 2-3x faster on 8 real ranks); the regular expression runs only on
+-- the few ops that pass the cheap tests (a NULL flag is false: the flags only ever reach
+-- `WHERE is_rc` through AND/OR, where NULL and false select the same rows).
+--
+-- An op is recomputed exactly when some op on its path from the root (itself included)
+-- is a forward op strictly below a backward node, so the walk starts at the backward
+-- nodes and goes down their subtrees (the ops outside them, about 40% on real ranks,
+-- are never visited; an op under nested backward nodes is reached once per node, hence
+-- the DISTINCT). A parent sits at least one level of `depth` above its child, so no path
+-- is longer than the deepest op's depth: when some op is 200 deep (or has no depth), the
+-- walk starts at the roots instead, as deep as the original recursion's 200 levels.
 CREATE OR REPLACE TEMP TABLE a_ops AS
-SELECT rank, op_id, parent_id,
-    name LIKE 'autograd::engine::evaluate_function:%' AS is_bwd_node,
-    sequence_number IS NOT NULL AND coalesce(fwd_thread_id, 0) = 0
-        AND category IN ('cpu_op', 'Operator') AND name NOT LIKE 'autograd::%'
-        AND NOT regexp_matches(name, 'Backward\d*$') AS forward_op
+SELECT rank, op_id, parent_id, depth,
+    coalesce(name LIKE 'autograd::engine::evaluate_function:%', false) AS is_bwd_node,
+    CASE WHEN sequence_number IS NOT NULL AND coalesce(fwd_thread_id, 0) = 0
+              AND category IN ('cpu_op', 'Operator') AND name NOT LIKE 'autograd::%'
+         THEN NOT regexp_matches(name, 'Backward\d*$') ELSE false END AS forward_op
 FROM cpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi;
 
 CREATE OR REPLACE TEMP TABLE a_tree AS
-WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
-    SELECT rank, op_id, is_bwd_node, false, 0
-    FROM a_ops WHERE parent_id IS NULL
+WITH RECURSIVE shallow AS (
+    SELECT count(*) FILTER (WHERE depth IS NULL OR depth >= 200) = 0 AS ok FROM a_ops
+), t(rank, op_id, in_bwd, is_rc, lvl) AS (
+    SELECT a.rank, a.op_id, a.is_bwd_node, false, 0
+    FROM a_ops a, shallow s WHERE CASE WHEN s.ok THEN a.is_bwd_node ELSE a.parent_id IS NULL END
     UNION ALL
     SELECT c.rank, c.op_id,
         t.in_bwd OR c.is_bwd_node,
@@ -35,9 +47,9 @@ WITH RECURSIVE t(rank, op_id, in_bwd, is_rc, lvl) AS (
     FROM t JOIN a_ops c ON c.rank = t.rank AND c.parent_id = t.op_id
     WHERE t.lvl < 200
 )
-SELECT rank, op_id, is_rc FROM t;
+SELECT DISTINCT rank, op_id FROM t WHERE is_rc;
 
-INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree WHERE is_rc;
+INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree;
 
 -- ------------------------------------------------------------------ timelines
 -- GPU ranks are attributed on their GPU ops; CPU-only ranks on the CPU ops of their
@@ -57,7 +69,7 @@ SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
          WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
 FROM gpu_ops g
 JOIN a_timeline tl ON tl.rank = g.rank AND tl.timeline = 'gpu'
-LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id AND rc.is_rc
+LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id
 WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi AND g.kind <> 'comm'
 UNION ALL
 -- communication (GPU kernels, or gloo spans on CPU ranks): wait part, then the rest
@@ -115,30 +127,40 @@ FROM n WHERE own_end IS NOT NULL;
 -- ------------------------------------------------------------------ priority sweep
 -- Every boundary (interval ends and window edges) cuts the rank's timeline into
 -- segments; a segment goes to the first category with a running interval.
-CREATE OR REPLACE TEMP TABLE a_bounds AS
+-- One sort over the batch's boundary points in (rank, time) order carries the running
+-- count of intervals of each category. The six counts travel as three BIGINT sums of two
+-- 31-bit fields (categories 1+2, 3+4, 5+6: delta * 2^31 for the second), so the window
+-- computes three running sums instead of six; a field holds at most the number of
+-- intervals of one category on one rank, far below 2^31, and never goes negative (an
+-- interval's end never sorts before its start), so the fields never carry into each
+-- other. Every rank's counts are back to zero after its last point, so one window over
+-- the whole batch gives each rank its own counts. Points at the same time are not
+-- grouped first: only the last of them has a later next point, and its running sums
+-- include all of them; the others are segments of zero length, dropped.
+CREATE OR REPLACE TEMP TABLE a_segments AS
 WITH pts AS (
     SELECT rank, s AS t, cat, 1 AS d FROM a_intervals WHERE e > s
     UNION ALL SELECT rank, e, cat, -1 FROM a_intervals WHERE e > s
     UNION ALL SELECT rank, window_start_ns, 0, 0 FROM a_windows
     UNION ALL SELECT rank, window_end_ns, 0, 0 FROM a_windows
-)
-SELECT rank, t,
-    sum(CASE WHEN cat = 1 THEN d ELSE 0 END) AS d1,
-    sum(CASE WHEN cat = 2 THEN d ELSE 0 END) AS d2,
-    sum(CASE WHEN cat = 3 THEN d ELSE 0 END) AS d3,
-    sum(CASE WHEN cat = 4 THEN d ELSE 0 END) AS d4,
-    sum(CASE WHEN cat = 5 THEN d ELSE 0 END) AS d5,
-    sum(CASE WHEN cat = 6 THEN d ELSE 0 END) AS d6
-FROM pts GROUP BY rank, t;
-
-CREATE OR REPLACE TEMP TABLE a_segments AS
-WITH run_sum AS (
+), packed AS (
     SELECT rank, t,
-        lead(t) OVER w AS t_next,
-        sum(d1) OVER w AS n1, sum(d2) OVER w AS n2, sum(d3) OVER w AS n3,
-        sum(d4) OVER w AS n4, sum(d5) OVER w AS n5, sum(d6) OVER w AS n6
-    FROM a_bounds
-    WINDOW w AS (PARTITION BY rank ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+        CASE cat WHEN 1 THEN d WHEN 2 THEN d * 2147483648 ELSE 0 END AS d12,
+        CASE cat WHEN 3 THEN d WHEN 4 THEN d * 2147483648 ELSE 0 END AS d34,
+        CASE cat WHEN 5 THEN d WHEN 6 THEN d * 2147483648 ELSE 0 END AS d56
+    FROM pts
+), run_sum AS (
+    SELECT rank, t,
+        CASE WHEN lead(rank) OVER w = rank THEN lead(t) OVER w END AS t_next,
+        sum(d12) OVER w AS n12, sum(d34) OVER w AS n34, sum(d56) OVER w AS n56
+    FROM packed
+    WINDOW w AS (ORDER BY rank, t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), counts AS (
+    SELECT rank, t, t_next,
+        n12 % 2147483648 AS n1, n12 // 2147483648 AS n2,
+        n34 % 2147483648 AS n3, n34 // 2147483648 AS n4,
+        n56 % 2147483648 AS n5, n56 // 2147483648 AS n6
+    FROM run_sum WHERE t_next > t
 )
 SELECT rank, t AS s, t_next AS e,
     CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
@@ -146,7 +168,7 @@ SELECT rank, t AS s, t_next AS e,
     -- how many intervals of the segment's own category run in it (shares it out below)
     CASE WHEN n1 > 0 THEN n1 WHEN n2 > 0 THEN n2 WHEN n3 > 0 THEN n3 WHEN n4 > 0 THEN n4
          WHEN n5 > 0 THEN n5 WHEN n6 > 0 THEN n6 ELSE 0 END AS n_cat
-FROM run_sum WHERE t_next IS NOT NULL AND t_next > t;
+FROM counts;
 
 CREATE OR REPLACE TEMP TABLE a_attr AS
 SELECT w.rank, w.step, w.timeline, w.window_source, w.window_start_ns, w.window_end_ns, w.has_successor,
