@@ -13,10 +13,11 @@
 -- number, forward thread 0) and is not a backward node itself; plus all it calls.
 -- Covers non-reentrant (recompute inside the node that unpacks a saved tensor) and
 -- reentrant checkpointing (inside CheckpointFunctionBackward, outside nested nodes).
--- The per-op tests are evaluated once here, so the recursion joins narrow rows (ids and
--- two flags, no names: 2-3x faster on 8 real ranks); the regular expression runs only on
--- the few ops that pass the cheap tests (a NULL flag is false: the flags only ever reach
--- `WHERE is_rc` through AND/OR, where NULL and false select the same rows).
+-- The per-op flags are computed once (a_ops, a MATERIALIZED CTE), so the recursion joins
+-- narrow rows (ids and two flags, no names: 2-3x faster on 8 real ranks); the regular
+-- expression runs only on the few ops that pass the cheap tests (a NULL flag is false:
+-- the flags only ever reach `WHERE is_rc` through AND/OR, where NULL and false select
+-- the same rows).
 --
 -- An op is recomputed exactly when some op on its path from the root (itself included)
 -- is a forward op strictly below a backward node, so the walk starts at the backward
@@ -25,20 +26,21 @@
 -- the DISTINCT). A parent sits at least one level of `depth` above its child, so no path
 -- is longer than the deepest op's depth: when some op is 200 deep (or has no depth), the
 -- walk starts at the roots instead, as deep as the original recursion's 200 levels.
-CREATE OR REPLACE TEMP TABLE a_ops AS
-SELECT rank, op_id, parent_id, depth,
-    coalesce(name LIKE 'autograd::engine::evaluate_function:%', false) AS is_bwd_node,
-    CASE WHEN sequence_number IS NOT NULL AND coalesce(fwd_thread_id, 0) = 0
-              AND category IN ('cpu_op', 'Operator') AND name NOT LIKE 'autograd::%'
-         THEN NOT regexp_matches(name, 'Backward\d*$') ELSE false END AS forward_op
-FROM cpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi;
-
+-- a_tree holds the recomputed ops only.
 CREATE OR REPLACE TEMP TABLE a_tree AS
-WITH RECURSIVE shallow AS (
+WITH RECURSIVE a_ops AS MATERIALIZED (
+    SELECT rank, op_id, parent_id, depth,
+        coalesce(name LIKE 'autograd::engine::evaluate_function:%', false) AS is_bwd_node,
+        CASE WHEN sequence_number IS NOT NULL AND coalesce(fwd_thread_id, 0) = 0
+                  AND category IN ('cpu_op', 'Operator') AND name NOT LIKE 'autograd::%'
+             THEN NOT regexp_matches(name, 'Backward\d*$') ELSE false END AS forward_op
+    FROM cpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi
+), shallow AS (
     SELECT count(*) FILTER (WHERE depth IS NULL OR depth >= 200) = 0 AS ok FROM a_ops
 ), t(rank, op_id, in_bwd, is_rc, lvl) AS (
     SELECT a.rank, a.op_id, a.is_bwd_node, false, 0
-    FROM a_ops a, shallow s WHERE CASE WHEN s.ok THEN a.is_bwd_node ELSE a.parent_id IS NULL END
+    FROM a_ops a, shallow s
+    WHERE CASE WHEN s.ok THEN a.is_bwd_node ELSE a.parent_id IS NULL END
     UNION ALL
     SELECT c.rank, c.op_id,
         t.in_bwd OR c.is_bwd_node,

@@ -136,8 +136,10 @@ SELECT rank, min(ws) // getvariable('stepscope_host_bucket_ns') AS first_bk,
     max(we) // getvariable('stepscope_host_bucket_ns') AS last_bk
 FROM i_hwin GROUP BY rank;
 
+-- `o` is read twice, NOT MATERIALIZED: scanning cpu_ops twice is cheaper than a copy of
+-- it with its names.
 CREATE OR REPLACE TEMP TABLE i_host_ops AS
-WITH o AS (
+WITH o AS NOT MATERIALIZED (
     SELECT rank, op_id, parent_id, tid, name, category, start_ns, end_ns,
         start_ns // getvariable('stepscope_host_bucket_ns') AS first_bk,
         end_ns // getvariable('stepscope_host_bucket_ns') AS last_bk
