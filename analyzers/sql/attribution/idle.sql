@@ -128,7 +128,7 @@ SELECT rank, step, s AS ws, s + host_bound_ns AS we FROM i_gaps WHERE host_bound
 -- same rows as the range join, 4x cheaper on 8 real ranks. Without windows the bucket
 -- is 2^62 ns (no op spans two).
 SET VARIABLE stepscope_host_bucket_ns = (
-    SELECT coalesce(greatest(1, sum(span) // sum(n)), 4611686018427387904)
+    SELECT CAST(coalesce(greatest(1, sum(span) // sum(n)), 4611686018427387904) AS BIGINT)
     FROM (SELECT max(we) - min(ws) AS span, count(*) AS n FROM i_hwin GROUP BY rank));
 
 CREATE OR REPLACE TEMP TABLE i_hspan AS
