@@ -185,3 +185,64 @@ def test_the_bucket_join_finds_every_overlap(seed: int) -> None:
                        {"run": RUN, "lo": 0, "hi": 2})
     got = con.execute("SELECT rank, step, hs, op_id, ov FROM i_host_ops ORDER BY ALL").fetchall()
     assert got == _host_reference(ops, gaps)
+
+
+# ---------------------------------------------------------------- collectives' exposure
+
+def _exposure_reference(parts: list[tuple[int, int, int, int, int]],
+                        segments: list[tuple[int, int, int, int, int]],
+                        windows: list[tuple[int, int, int, int]]) -> list[tuple[int, ...]]:
+    """(rank, coll_id, step, exposed, straggler, bubble, exposed claim): each segment of a
+    part's category shared out among the parts running in it, per step window."""
+    acc: dict[tuple[int, int, int], list[float]] = {}
+    for rank, coll_id, ps, pe, cat in parts:
+        for r, s, e, c, n in segments:
+            if r != rank or c != cat or not (s < pe and e > ps and pe > ps):
+                continue
+            for wr, step, ws, we in windows:
+                if wr == rank and s >= ws and e <= we:
+                    row = acc.setdefault((rank, coll_id, step), [0.0, 0.0, 0.0, 0])
+                    ov = min(pe, e) - max(ps, s)
+                    row[cat - 3] += ov / n
+                    row[3] += ov if cat == 3 else 0
+    return sorted((*k, *(int(x + 0.5) for x in v[:3]), int(v[3])) for k, v in acc.items())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_exposure_join_shares_every_overlap(seed: int) -> None:
+    rnd = random.Random(seed)
+    parts, segments, windows = [], [], []
+    for rank in range(3):
+        base = rnd.choice([0, 10**15, 1_700_000_000_000_000_000])
+        t = base
+        for _ in range(rnd.randint(0, 80)):  # disjoint segments, as the sweep cuts them
+            length = rnd.choice([1, rnd.randint(1, 50), rnd.randint(1, 5000)])
+            segments.append((rank, t, t + length, rnd.randint(3, 7), rnd.choice([1, 2, 4])))
+            t += length + rnd.choice([0, 0, rnd.randint(1, 100)])
+        for coll_id in range(rnd.randint(0, 40)):  # parts overlap freely, some are empty
+            s = base + rnd.randint(-100, t - base + 100)
+            parts.append((rank, coll_id, s, s + rnd.choice([0, rnd.randint(1, 200),
+                                                            rnd.randint(1, 20000)]),
+                          rnd.randint(3, 5)))
+        for step in range(rnd.randint(1, 3)):
+            ws = base + rnd.randint(0, max(1, t - base))
+            windows.append((rank, step, ws, ws + rnd.randint(0, t - base + 1)))
+    con = _db()
+    for ddl, rows in (
+        ("a_coll_parts (rank INTEGER, coll_id BIGINT, s BIGINT, e BIGINT, cat INTEGER)", parts),
+        ("a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER, n_cat HUGEINT)", segments),
+        ("a_windows (rank INTEGER, step INTEGER, window_start_ns BIGINT, "
+         "window_end_ns BIGINT)", windows),
+    ):
+        con.execute(f"CREATE TEMP TABLE {ddl}")
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            con.executemany(f"INSERT INTO {ddl.split()[0]} VALUES ({marks})", rows)
+    execute_statements(con, _statements("attribution/attribution.sql",
+                                        "stepscope_comm_bucket_ns", "a_coll_exposure"), {})
+    got = con.execute(
+        "SELECT rank, coll_id, step, CAST(coalesce(exposed_ns, 0) AS BIGINT), "
+        "CAST(coalesce(straggler_wait_ns, 0) AS BIGINT), CAST(coalesce(bubble_ns, 0) AS BIGINT),"
+        " CAST(coalesce(exposed_claim_ns, 0) AS BIGINT) FROM a_coll_exposure ORDER BY ALL"
+    ).fetchall()
+    assert got == _exposure_reference(parts, segments, windows)
