@@ -246,3 +246,44 @@ def test_the_exposure_join_shares_every_overlap(seed: int) -> None:
         " CAST(coalesce(exposed_claim_ns, 0) AS BIGINT) FROM a_coll_exposure ORDER BY ALL"
     ).fetchall()
     assert got == _exposure_reference(parts, segments, windows)
+
+
+# ---------------------------------------------------------------- the gaps
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gaps_are_the_maximal_runs_of_idle_segments(seed: int) -> None:
+    rnd = random.Random(seed)
+    segments, windows, expected = [], [], []
+    for rank in range(2):
+        t = rnd.choice([0, 10**15])
+        first = t
+        for _ in range(rnd.randint(0, 120)):  # tiling segments, idle ones often adjacent
+            length = rnd.randint(1, 100)
+            segments.append((rank, t, t + length, rnd.choice([1, 3, 7, 7, 7])))
+            t += length
+        for step in range(rnd.randint(1, 4)):  # windows on segment edges, overlapping
+            edges = [s for r, s, _, _ in segments if r == rank] + [t]
+            ws, we = sorted(rnd.sample(edges, 2)) if len(edges) > 1 else (first, first)
+            windows.append((rank, step, "gpu", ws, we))
+            run: list[int] = []
+            for _, s, e, cat in (x for x in segments if x[0] == rank and ws <= x[1]
+                                 and x[2] <= we):
+                if cat == 7 and run and run[1] == s:
+                    run[1] = e
+                    continue
+                if run:
+                    expected.append((rank, step, run[0], run[1]))
+                run = [s, e] if cat == 7 else []
+            if run:
+                expected.append((rank, step, run[0], run[1]))
+    con = _db()
+    con.execute("CREATE TEMP TABLE a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER)")
+    if segments:
+        con.executemany("INSERT INTO a_segments VALUES (?, ?, ?, ?)", segments)
+    con.execute("CREATE TEMP TABLE a_windows (rank INTEGER, step INTEGER, timeline VARCHAR, "
+                "window_start_ns BIGINT, window_end_ns BIGINT)")
+    con.executemany("INSERT INTO a_windows VALUES (?, ?, ?, ?, ?)", windows)
+    execute_statements(con, _statements("attribution/idle.sql", "i_gaps", "i_gaps"),
+                       {"run": RUN, "lo": 0, "hi": 1, "short_gap_ns": 30_000})
+    got = con.execute("SELECT rank, step, s, e FROM i_gaps ORDER BY ALL").fetchall()
+    assert got == sorted(expected)

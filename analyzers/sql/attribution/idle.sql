@@ -14,22 +14,27 @@
 -- there; unknown without a linked call.
 -- The segments tile each window, so two idle segments of a window are in one run exactly
 -- when the first ends where the second starts: only the idle segments are read (a third
--- of them), and a run starts where the previous idle segment of the window ends earlier.
+-- of them); a run starts where the previous idle segment of the window ends earlier and
+-- ends where the next starts later. Most runs are one segment (that is its gap); only
+-- the segments of longer runs are numbered into runs and grouped.
 CREATE OR REPLACE TEMP TABLE i_gaps AS
 WITH seg AS (
     SELECT g.rank, w.step, g.s, g.e,
-        coalesce(lag(g.e) OVER (PARTITION BY g.rank, w.step ORDER BY g.s) <> g.s, true)
-            AS run_start
+        coalesce(lag(g.e) OVER win <> g.s, true) AS run_start,
+        coalesce(lead(g.s) OVER win <> g.e, true) AS run_end
     FROM a_segments g
     JOIN a_windows w ON w.rank = g.rank AND w.timeline = 'gpu'
                     AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
     WHERE g.cat = 7
+    WINDOW win AS (PARTITION BY g.rank, w.step ORDER BY g.s)
 ), island AS (
     SELECT *, sum(CAST(run_start AS INTEGER)) OVER (
             PARTITION BY rank, step ORDER BY s
             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS island
-    FROM seg
+    FROM seg WHERE NOT (run_start AND run_end)
 ), gap AS (
+    SELECT rank, step, s, e FROM seg WHERE run_start AND run_end
+    UNION ALL
     SELECT rank, step, min(s) AS s, max(e) AS e FROM island GROUP BY rank, step, island
 ), nxt AS (
     SELECT g.rank, g.step, g.s, g.e, min(l.start_ns) AS next_launch_ns,
