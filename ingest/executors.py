@@ -33,6 +33,7 @@ from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
+QUEUE_DEPTH = 2  # tasks sent ahead to one worker process: the one it runs and the next
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
 
 
@@ -125,15 +126,16 @@ STDERR_TAIL_BYTES = 4096
 
 
 class _Worker:
-    """One `python -P -m stepscope.ingest.worker` subprocess, one task at a time. Its
-    stderr goes to a temporary file, so a worker that dies can say why."""
+    """One `python -P -m stepscope.ingest.worker` subprocess, reading its tasks in order
+    (up to QUEUE_DEPTH sent ahead). Its stderr goes to a temporary file, so a worker
+    that dies can say why."""
 
     def __init__(self) -> None:
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr, env=worker_env(), start_new_session=True)
-        self.task: Task | None = None
+        self.pending: deque[Task] = deque()  # sent, outcome not read yet; oldest first
 
     def fileno(self) -> int:
         assert self.proc.stdout is not None
@@ -141,23 +143,25 @@ class _Worker:
 
     def start(self, task: Task) -> None:
         assert self.proc.stdin is not None
-        self.task = task
+        self.pending.append(task)
         try:
             send(self.proc.stdin, task)
         except OSError:
             pass  # it died; finish() reports the task as failed
 
-    def finish(self) -> Outcome:
-        """The outcome of the running task (a failure when the worker died)."""
-        assert self.proc.stdout is not None and self.task is not None
-        task, self.task = self.task, None
+    def finish(self) -> tuple[Outcome, list[Task]]:
+        """The outcome of the oldest pending task (a failure when the worker died), and
+        the tasks sent after it that a dead worker never started (to run elsewhere)."""
+        assert self.proc.stdout is not None and self.pending
+        task = self.pending.popleft()
         outcome = receive(self.proc.stdout)
         if outcome is None:
             code = self.proc.wait()
+            orphans, self.pending = list(self.pending), deque()
             return RankFailed(task.index, task.display,
                               "the worker process died while reading it "
-                              f"({death_reason(code, self._stderr_tail())})")
-        return outcome  # type: ignore[no-any-return]
+                              f"({death_reason(code, self._stderr_tail())})"), orphans
+        return outcome, []
 
     def _stderr_tail(self) -> str:
         self.stderr.seek(0, os.SEEK_END)
@@ -217,7 +221,8 @@ class ProcessExecutor:
             worker.stop(kill=True)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
-        """Keep every worker busy, at most 2 x jobs outcomes ahead of the consumer."""
+        """Keep every worker busy (QUEUE_DEPTH tasks sent ahead to each), at most
+        2 x jobs outcomes ahead of the consumer."""
         if not tasks:
             return
         self.start(len(tasks))
@@ -233,7 +238,7 @@ class ProcessExecutor:
                     if self.cancelled:
                         return
                     self._feed(workers, queue, room=len(done) < 2 * jobs)
-                    self._collect(workers, done)
+                    self._collect(workers, queue, done)
                 yield done.pop(task.index)
             finished = True
         finally:
@@ -242,20 +247,25 @@ class ProcessExecutor:
 
     @staticmethod
     def _feed(workers: list[_Worker], queue: deque[Task], room: bool) -> None:
+        """Send each worker tasks until QUEUE_DEPTH are pending on it: its next file is
+        already in its pipe when it finishes one, so it never waits for the consumer
+        (the writer appending a batch) to hand it one."""
         for i, worker in enumerate(workers):
-            if worker.task is None and queue and room:
-                if not worker.alive:
+            while queue and room and len(worker.pending) < QUEUE_DEPTH:
+                if not worker.pending and not worker.alive:
                     worker.stop(kill=True)
                     workers[i] = worker = _Worker()
                 worker.start(queue.popleft())
 
     @staticmethod
-    def _collect(workers: list[_Worker], done: dict[int, Outcome]) -> None:
-        busy = [w for w in workers if w.task is not None]
+    def _collect(workers: list[_Worker], queue: deque[Task],
+                 done: dict[int, Outcome]) -> None:
+        busy = [w for w in workers if w.pending]
         for worker in wait(busy, timeout=POLL_S):  # type: ignore[arg-type]
-            assert isinstance(worker, _Worker) and worker.task is not None
-            index = worker.task.index
-            done[index] = worker.finish()
+            assert isinstance(worker, _Worker) and worker.pending
+            index = worker.pending[0].index
+            done[index], orphans = worker.finish()
+            queue.extendleft(reversed(orphans))  # never started: first in line again
 
     def cancel(self) -> None:
         self.cancelled = True

@@ -247,21 +247,30 @@ def test_jobs_default_comes_from_stepscope_jobs(tmp_path: Path,
 
 
 def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
-    """A worker killed mid-task (say by the OOM killer) fails that file; a new worker
-    takes the next task."""
-    from stepscope.ingest.executors import _Worker
-    from stepscope.ingest.tasks import RankFailed, RankParsed, RankTask
+    """A worker killed mid-task (say by the OOM killer) fails that file; the task sent
+    ahead to it, never started, goes back to the front of the queue; a new worker takes
+    the next task."""
+    from collections import deque
 
-    files = sorted(JOB.glob("rank*.json.gz"))[:2]
+    from stepscope.ingest.executors import _Worker
+    from stepscope.ingest.tasks import Outcome, RankFailed, RankParsed, RankTask, Task
+
+    files = sorted(JOB.glob("rank*.json.gz"))[:3]
     tasks = [RankTask(i, str(f), f.name, str(tmp_path / str(i)), 8)
              for i, f in enumerate(files)]
     worker = _Worker()
     worker.start(tasks[0])
+    worker.start(tasks[1])
     worker.proc.kill()
-    outcome = worker.finish()
-    assert outcome == RankFailed(0, files[0].name, "the worker process died while reading it "
-                                 "(killed by SIGKILL, with nothing on stderr: out of memory?)")
+    queue: deque[Task] = deque([tasks[2]])
+    done: dict[int, Outcome] = {}
+    ProcessExecutor._collect([worker], queue, done)
+    assert done == {0: RankFailed(0, files[0].name, "the worker process died while reading "
+                                  "it (killed by SIGKILL, with nothing on stderr: out of "
+                                  "memory?)")}
+    assert list(queue) == [tasks[1], tasks[2]] and not worker.pending
     worker.stop(kill=True)
+    tasks = tasks[:2]
     executor = ProcessExecutor(2)
     outcomes = list(executor.run(tasks))
     assert [type(o) for o in outcomes] == [RankParsed, RankParsed]
