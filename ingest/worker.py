@@ -2,10 +2,11 @@
 
 Reads tasks from stdin and writes outcomes to stdout, each message a 4-byte big-endian
 length and a pickle (ingest/tasks.py dataclasses), one task at a time until stdin
-closes (the executor may queue the next task in the pipe while one runs). A plain subprocess rather than multiprocessing, so nothing re-imports the
-caller's `__main__` (a script calling stepscope.ingest needs no `if __name__` guard), and
-the worker runs in its own session: a Ctrl-C at the terminal reaches only the ingest,
-which stops the workers itself.
+closes (the executor may queue the next task in the pipe while one runs). A plain
+subprocess rather than multiprocessing, so nothing re-imports the caller's `__main__`
+(a script calling stepscope.ingest needs no `if __name__` guard), and the worker runs in
+its own session: a Ctrl-C at the terminal reaches only the ingest, which stops the
+workers itself.
 """
 
 from __future__ import annotations
