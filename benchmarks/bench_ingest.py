@@ -94,12 +94,17 @@ def build_set(source: Path, ranks: int) -> tuple[Path, float]:
 
 def run_child(code: str, *args: str, path: str | None = None) -> Measured:
     """Run `code` in a fresh interpreter (with `path` first on PYTHONPATH): wall time,
-    and peak RSS of its process tree."""
+    and peak RSS of its process tree.
+
+    `-P`: without it `python -c` puts the current folder first on sys.path, and run from
+    the checkout (as documented) the baseline imported this checkout's `stepscope`, not
+    its own: every "baseline" row measured that way before 2026-12-01 night timed this
+    version twice."""
     env = None
     if path is not None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (path, os.environ.get("PYTHONPATH")) if p)}
-    return run_measured([sys.executable, "-c", code, *args], env=env)
+    return run_measured([sys.executable, "-P", "-c", code, *args], env=env)
 
 
 def available(module: str) -> bool:
