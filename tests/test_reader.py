@@ -236,3 +236,23 @@ def test_reads_share_one_database_but_no_tables(tmp_path: Path,
         assert after.tables[name].equals(table), name
     assert (after.summary, after.category_counts, after.step_source) \
         == (alone.summary, alone.category_counts, alone.step_source)
+
+
+def test_a_fresh_database_serves_reads_after_reads_per_database(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One in-memory database serves READS_PER_DATABASE reads, then a new one replaces it
+    (one that served hundreds gets slower with each); the tables do not change."""
+    from stepscope.ingest import reader
+
+    monkeypatch.setattr(reader, "_DATABASES", {})
+    monkeypatch.setattr(reader, "READS_PER_DATABASE", 2)
+    target = SAMPLE_FILES[0]
+    first = read_trace(target, threads=1)
+    database, reads = reader._DATABASES[1]
+    assert reads == 1
+    read_trace(target, threads=1)
+    assert reader._DATABASES[1] == (database, 2)
+    third = read_trace(target, threads=1)
+    assert reader._DATABASES[1][0] is not database and reader._DATABASES[1][1] == 1
+    for name, table in first.tables.items():
+        assert third.tables[name].equals(table), name
