@@ -132,9 +132,11 @@ class _Worker:
 
     def __init__(self) -> None:
         self.stderr = tempfile.TemporaryFile()
+        # unbuffered pipes: with tasks sent ahead, two outcomes can wait in the pipe, and
+        # a buffered reader would pull the second into its buffer, out of the poll's sight
         self.proc = subprocess.Popen(
             worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, env=worker_env(), start_new_session=True)
+            stderr=self.stderr, env=worker_env(), start_new_session=True, bufsize=0)
         self.pending: deque[Task] = deque()  # sent, outcome not read yet; oldest first
 
     def fileno(self) -> int:

@@ -20,21 +20,41 @@ HEADER = struct.Struct(">I")
 
 
 def send(stream: IO[bytes], obj: Any) -> None:
+    """Write one message whole (an unbuffered pipe may take it in parts)."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(data)) + data)
+    view = memoryview(HEADER.pack(len(data)) + data)
+    while view:
+        written = stream.write(view)
+        view = view[written if written is not None else len(view):]
     stream.flush()
 
 
 def receive(stream: IO[bytes]) -> Any:
-    """The next message, or None at the end of the stream."""
-    head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
+    """The next message, or None at the end of the stream. The executor reads its
+    workers' pipes unbuffered: a buffered reader could take the next message into its
+    buffer, where the poll that waits for the pipe would never see it."""
+    head = _read_exactly(stream, HEADER.size)
+    if head is None:
         return None
     size, = HEADER.unpack(head)
-    data = stream.read(size)
-    if len(data) < size:
+    data = _read_exactly(stream, size)
+    if data is None:
         return None
     return pickle.loads(data)  # trusted: our own parent process, over a private pipe
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
+    """`size` bytes, or None when the stream ends first (an unbuffered read may return
+    fewer bytes than asked)."""
+    parts: list[bytes] = []
+    left = size
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            return None
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
 
 
 def main() -> int:

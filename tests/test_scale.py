@@ -275,3 +275,53 @@ def test_a_worker_that_dies_fails_its_file_only(tmp_path: Path) -> None:
     outcomes = list(executor.run(tasks))
     assert [type(o) for o in outcomes] == [RankParsed, RankParsed]
     assert [o.index for o in outcomes] == [0, 1]
+
+
+def test_every_outcome_waiting_in_a_workers_pipe_is_read(tmp_path: Path) -> None:
+    """A worker has two tasks sent ahead, so while the consumer is busy both outcomes can
+    wait in its pipe; each must be seen by the poll that collects them. (Read through a
+    buffered reader, the second went into the reader's buffer, where the poll never saw
+    it, and the ingest waited forever.)"""
+    from collections import deque
+
+    from stepscope.ingest.executors import _Worker
+    from stepscope.ingest.tasks import Outcome, RankTask, Task
+
+    files = [write_trace(tmp_path / f"bad{i}.json", "not JSON") for i in range(2)]
+    tasks = [RankTask(i, str(f), f.name, str(tmp_path / str(i)), 8)
+             for i, f in enumerate(files)]  # failures: outcomes of a few hundred bytes
+    worker = _Worker()
+    try:
+        worker.start(tasks[0])
+        worker.start(tasks[1])
+        _wait_until_answered(worker.fileno())  # a busy consumer meanwhile
+        queue: deque[Task] = deque()
+        done: dict[int, Outcome] = {}
+        ProcessExecutor._collect([worker], queue, done)
+        ProcessExecutor._collect([worker], queue, done)
+        assert sorted(done) == [0, 1] and not worker.pending
+    finally:
+        worker.stop(kill=True)
+
+
+def _wait_until_answered(fd: int, settle_s: float = 1.0, limit_s: float = 60) -> None:
+    """Wait until bytes wait in the pipe `fd` and their count has not grown for
+    `settle_s` (the worker answered every task it had), at most `limit_s`."""
+    import fcntl
+    import struct
+    import termios
+    import time
+
+    def waiting() -> int:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])
+
+    deadline = time.monotonic() + limit_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = waiting()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now and time.monotonic() - since >= settle_s:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the worker never answered")
