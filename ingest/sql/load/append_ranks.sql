@@ -6,9 +6,9 @@
 --         $rank_rows: the batch's `ranks` rows, a list of structs named like its columns
 --         (plain query parameters: the writer loads neither Arrow nor pandas).
 -- Writes: the rank tables of docs/schema.md and ranks; the batch's process groups go to the
---         temp table staged_process_groups (load/stage_groups.sql), from which
---         load/process_groups.sql keeps each pg_name once per run (its lowest rank's row),
---         so the rows kept do not depend on how the ranks were batched.
+--         temp table staged_process_groups (load/stage_groups.sql), one row per pg_name
+--         (the lowest rank's so far), which load/process_groups.sql moves to
+--         process_groups, so the rows kept do not depend on how the ranks were batched.
 -- Parameters: $run, the three above, and per table a list of Parquet paths named after it (cpu_ops_files,
 -- ...): a list, not a glob, so no folder name is ever read as a pattern.
 -- Every accepted task writes every table (with zero rows where the trace has none).
@@ -51,10 +51,24 @@ SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($memory_events_files, filename = true, union_by_name = true) p
 JOIN staged_files m ON m.file = p.filename;
 
-INSERT INTO staged_process_groups BY NAME
+-- Process groups: every rank's trace lists every group of the job, so the batch keeps
+-- one row per group (its lowest rank's), and a staged row gives way to a lower rank's:
+-- the staging table holds one row per group, not one per group and rank (at 1,024 ranks
+-- ~600 groups each: 600k rows and their rank lists otherwise).
+CREATE OR REPLACE TEMP TABLE batch_groups AS
 SELECT $run AS run, m.rank AS rank, p.* EXCLUDE (filename)
 FROM read_parquet($process_groups_files, filename = true, union_by_name = true) p
-JOIN staged_files m ON m.file = p.filename;
+JOIN staged_files m ON m.file = p.filename
+QUALIFY row_number() OVER (PARTITION BY p.pg_name ORDER BY m.rank) = 1;
+
+DELETE FROM staged_process_groups s USING batch_groups b
+WHERE s.pg_name = b.pg_name AND b.rank < s.rank;
+
+INSERT INTO staged_process_groups BY NAME
+SELECT * FROM batch_groups b
+WHERE NOT EXISTS (SELECT 1 FROM staged_process_groups s WHERE s.pg_name = b.pg_name);
+
+DROP TABLE batch_groups;
 
 INSERT INTO ranks BY NAME SELECT unnest($rank_rows, recursive := true);
 
