@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import duckdb
 
@@ -34,16 +34,53 @@ def summary_records(con: duckdb.DuckDBPyConnection,
     order, without polars: what `stepscope ingest` prints once its runs are in (polars
     takes longer to import than the summary takes to compute)."""
     params = _runs_param(runs)
-    ingested = fetch_rows(con, "summary/runs.sql", params, dict)
+    ingested = fetch_rows(con, "summary/runs.sql", params, _IngestedRow)
     attributed = {row["run"]: row
-                  for row in fetch_rows(con, "summary/attributed.sql", params, dict)}
-    return [_record({**row, **attributed.get(row["run"], {})}) for row in ingested]
+                  for row in fetch_rows(con, "summary/attributed.sql", params, _AttributedRow)}
+    return [_record(row, attributed.get(row["run"])) for row in ingested]
 
 
-def _record(values: dict[str, Any]) -> RunSummary:
-    """A RunSummary of a row's columns (an attributed column the row lacks is None)."""
-    row: dict[str, Any] = {f.name: values.get(f.name) for f in fields(RunSummary)}
-    return RunSummary(**row)
+class _IngestedRow(TypedDict):
+    """A row of summary/runs.sql."""
+
+    run: str
+    status: str | None
+    world_size: int | None
+    n_ranks: int | None
+    hosts: int
+    devices: str | None
+    steps: int
+    median_step_ms: float | None
+    gpu_ops: int
+    compute_kernels: int
+    comm_kernels: int
+    memory_ops: int
+    collectives: int
+    p2p_ops: int
+    collective_types: str | None
+    process_groups: int
+    failed_files: int | None
+    ingested_at: datetime | None
+
+
+class _AttributedRow(TypedDict):
+    """A row of summary/attributed.sql (only for attributed runs)."""
+
+    run: str
+    attributed_step_ms: float | None
+    compute_share: float | None
+    top_loss: str | None
+    top_loss_share: float | None
+
+
+def _record(ingested: _IngestedRow, attributed: _AttributedRow | None) -> RunSummary:
+    """A RunSummary of a run's rows; a run never attributed has None in those columns."""
+    return RunSummary(
+        **ingested,
+        attributed_step_ms=attributed["attributed_step_ms"] if attributed else None,
+        compute_share=attributed["compute_share"] if attributed else None,
+        top_loss=attributed["top_loss"] if attributed else None,
+        top_loss_share=attributed["top_loss_share"] if attributed else None)
 
 
 def _runs_param(runs: Sequence[str] | None) -> dict[str, object]:
