@@ -22,6 +22,7 @@ from stepscope.analyzers.model import (
     Report,
 )
 from stepscope.dashboard.render.format import (
+    chart_text,
     fixed,
     numbered_names,
     pct,
@@ -42,8 +43,10 @@ LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 40, "b":
 
 
 def _figure(title: str, **layout: object) -> go.Figure:
+    """A figure in the dashboard's layout; the title is shown literally (chart_text: it
+    may quote run names)."""
     fig = go.Figure()
-    fig.update_layout(title=title, **{**LAYOUT, **layout})
+    fig.update_layout(title=chart_text(title), **{**LAYOUT, **layout})
     return fig
 
 
@@ -52,7 +55,8 @@ def stacked_breakdown(labels: Sequence[str | Sequence[str]],
                       axis_title: str = "ms per step") -> go.Figure:
     """One stacked bar per label: the attribution categories, summing to the step."""
     fig = _figure(title, barmode="stack", yaxis_title=axis_title)
-    x = list(labels)
+    x: list[object] = [chart_text(label) if isinstance(label, str)
+                       else [chart_text(part) for part in label] for label in labels]
     if x and not isinstance(x[0], str):  # multi-category axis (host, rank)
         x = [list(level) for level in zip(*x, strict=True)]
     for cat in CATEGORIES:
@@ -181,8 +185,8 @@ def timeline(tl: StepTimeline, stragglers: Sequence[int] = ()) -> go.Figure:
         idx = [i for i, c in enumerate(tl.category) if c == cat]
         if not idx:
             continue
-        names = [short_name(tl.label[i] or CATEGORY_LABELS[cat], 90) if tl.label else
-                 CATEGORY_LABELS[cat] for i in idx]
+        names = [chart_text(short_name(tl.label[i] or CATEGORY_LABELS[cat], 90))
+                 if tl.label else CATEGORY_LABELS[cat] for i in idx]
         fig.add_bar(name=CATEGORY_LABELS[cat], orientation="h",
                     y=[lanes[tl.rank[i]] for i in idx],
                     x=[tl.end_ms[i] - tl.start_ms[i] for i in idx],
@@ -202,7 +206,8 @@ COMM_PARTS = (("exposed_ms", "exposed", COLORS["exposed_comm"]),
 
 
 def collective_label(c: CollectiveStat, width: int = 48) -> str:
-    return short_name(f"{c.collective} · {c.group_label}", width)
+    """A collective's bar label (its group's name comes from the trace: chart_text)."""
+    return chart_text(short_name(f"{c.collective} · {c.group_label}", width))
 
 
 def collectives_exposure(report: Report) -> go.Figure:
@@ -219,7 +224,8 @@ def collectives_exposure(report: Report) -> go.Figure:
         if not any(values):
             continue
         fig.add_bar(name=name, orientation="h", y=labels, x=values, marker_color=color,
-                    customdata=[f"{c.collective} · {c.group_label}" for c in rows],
+                    customdata=[chart_text(f"{c.collective} · {c.group_label}")
+                                for c in rows],
                     hovertemplate=f"%{{customdata}}<br>{name}: %{{x:.3f}} ms<extra></extra>")
     fig.update_yaxes(autorange="reversed")
     return fig
@@ -266,7 +272,7 @@ def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
     """Top kernels by mean ms per step, with the range over ranks as error bars."""
     shown = list(rows)[:top]
     # numbered, so that two kernels whose names start alike keep their own bars
-    names = numbered_names([r.name for r in shown], 40)
+    names = [chart_text(n) for n in numbered_names([r.name for r in shown], 40)]
     fig = _figure("Top GPU ops (mean over ranks; bars: min–max over ranks)",
                   xaxis_title="ms per step", height=max(260, 24 * len(shown) + 120),
                   showlegend=False)
@@ -277,7 +283,7 @@ def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
                 error_x={"type": "data", "symmetric": False,
                          "array": [r.max_ms - r.mean_ms for r in shown],
                          "arrayminus": [r.mean_ms - r.min_ms for r in shown]},
-                customdata=[[r.name, r.slowest_rank] for r in shown],
+                customdata=[[chart_text(r.name), r.slowest_rank] for r in shown],
                 hovertemplate="%{customdata[0]}<br>%{x:.3f} ms; slowest rank "
                               "%{customdata[1]}<extra></extra>")
     fig.update_yaxes(autorange="reversed")
@@ -292,7 +298,8 @@ def diff_waterfall(diff: Diff) -> go.Figure:
     if points is None or diff.a.mfu is None or diff.b.mfu is None:
         return fig
     fig.add_trace(go.Waterfall(
-        x=[diff.a.run, *[STAGE_LABELS[s] for s in STAGES], diff.b.run],
+        x=[chart_text(diff.a.run), *[STAGE_LABELS[s] for s in STAGES],
+           chart_text(diff.b.run)],
         measure=["absolute", *["relative"] * len(STAGES), "total"],
         y=[100 * diff.a.mfu, *[points.points(s) for s in STAGES], 0.0],
         text=[fixed(100 * diff.a.mfu),
@@ -340,12 +347,12 @@ def trends(points: Sequence[TrendPoint], title: str) -> go.Figure:
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("MFU (%)", "ms per step"))
-    x = [p.run for p in points]
+    x = [chart_text(p.run) for p in points]
     fig.add_scatter(x=x, y=[None if p.mfu is None else 100 * p.mfu for p in points],
                     mode="lines+markers", name="MFU", marker_color="#333", row=1, col=1)
     for cat in CATEGORIES:
         fig.add_bar(x=x, y=[p.breakdown_ms.ms(cat) if p.breakdown_ms else None
                             for p in points], name=CATEGORY_LABELS[cat],
                     marker_color=COLORS[cat], row=2, col=1)
-    fig.update_layout(title=title, barmode="stack", height=560, **LAYOUT)
+    fig.update_layout(title=chart_text(title), barmode="stack", height=560, **LAYOUT)
     return fig

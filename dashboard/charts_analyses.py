@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from stepscope.analyzers.model import AllToAll, MemorySection, Roofline, RoofRow
 from stepscope.dashboard.charts import LAYOUT
-from stepscope.dashboard.render.format import numbered_names
+from stepscope.dashboard.render.format import chart_text, numbered_names
 
 KIND_COLORS = {"gemm": "#2e8b57", "attention": "#1f77b4", "conv": "#9467bd",
                "elementwise": "#ff7f0e", "normalization": "#d62728"}
@@ -17,7 +17,7 @@ KIND_COLORS = {"gemm": "#2e8b57", "attention": "#1f77b4", "conv": "#9467bd",
 
 def _figure(title: str, **layout: object) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=title, **{**LAYOUT, **layout})
+    fig.update_layout(title=chart_text(title), **{**LAYOUT, **layout})
     return fig
 
 
@@ -37,7 +37,7 @@ def roofline_plot(section: Roofline) -> go.Figure:
     for kind in sorted({r.kind for r in rows}):
         mine = [r for r in rows if r.kind == kind and r.tflops]
         fig.add_scatter(x=[r.intensity for r in mine], y=[r.tflops for r in mine],
-                        mode="markers", name=kind, text=[r.name for r in mine],
+                        mode="markers", name=kind, text=[chart_text(r.name) for r in mine],
                         marker={"color": KIND_COLORS.get(kind), "size": [
                             6 + 20 * math.sqrt(r.time_share) for r in mine]},
                         hovertemplate="%{text}<br>%{x:.1f} FLOP/B, %{y:.1f} TFLOP/s"
@@ -55,7 +55,8 @@ def roof_shares(rows: tuple[RoofRow, ...], title: str) -> go.Figure:
     fig = _figure(title, xaxis_title="share of the roof", xaxis_tickformat=".0%",
                   yaxis_autorange="reversed", height=120 + 24 * len(labelled))
     fig.add_bar(orientation="h", x=[r.roof_share for _, r in labelled],
-                y=[label for label, _ in labelled], customdata=[r.name for _, r in labelled],
+                y=[chart_text(label) for label, _ in labelled],
+                customdata=[chart_text(r.name) for _, r in labelled],
                 marker_color=[KIND_COLORS.get(r.kind, "#8c564b") for _, r in labelled],
                 hovertemplate="%{customdata}: %{x:.1%}<extra></extra>")
     return fig
@@ -66,8 +67,9 @@ def efficiency_parts(section: Roofline) -> go.Figure:
     parts = section.kernel_efficiency
     fig = _figure("Kernel efficiency by op (MFU points)", xaxis_title="MFU points",
                   yaxis_autorange="reversed", height=120 + 26 * len(parts))
-    fig.add_bar(orientation="h", x=[p.points for p in parts], y=[p.label[:70] for p in parts],
-                marker_color="#8c564b", hovertemplate="%{y}: %{x:.2f}<extra></extra>")
+    fig.add_bar(orientation="h", x=[p.points for p in parts],
+                y=[chart_text(p.label[:70]) for p in parts], marker_color="#8c564b",
+                hovertemplate="%{y}: %{x:.2f}<extra></extra>")
     return fig
 
 

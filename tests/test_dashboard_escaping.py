@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 from test_markdown_escaping import CODE_SPAN, GFM, _nodes, _text
 
 import stepscope
+from stepscope.dashboard.render.format import chart_text
 from stepscope.dashboard.views import PAGES
 from stepscope.dashboard.widgets import code, plain
 
@@ -117,11 +118,43 @@ def test_every_page_shows_hostile_names_as_written(page: str, hostile_db: Path,
                 assert name in reads, (page, name, body, reads)
     for name in SHOWN.get(page, []):
         assert any(_escaped(name, b) for b in texts), (page, name, texts)
+    charted = [t for spec in chart_specs(at) for t in strings(spec)]
+    for text in charted:  # Plotly's HTML subset: no name writes a raw `<` or `>`
+        assert "<8, *_" not in text and "`q`>" not in text, (page, text)
+    for name in CHARTED.get(page, []):
+        assert any(chart_text(name) in t for t in charted), (page, name)
+
+
+# names a page's charts must show (as entities: chart_text)
+CHARTED = {"kernels": [KERNEL], "communication": [GROUP], "ranks": [HOSTS[1]],
+           "compare": [RUN_A, RUN_B]}
+
+
+def chart_specs(at: AppTest) -> list[Any]:
+    """The Plotly figures of the page, as the JSON Streamlit sends the browser."""
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def strings(value: Any) -> list[str]:
+    """Every string in a figure's JSON (titles, labels, text, hover values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return []
 
 
 def _escaped(name: str, body: str) -> bool:
     """`name` in `body` as plain() writes it, or inside a code span (a file's path)."""
     return plain(name) in body or any(name in m.group(0) for m in CODE_SPAN.finditer(body))
+
+
+def test_chart_text_writes_plotlys_tags_and_entities_as_entities() -> None:
+    assert chart_text("void gemm<float, 128> <b>x</b> &amp;") == (
+        "void gemm&lt;float, 128&gt; &lt;b&gt;x&lt;/b&gt; &amp;amp;")
+    assert chart_text("rank 3 · tp_group") == "rank 3 · tp_group"
 
 
 def test_plain_escapes_what_streamlit_reads_and_reads_back() -> None:

@@ -162,6 +162,20 @@ def layout_nodes(lay: Layout) -> str:
 
 
 
+# -- Plotly text --------------------------------------------------------------------
+# Plotly reads its own HTML subset in every text it draws (titles, tick labels, bar and
+# marker text, hover values): `<br>`, `<b>`, `<a href=...>`... and entities. A name from
+# a trace or a user ('void gemm<float, 128>', a run called '<b>a</b>') goes in with `&`,
+# `<` and `>` as entities, which Plotly shows as the characters themselves.
+_CHART_ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def chart_text(text: object) -> str:
+    """`text` (a name from a trace or a user) shown literally in a Plotly figure: '&',
+    '<' and '>' as entities, so no tag or entity of Plotly's HTML subset acts."""
+    return str(text).translate(_CHART_ENTITIES)
+
+
 # -- Markdown escaping ---------------------------------------------------------------
 # Text from the traces (op, kernel, group and host names, and the analyzers' sentences
 # that quote them) goes into Markdown through md_text or md_code, so `<128, 4>` is not
