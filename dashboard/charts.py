@@ -317,17 +317,70 @@ def diff_breakdown(diff: Diff) -> go.Figure:
                              "Step time by category, side by side")
 
 
+PLAN_LABELS = 12  # layouts named beside their point (best first); the others in the hover
+
+
 def plan_scatter(result: PlanResult) -> go.Figure:
-    """Candidate layouts: predicted MFU against memory per GPU (best first)."""
+    """Candidate layouts: predicted MFU against memory per GPU (best first); the best
+    PLAN_LABELS are named beside their points where the name overlaps no other
+    (label_positions), every one in the hover."""
     plans = result.plans
     fig = _figure("Candidate layouts", xaxis_title="memory per GPU (GB)",
                   yaxis_title="predicted MFU (%)", showlegend=False)
+    names = [f"TP{p.tp} PP{p.pp} DP{p.dp}" for p in plans]
+    x, y = [p.memory_gb for p in plans], [100 * p.mfu for p in plans]
+    where = label_positions(x, y, names[:PLAN_LABELS])
+    where += [None] * (len(names) - len(where))
     fig.add_scatter(
-        x=[p.memory_gb for p in plans], y=[100 * p.mfu for p in plans], mode="markers+text",
-        text=[f"TP{p.tp} PP{p.pp} DP{p.dp}" for p in plans], textposition="top center",
+        x=x, y=y, mode="markers+text", customdata=names, hovertemplate=(
+            "%{customdata}: %{y:.1f}% MFU, %{x:.2f} GB per GPU<extra></extra>"),
+        text=[n if w else "" for n, w in zip(names, where, strict=True)],
+        textposition=[w or "top center" for w in where],
         marker={"size": 11, "color": [COLORS["compute"] if p.fits else COLORS["exposed_comm"]
                                       for p in plans]})
     return fig
+
+
+# Where a point's label may go, in order of preference, as (Plotly textposition, the
+# label box's offset from the point in label heights / widths: dx, dy of its centre)
+LABEL_PLACES = (("top center", 0.0, 1.0), ("bottom center", 0.0, -1.0),
+                ("middle right", 0.6, 0.0), ("middle left", -0.6, 0.0))
+CHAR_WIDTH, LABEL_HEIGHT = 0.012, 0.06  # of the plot's width / height, at 1000 px
+
+
+def label_positions(x: Sequence[float], y: Sequence[float],
+                    texts: Sequence[str]) -> list[str | None]:
+    """A Plotly textposition for each of `texts` (the first len(texts) points, most
+    important first), or None where every place would overlap a label placed before it
+    or a point: a label is shown only where it can be read. Boxes are estimated in the
+    plot's share of each axis (CHAR_WIDTH per character, LABEL_HEIGHT)."""
+    if not texts:
+        return []
+    def scaled(v: Sequence[float]) -> list[float]:
+        lo, hi = min(v), max(v)
+        return [(a - lo) / (hi - lo) if hi > lo else 0.5 for a in v]
+    sx, sy = scaled(x), scaled(y)
+    points = list(zip(sx, sy, strict=True))
+    boxes: list[tuple[float, float, float, float]] = []
+    out: list[str | None] = []
+    for i, text in enumerate(texts):
+        w, h = CHAR_WIDTH * len(text), LABEL_HEIGHT
+        chosen = None
+        for place, dx, dy in LABEL_PLACES:
+            cx, cy = sx[i] + dx * w, sy[i] + dy * h
+            box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+            if not any(_overlap(box, b) for b in boxes) and not any(
+                    box[0] < px < box[2] and box[1] < py < box[3]
+                    for j, (px, py) in enumerate(points) if j != i):
+                chosen = place
+                boxes.append(box)
+                break
+        out.append(chosen)
+    return out
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 @dataclass(frozen=True)

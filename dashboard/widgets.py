@@ -44,10 +44,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
 
 
+MISSING = "–"  # an empty cell (no value: a p2p op's bus bandwidth), as the HTML report
+
+
 def table(frame: pl.DataFrame, name: str, key: str,
           column_config: Mapping[str, Any] | None = None) -> None:
-    """A table at the page's width with a CSV download of exactly what it shows."""
-    st.dataframe(frame, hide_index=True, width="stretch",
+    """A table at the page's width with a CSV download of exactly what it shows; an
+    empty cell reads MISSING (Streamlit's own placeholder is 'None'; the CSV leaves it
+    empty)."""
+    st.dataframe(frame, hide_index=True, width="stretch", placeholder=MISSING,
                  column_config=dict(column_config or {}), key=f"df_{key}")
     st.download_button(f"Download {name} (CSV)", frame.write_csv(), f"{_slug(name)}.csv",
                        "text/csv", key=f"dl_{key}")

@@ -23,6 +23,7 @@ from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.format import mfu_points, pct
 from stepscope.dashboard.uploads import ingest_staged
 from stepscope.dashboard.views import PAGES, compare
+from stepscope.dashboard.widgets import MISSING
 
 pytestmark = pytest.mark.slow  # ingests four bundled runs, every page
 
@@ -119,6 +120,11 @@ def test_communication_and_pipeline_match_the_report(monkeypatch, pages_db):
     shown = metrics(at)
     assert shown["Exposed"] == f"{report.breakdown_ms.exposed_comm:.2f} ms"
     assert len(at.dataframe[0].value) == len(report.collectives)
+    # point-to-point ops have no bus bandwidth: their cells read a dash, not 'None'
+    links = at.dataframe[1]
+    p2p = [c.is_p2p for c in report.collectives]
+    assert any(p2p) and links.value["bus GB/s"].isna().tolist() == p2p
+    assert links.proto.placeholder == MISSING == "–"
     at = open_page(monkeypatch, pages_db, "pipeline", "straggler")
     pipe = report.pipeline
     shown = metrics(at)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from stepscope.analyzers.model import AllToAll
 from stepscope.dashboard import charts_analyses
-from stepscope.dashboard.widgets import chart_and_table, plain
+from stepscope.dashboard.widgets import MISSING, chart_and_table, plain
 
 
 def render_section(section: AllToAll | None) -> None:
@@ -40,4 +40,4 @@ def render_section(section: AllToAll | None) -> None:
         "transfer ms": round(g.transfer_ms, 4), "cost ms": round(g.imbalance_cost_ms, 4),
         "wait ms": round(g.wait_ms, 4), "heaviest": g.heaviest_rank} for g in section.groups],
         schema_overrides={"imbalance": pl.Float64, "heaviest": pl.Int64})
-    st.dataframe(groups, hide_index=True, width="stretch")
+    st.dataframe(groups, hide_index=True, width="stretch", placeholder=MISSING)

@@ -65,6 +65,15 @@ COLUMN_HELP = {
 }
 
 
+LINK_HELP = {
+    "bus GB/s": st.column_config.NumberColumn(
+        "bus GB/s", help="bus bandwidth, nccl-tests' convention (docs/diff.md); none for "
+        "point-to-point send/recv, whose kernel time includes the wait for the peer"),
+    "use": st.column_config.NumberColumn(
+        "use", help="bus bandwidth as a share of the link's peak"),
+}
+
+
 def headline(report: Report) -> None:
     """Exposed + straggler wait + bubble + overlapped = the collectives' time."""
     t = totals(report)
@@ -106,7 +115,8 @@ def render(ctx: PageContext) -> None:
     st.subheader("Traffic and links")
     links = link_table(report)
     if any(c.bus_bw_gbs is not None for c in report.collectives):
-        chart_and_table(charts.bus_bandwidth(report), links, "traffic and links", "busbw")
+        chart_and_table(charts.bus_bandwidth(report), links, "traffic and links", "busbw",
+                        column_config=LINK_HELP)
     else:
-        table(links, "traffic and links", "busbw")
+        table(links, "traffic and links", "busbw", LINK_HELP)
     alltoall.render_section(report.all_to_all)

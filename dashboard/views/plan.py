@@ -26,7 +26,7 @@ from stepscope.dashboard import charts, data
 from stepscope.dashboard.context import PageContext
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.plan import TERM_LABELS
-from stepscope.dashboard.widgets import chart_and_table, plain
+from stepscope.dashboard.widgets import MISSING, chart_and_table, plain
 from stepscope.ingest import UsageError
 
 TITLE = "Plan"
@@ -174,7 +174,8 @@ def _show(result: PlanResult) -> None:
         with st.expander("What the best layout's step is made of"):
             st.dataframe(pl.DataFrame([{"term": TERM_LABELS.get(t.name, t.name),
                                         "ms": round(t.ms, 3), "uses": t.uses}
-                                       for t in best.terms]), hide_index=True)
+                                       for t in best.terms]), hide_index=True,
+                         placeholder=MISSING)
 
 
 def _frame(result: PlanResult) -> pl.DataFrame:

@@ -13,7 +13,7 @@ from stepscope.analyzers.model import FailedFile
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
 from stepscope.dashboard.render.format import pct, short_name
-from stepscope.dashboard.widgets import code, plain
+from stepscope.dashboard.widgets import MISSING, code, plain
 from stepscope.ingest.merge import delete_run, retry_busy
 
 TITLE = "Runs"
@@ -71,8 +71,9 @@ def render(ctx: PageContext) -> None:
         return
     with st.spinner("Building the reports (once per run)…"):
         table = runs_table(ctx)
-    st.dataframe(table, hide_index=True, width="stretch", key="df_runs", column_config={
-        "ingested": st.column_config.TextColumn(help="when the run was ingested (UTC)")})
+    st.dataframe(table, hide_index=True, width="stretch", key="df_runs", placeholder=MISSING,
+                 column_config={"ingested": st.column_config.TextColumn(
+                     help="when the run was ingested (UTC)")})
     st.download_button("Download CSV", table.write_csv(), "runs.csv", "text/csv")
     run = ctx.run or ctx.runs[0]
     st.subheader(f"Run '{plain(run)}'")
