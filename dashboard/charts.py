@@ -348,38 +348,48 @@ LABEL_PLACES = (("top center", 0.0, 1.0), ("bottom center", 0.0, -1.0),
 CHAR_WIDTH, LABEL_HEIGHT = 0.012, 0.06  # of the plot's width / height, at 1000 px
 
 
+Box = tuple[float, float, float, float]  # left, bottom, right, top, in 0..1 of each axis
+
+
 def label_positions(x: Sequence[float], y: Sequence[float],
                     texts: Sequence[str]) -> list[str | None]:
     """A Plotly textposition for each of `texts` (the first len(texts) points, most
     important first), or None where every place would overlap a label placed before it
     or a point: a label is shown only where it can be read. Boxes are estimated in the
     plot's share of each axis (CHAR_WIDTH per character, LABEL_HEIGHT)."""
-    if not texts:
-        return []
-    def scaled(v: Sequence[float]) -> list[float]:
-        lo, hi = min(v), max(v)
-        return [(a - lo) / (hi - lo) if hi > lo else 0.5 for a in v]
-    sx, sy = scaled(x), scaled(y)
-    points = list(zip(sx, sy, strict=True))
-    boxes: list[tuple[float, float, float, float]] = []
+    points = list(zip(_unit(x), _unit(y), strict=True))
+    placed: list[Box] = []
     out: list[str | None] = []
     for i, text in enumerate(texts):
-        w, h = CHAR_WIDTH * len(text), LABEL_HEIGHT
-        chosen = None
-        for place, dx, dy in LABEL_PLACES:
-            cx, cy = sx[i] + dx * w, sy[i] + dy * h
-            box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-            if not any(_overlap(box, b) for b in boxes) and not any(
-                    box[0] < px < box[2] and box[1] < py < box[3]
-                    for j, (px, py) in enumerate(points) if j != i):
-                chosen = place
-                boxes.append(box)
-                break
-        out.append(chosen)
+        others = points[:i] + points[i + 1:]
+        place, box = _free_place(points[i], len(text), placed, others)
+        if box is not None:
+            placed.append(box)
+        out.append(place)
     return out
 
 
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+def _unit(values: Sequence[float]) -> list[float]:
+    """`values` scaled to 0..1 of their range (0.5 each when they are all equal)."""
+    lo, hi = min(values, default=0.0), max(values, default=0.0)
+    return [(v - lo) / (hi - lo) if hi > lo else 0.5 for v in values]
+
+
+def _free_place(point: tuple[float, float], chars: int, placed: Sequence[Box],
+                others: Sequence[tuple[float, float]]) -> tuple[str | None, Box | None]:
+    """The first of LABEL_PLACES where a label of `chars` characters at `point` covers
+    no placed label and no other point, with its box; (None, None) when none is free."""
+    w, h = CHAR_WIDTH * chars, LABEL_HEIGHT
+    for place, dx, dy in LABEL_PLACES:
+        cx, cy = point[0] + dx * w, point[1] + dy * h
+        box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+        if not any(_overlap(box, b) for b in placed) and not any(
+                box[0] < px < box[2] and box[1] < py < box[3] for px, py in others):
+            return place, box
+    return None, None
+
+
+def _overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
