@@ -57,16 +57,40 @@ def flops_per_step(spec: ModelSpec) -> float:
 def trace_flops(con: duckdb.DuckDBPyConnection, run: str,
                 max_rate: float | None = None) -> dict[str, float] | None:
     """Model, recompute and extra hardware FLOPs per step summed over ranks (mean over
-    complete steps), or None when no op had shapes to count; ops claiming more than
-    `max_rate` FLOP/s over their kernels' time are left out (analyzers.flops_bound)."""
+    complete steps), with `n_ranks`, the ranks summed over; None when no op had shapes to
+    count. Ops claiming more than `max_rate` FLOP/s over their kernels' time are left out
+    (analyzers.flops_bound)."""
     install_macros(con)
     row = con.execute(sql("mfu/trace_flops.sql"), {"run": run, "max_rate": max_rate}
                       ).fetchall()[0]
-    model, recompute, extra, n_ops = row
+    model, recompute, extra, n_ops, n_ranks = row
     if not n_ops:
         return None
     return {"model": float(model), "recompute": float(recompute), "extra": float(extra),
-            "n_ops": int(n_ops)}
+            "n_ops": int(n_ops), "n_ranks": int(n_ranks)}
+
+
+def job_flops(from_trace: dict[str, float] | None, world: int) -> dict[str, float] | None:
+    """The trace's FLOPs for the whole job: summed over the traced ranks and scaled by
+    world / traced ranks when only some of the job's ranks were traced (--ranks, files
+    that could not be read, one rank's trace), so that MFU is that of the traced GPUs
+    (the others assumed to do the same work) and not diluted by ranks never seen."""
+    if from_trace is None:
+        return None
+    scale = world / from_trace["n_ranks"] if from_trace["n_ranks"] else 1.0
+    if scale == 1.0:
+        return from_trace
+    return {**from_trace, **{k: from_trace[k] * scale for k in ("model", "recompute", "extra")}}
+
+
+def partial_note(from_trace: dict[str, float] | None, world: int) -> str | None:
+    """Says that the trace's FLOPs were scaled up from the traced ranks (job_flops)."""
+    if from_trace is None or not from_trace["n_ranks"] or from_trace["n_ranks"] >= world:
+        return None
+    traced = int(from_trace["n_ranks"])
+    return (f"model FLOPs counted on the {traced} traced rank(s) of {world} and scaled to "
+            f"the job ({world}/{traced}x): MFU is that of the traced GPUs, assuming the "
+            "others do the same work")
 
 
 @dataclass(frozen=True)
@@ -188,7 +212,8 @@ def mfu_section(ctx: RunContext) -> Mfu:
     bound = flops_bound.rate_bound(ctx)
     choice = choose_dtype(ctx.con, ctx.run, ctx.options.dtype, ctx.device.peak, bound)
     step_ms = ctx.attribution.step_time_ms
-    from_trace = trace_flops(ctx.con, ctx.run, bound)
+    counted = trace_flops(ctx.con, ctx.run, bound)
+    from_trace = job_flops(counted, world)
     odd, n_odd = flops_bound.implausible_ops(ctx.con, ctx.run, ctx)
     from_spec = flops_per_step(ctx.spec) if ctx.spec else None
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
@@ -206,7 +231,8 @@ def mfu_section(ctx: RunContext) -> Mfu:
     peak, label, message = _peak(ctx, choice)
     if peak is None:
         return msgspec.structs.replace(base, device=label, message=message)
-    notes = [flops_bound.implausible_message(odd, n_odd) if from_spec is None else None]
+    notes = [flops_bound.implausible_message(odd, n_odd) if from_spec is None else None,
+             partial_note(counted, world) if from_spec is None else None]
     if ctx.device.kinds > 1:
         notes.append("ranks run on different devices; MFU uses the most common one")
     message = "; ".join(n for n in notes if n) or None

@@ -48,6 +48,26 @@ def test_mfu_and_hfu_match_simulated_truth(db: Path, name: str) -> None:
     assert with_spec["flops_sources_ratio"] == pytest.approx(1.0, rel=1e-9)
 
 
+@pytest.mark.parametrize("name,ranks,traced", [("healthy", "0-1", 2), ("recompute", "3", 1)])
+def test_mfu_of_some_ranks_is_that_of_the_traced_gpus(tmp_path: Path, name: str,
+                                                      ranks: str, traced: int) -> None:
+    """With only some of the job's ranks ingested (--ranks; one rank's trace; files that
+    could not be read) the FLOPs counted on them are scaled to the world size, so MFU is
+    the traced GPUs' own (it was divided by every rank of the job: 2 of 8 read 10.5%
+    for 42.6%), the FLOPs per step the job's, and a note says so."""
+    truth = json.loads((SIM / name / "ground_truth.json").read_text())["mfu"]
+    db = tmp_path / "some.duckdb"
+    stepscope.ingest_run([SIM / name], db=db, run="some", ranks=ranks)
+    got = mfu(db, "some")
+    assert got["mfu"] == pytest.approx(truth["mfu"], rel=0.03)
+    assert got["hfu"] == pytest.approx(truth["hfu"], rel=0.03)
+    assert got["model_flops_per_step"] == pytest.approx(truth["model_flops_per_step"],
+                                                        rel=1e-9)
+    assert f"counted on the {traced} traced rank(s) of 8 and scaled" in got["message"]
+    with_spec = mfu(db, "some", spec=load_spec(SIM / name / "model.json"))
+    assert with_spec["flops_sources_ratio"] == pytest.approx(1.0, rel=1e-9)
+
+
 def test_recompute_counts_for_hfu_only(db: Path) -> None:
     got = mfu(db, "recompute")
     assert got["hfu"] > got["mfu"] * 1.2

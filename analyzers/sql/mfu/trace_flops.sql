@@ -1,5 +1,6 @@
 -- Model, recompute and extra hardware FLOPs per step of run $run, summed over ranks
--- (mean over each rank's complete steps), and the number of counted ops. Reads the
+-- (mean over each rank's complete steps), the number of counted ops and the number of
+-- ranks summed over (those with a complete step). Reads the
 -- model_flops macro (mfu/flops.sql) and complete_steps. Parameters: $run, $max_rate
 -- (mfu/flops.sql).
 WITH f AS (SELECT * FROM model_flops($run, $max_rate)),
@@ -13,5 +14,6 @@ per_rank AS (
     FROM complete c LEFT JOIN f ON f.rank = c.rank AND f.step = c.step
     GROUP BY c.rank
 )
-SELECT sum(model / n_steps), sum(recompute / n_steps), sum(extra / n_steps), sum(n_ops)
+SELECT sum(model / n_steps), sum(recompute / n_steps), sum(extra / n_steps), sum(n_ops),
+    count(*) AS n_ranks
 FROM per_rank;
