@@ -175,15 +175,21 @@ def narrative(d: Diff) -> str:
 
 
 def _top_causes(d: Diff) -> list[str]:
+    """Up to three causes of the change, largest first, in its direction: where MFU fell,
+    the categories that cost points; where it rose, those that gave them (without MFU,
+    the categories whose time moved the way the step time did)."""
     delta = d.breakdown_delta_ms.as_dict()
     items: Sequence[tuple[str, float | None]]
     if d.mfu_points_by_category is not None:
-        ranked = sorted(d.mfu_points_by_category.as_dict().items(), key=lambda kv: kv[1])
-        items = [(k, float(v)) for k, v in ranked if v < -0.5][:3]
+        sign = -1.0 if (d.mfu_delta_points or 0.0) < 0 else 1.0
+        ranked = sorted(d.mfu_points_by_category.as_dict().items(),
+                        key=lambda kv: -sign * kv[1])
+        items = [(k, float(v)) for k, v in ranked if sign * v > 0.5][:3]
     else:
-        by_ms = sorted(delta.items(), key=lambda kv: -kv[1])
+        sign = -1.0 if d.step_time_delta_ms < 0 else 1.0
+        by_ms = sorted(delta.items(), key=lambda kv: -sign * kv[1])
         items = [(k, None) for k, v in by_ms
-                 if v > 0.05 * max(d.a.step_time_ms, 1e-9)][:3]
+                 if sign * v > 0.05 * max(d.a.step_time_ms, 1e-9)][:3]
     out = []
     for cat, pts in items:
         text = CAUSE_WORDS[cat]
@@ -197,21 +203,29 @@ def _top_causes(d: Diff) -> list[str]:
 
 
 def _why(cat: str, d: Diff) -> str:
+    """The collective behind a communication cause, with its own numbers for that cause
+    (exposed time, or straggler wait), or the new straggler that makes the others wait."""
     if cat in ("exposed_comm", "straggler_wait") and d.collectives:
-        c = d.collectives[0]
+        if cat == "straggler_wait" and d.stragglers.new:
+            s = d.stragglers.new[0]
+            return (f": rank {s.rank} (host {s.host}) straggles, the others wait "
+                    f"{s.waited_on_ms:.1f} ms/step in total")
+        field, word = (("exposed_ms", "exposed") if cat == "exposed_comm"
+                       else ("straggler_wait_ms", "waited for"))
+        c = max(d.collectives, key=lambda c: abs(_value(c.b, field) - _value(c.a, field)))
         ca, cb = c.a, c.b
-        bits = [f"{c.collective} on {c.group} exposed "
-                f"{ca.exposed_ms if ca else 0.0:.2f} -> {cb.exposed_ms if cb else 0.0:.2f} ms"]
+        bits = [f"{c.collective} on {c.group} {word} "
+                f"{_value(ca, field):.2f} -> {_value(cb, field):.2f} ms"]
         if ca and cb and ca.group_size != cb.group_size:
             bits.append(f"the group grew {ca.group_size} -> {cb.group_size}")
         if ca and cb and ca.bus_bw_gbs and cb.bus_bw_gbs:
             bits.append(f"bus bandwidth {ca.bus_bw_gbs:.0f} -> {cb.bus_bw_gbs:.0f} GB/s")
-        text = " as " + ", ".join(bits)
-        if cat == "straggler_wait" and d.stragglers.new:
-            s = d.stragglers.new[0]
-            text = f": rank {s.rank} (host {s.host}) straggles, the others wait " \
-                   f"{s.waited_on_ms:.1f} ms/step in total"
-        return text
+        return " as " + ", ".join(bits)
     if cat == "kernel_efficiency":
         return " (compute runs further below peak)"
     return ""
+
+
+def _value(side: CollectiveSide | None, field: str) -> float:
+    """A collective's `field` on one side of the diff (0 where it did not run)."""
+    return float(getattr(side, field)) if side is not None else 0.0

@@ -148,6 +148,31 @@ def test_diff_against_the_known_change(db: Path) -> None:
             "narrative"} <= set(d)
 
 
+def _narrative(db: Path, a: str, b: str, spec_from: str | None = None) -> str:
+    ta, tb = typed_report(db, a, spec_from), typed_report(db, b, spec_from)
+    with stepscope.open(db) as store:
+        return build_diff(ta, tb, op_times(store.con, a), op_times(store.con, b)).narrative
+
+
+def test_a_rise_is_explained_by_what_gave_the_points(db: Path) -> None:
+    """4 -> 8 microbatches: MFU rises by the bubble's shrinking; the headline names it
+    (it named only losses: '+0.06 ms of exposed communication (-1.7 pts)')."""
+    text = _narrative(db, "plan_mb4", "plan_mb8", "plan_mb4")
+    assert text.startswith("MFU rose 26.2% -> 32.8%")
+    assert "Top causes: pipeline bubble -2.32 ms/step (+8.4 pts)" in text
+    assert "exposed communication" not in text
+
+
+def test_a_straggler_wait_cause_quotes_the_wait(db: Path) -> None:
+    """DDP -> FSDP2 (gloo, CPU): the straggler-wait cause quotes the collective's wait,
+    not its exposed time (which it repeated: 'exposed 0.00 -> 16.40 ms' twice)."""
+    text = _narrative(db, "cpu-ddp", "cpu-fsdp2")
+    assert "exposed communication +24.30 ms/step as all_gather on default_pg exposed " \
+           "0.00 -> 16.40 ms" in text
+    assert "straggler wait +10.19 ms/step as all_gather on default_pg waited for " \
+           "0.00 -> 8.69 ms" in text
+
+
 def _truth_mean(truth: dict[str, Any], cat: str) -> float:
     per_rank = []
     for rows in truth["per_rank"].values():
