@@ -257,13 +257,33 @@ def _suspects(stuck: list[StuckCollective], lags: list[CompletionLag],
     for r in idle & set(missing_in):
         reasons[r].insert(0, "has no collective or P2P op in flight: it is stuck outside "
                              "NCCL (host code, a lock, data loading, a crash)")
-    primary = {r for r in missing_in if r in idle} | lagging | {
+    silent = _silent(stuck, reasons)
+    primary = {r for r in missing_in if r in idle} | lagging | silent | {
         r for m in mismatches for r in _odd_ranks(m)}
+    # the weakest evidence last: a missing dump may only be a dump not collected
     ordered = sorted(reasons, key=lambda r: (
         r not in idle or r not in missing_in, r not in lagging, r not in primary,
-        -missing_in.get(r, 0), r))
+        r in silent, -missing_in.get(r, 0), r))
     keep = [r for r in ordered if r in primary] or ordered
     return [Suspect(rank=r, idle=r in idle, reasons=reasons[r]) for r in keep]
+
+
+def _silent(stuck: list[StuckCollective], reasons: dict[int, list[str]]) -> set[int]:
+    """Members with no dump of a group whose dumped members wait in a stuck collective:
+    a process that crashed or was killed (a GPU error, an OOM) writes no dump, so the
+    missing dump is itself the evidence; their reasons are added to `reasons`."""
+    out: set[int] = set()
+    for s in stuck:
+        if not s.waiting_ranks:
+            continue
+        for r in s.ranks_without_dump:
+            out.add(r)
+            reasons[r].append(
+                f"wrote no Flight Recorder dump while {_who(s.waiting_ranks)} waited in "
+                f"{s.profiling_name or s.op or 'collective'} #{s.seq} of "
+                f"{_label(s.pg_desc, s.pg_name)}: it may have crashed or been killed (a "
+                "GPU error, an OOM) before it could dump")
+    return out
 
 
 def _odd_ranks(m: Mismatch) -> list[int]:
@@ -316,8 +336,11 @@ def _verdict(suspects: list[Suspect], stuck: list[StuckCollective],
             "never entered it.")
     elif stuck:
         s = stuck[0]
+        who = ("every member" if not s.ranks_without_dump else
+               f"every member with a dump ({_who(s.waiting_ranks)}; no dump from "
+               f"{_who(s.ranks_without_dump)})")
         parts.append(f"{_label(s.pg_desc, s.pg_name)} is stuck in "
-                     f"{s.profiling_name or s.op or 'collective'} #{s.seq}: every member "
+                     f"{s.profiling_name or s.op or 'collective'} #{s.seq}: {who} "
                      "entered it and it never completed.")
     if mismatches:
         parts.append(f"{len(mismatches)} collective(s) were issued differently across ranks "

@@ -84,6 +84,28 @@ def test_gpu_error_explains_the_rank_that_entered(capsys: pytest.CaptureFixture[
     assert group["last_completed_by_all"] == 20529 and group["last_enqueued_max"] == 20538
 
 
+def test_a_rank_that_wrote_no_dump_is_named(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A rank killed by its GPU error usually writes no dump: without rank 12's, its
+    peers still wait for it, so it is a suspect (last: a dump may just not have been
+    collected), and the stuck table says which members wrote none. It was named only in
+    a note, and the verdict read 'Suspect rank 14'."""
+    job = tmp_path / "no12"
+    shutil.copytree(scenario("gpu_error_1st"), job)
+    (job / "_dump_12").unlink()
+    out = hang_json(job, capsys)
+    assert out["suspect_ranks"] == [14, 12]
+    silent = next(s for s in out["suspects"] if s["rank"] == 12)
+    assert silent["reasons"][0].startswith("wrote no Flight Recorder dump while rank 14 "
+                                           "waited in nccl:all_to_all #20530 of "
+                                           "EXPERT_MODEL_PARALLEL_GROUP (pg 74)")
+    assert "Suspect ranks 12, 14." in out["verdict"]
+    a2a = next(x for x in out["stuck"] if x["pg_name"] == "74")
+    assert a2a["ranks_without_dump"] == [12] and a2a["missing_ranks"] == []
+    assert main(["hang", str(job)]) == 0
+    assert "| scheduled | **12 (no dump)** | 14 |" in capsys.readouterr().out
+
+
 def test_lock_gil_ranks_have_nothing_in_flight(capsys: pytest.CaptureFixture[str]) -> None:
     out = hang_json(scenario("lock_gil_1st"), capsys)
     assert [(s["rank"], s["idle"]) for s in out["suspects"]] == [(9, True), (14, True)]

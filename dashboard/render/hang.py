@@ -40,9 +40,18 @@ def _stuck_table(stuck: list[StuckCollective]) -> list[str]:
             f"{md_text(s.profiling_name or s.op or '?')} | {s.seq} | "
             f"{_shape(s.sizes)} | {md_text(s.dtype or '-', cell=True)} | "
             f"{md_text(s.state or '-', cell=True)} | "
-            f"**{rank_list(s.missing_ranks)}** | {rank_list(s.waiting_ranks)} | "
+            f"**{_missing(s)}** | {rank_list(s.waiting_ranks)} | "
             f"{_when(s.first_created_ns)} |")
     return lines
+
+
+def _missing(s: StuckCollective) -> str:
+    """The ranks that never entered, then the members that wrote no dump ('12 (no
+    dump)'): what they did is unknown, and a crashed rank writes none."""
+    parts = [rank_list(s.missing_ranks)] if s.missing_ranks else []
+    if s.ranks_without_dump:
+        parts.append(f"{rank_list(s.ranks_without_dump)} (no dump)")
+    return ", ".join(parts) or rank_list([])
 
 
 def _suspect_lines(report: HangReport) -> list[str]:
