@@ -227,7 +227,9 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
         dest.unlink(missing_ok=True)
         out.failures.append((display, _member_problem(exc)))
         return
-    if copied:
+    if copied and _looks_like_other_json(dest):
+        out.skipped.append(display)  # ground truth, configs: as in a folder
+    elif copied:
         out.files.append(TraceFile(dest, display))
     else:
         out.failures.append((display, (

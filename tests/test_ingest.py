@@ -237,6 +237,21 @@ def test_archives(tmp_path: Path) -> None:
     assert files == [(f"{zpath}!job/rank0.json",), (f"{zpath}!job/rank1.json",)]
 
 
+def test_an_archive_skips_the_json_that_is_no_trace_as_a_folder_does(tmp_path: Path) -> None:
+    """A tar.gz of a job folder with its ground_truth.json and model.json beside the
+    traces ingests complete, as the folder does (it was partial, exit 3, 'not a Kineto
+    trace' for each)."""
+    job = SAMPLES.parent / "simulated" / "healthy"
+    tpath = tmp_path / "healthy.tar.gz"
+    with tarfile.open(tpath, "w:gz") as tf:
+        tf.add(job, arcname="healthy")
+    result = ingest([tpath], db=tmp_path / "a.duckdb")
+    assert result.status == "complete" and result.failures == []
+    assert result.ranks == list(range(8))
+    assert sorted(result.skipped) == [f"{tpath}!healthy/ground_truth.json",
+                                      f"{tpath}!healthy/model.json"]
+
+
 def test_unreadable_archive_is_a_file_failure(tmp_path: Path) -> None:
     (tmp_path / "j").mkdir()
     _write(tmp_path / "j" / "broken.zip", b"PK\x03\x04 not really")
