@@ -18,7 +18,7 @@ import streamlit as st
 from stepscope.analyzers.model import Recommendation
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext
-from stepscope.dashboard.render.format import md_code, md_text, points
+from stepscope.dashboard.render.format import EN_DASH, md_code, md_text, points
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
@@ -44,7 +44,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
 
 
-MISSING = "–"  # an empty cell (no value: a p2p op's bus bandwidth), as the HTML report
+MISSING = EN_DASH  # an empty cell (no value: a p2p op's bus bandwidth), as in HTML
 
 
 def table(frame: pl.DataFrame, name: str, key: str,
