@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded
 from stepscope.analyzers._sql import run_script, sql
+from stepscope.analyzers.attribution import SHORT_GAP_NS
 
 I64 = npt.NDArray[np.int64]
 I8 = npt.NDArray[np.int8]
@@ -31,6 +32,11 @@ OBJ = npt.NDArray[np.object_]
 XS_TOL_NS = 10_000
 SYNC_TOL_NS = 100_000
 GAP_MIN_NS = 20_000
+# A start that waited for its launch: the call and this long after it (or its return, when
+# the call ran longer) is the launch, as the breakdown's launch overhead
+# (docs/attribution.md); a start later than that waited on the GPU for something the trace
+# does not record (idle), not for the host.
+LAUNCH_TOL_NS = SHORT_GAP_NS
 
 # The graph keeps every per-node and per-edge string as a small integer code (the position
 # in these tuples; names and groups index the run's own dictionaries), so its memory is a
@@ -65,6 +71,7 @@ class Graph:
     cat: I8
     kind: I8
     launch_s: I64      # NEG: no launch call linked
+    launch_e: I64      # the launch call's end (NEG: none linked)
     inst: I64
     inst_t: I64
     name_code: I64     # dense number of the name, by name
@@ -83,7 +90,7 @@ class Graph:
     w_we: I64
     w_succ: BOOL
     w_probe: I64
-    syncs: dict[str, int]  # CPU waits found: sync_call, idle_thread
+    syncs: dict[str, int]  # CPU waits found: sync_call, blocking_copy, idle_thread
 
     @property
     def n(self) -> int:
@@ -146,6 +153,7 @@ def _read(con: duckdb.DuckDBPyConnection) -> Graph:
         rank=_col(nodes, "rank"), step=_col(nodes, "step"), stream=_col(nodes, "stream"),
         s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_code(nodes, "cat"),
         kind=_code(nodes, "kind"), launch_s=_col(nodes, "launch_s", NEG),
+        launch_e=_col(nodes, "launch_e", NEG),
         inst=_col(nodes, "inst"), inst_t=_col(nodes, "inst_t"),
         name_code=_col(nodes, "name_code"), op_code=_col(nodes, "op_code"),
         names=_dictionary(con, "critical_path/names.sql"),

@@ -28,6 +28,7 @@ from stepscope.analyzers.cp_graph import (
     KERNEL,
     LAUNCH,
     LAUNCH_EDGE,
+    LAUNCH_TOL_NS,
     NEG,
     NONE,
     OBJ,
@@ -88,7 +89,7 @@ def _labels(g: Graph, nodes: I64) -> OBJ:
 
 
 def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, I8, I64, I64, I64, I64]:
-    """Per chain element up to two segments (rank, category code, node, s, e, clock
+    """Per chain element up to three segments (rank, category code, node, s, e, clock
     delta), in walk order (see the module docstring)."""
     n = g.n
     is_end = items < n
@@ -99,23 +100,28 @@ def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, I8, I64, I64, I64
     kind = why.kind[x]
     cpu_wait = (~is_end) & np.isin(kind, (SYNC, LAUNCH_EDGE))
     gpu_gap = (~is_end) & np.isin(kind, GPU_EDGES)
-    # slot 0: the busy interval (end items), the GPU gap or the launch (start items)
-    s0 = np.where(is_end, g.s[shown], np.where(cpu_wait, g.launch_s[x],
+    # a start that waited for its launch: the launch is the call and LAUNCH_TOL after its
+    # start (or its return, when later); what the start waited beyond that is idle
+    lead = np.minimum(g.s[x], np.maximum(g.launch_s[x] + LAUNCH_TOL_NS, g.launch_e[x]))
+    # slot 0: the busy interval (end items), the GPU gap, or the wait after the launch
+    s0 = np.where(is_end, g.s[shown], np.where(cpu_wait, lead,
                                                np.where(gpu_gap, why.t[x], NEG)))
     e0 = np.where(is_end, g.e[shown], g.s[x])
-    c0 = np.where(is_end, g.cat[shown], np.where(cpu_wait, LAUNCH, IDLE)).astype(np.int8)
+    c0 = np.where(is_end, g.cat[shown], IDLE).astype(np.int8)
     n0 = np.where(is_end, shown, NONE)
-    # slot 1: the host before a launch (from the GPU op the CPU waited for, else open)
+    # slot 1: the launch; slot 2: the host before it (from the GPU op the CPU waited
+    # for, else open)
     src_e = np.where(why.src[x] >= 0, g.e[np.maximum(why.src[x], 0)], NEG)
-    s1 = np.where(kind == SYNC, src_e, NEG)
-    e1 = g.launch_s[x]
-    rank = np.column_stack([g.rank[shown], g.rank[x]]).ravel()
-    cat = np.column_stack([c0, np.full(x.size, CPU, dtype=np.int8)]).ravel()
-    node = np.column_stack([n0, np.full(x.size, NONE)]).ravel()
-    s = np.column_stack([s0, s1]).ravel()
-    e = np.column_stack([e0, e1]).ravel()
-    valid = np.column_stack([np.ones(x.size, dtype=bool), cpu_wait]).ravel()
-    off = np.repeat(np.cumsum(delta), 2)
+    s2 = np.where(kind == SYNC, src_e, NEG)
+    per = 3
+    rank = np.column_stack([g.rank[shown], g.rank[x], g.rank[x]]).ravel()
+    cat = np.column_stack([c0, np.full(x.size, LAUNCH, dtype=np.int8),
+                           np.full(x.size, CPU, dtype=np.int8)]).ravel()
+    node = np.column_stack([n0, np.full(x.size, NONE), np.full(x.size, NONE)]).ravel()
+    s = np.column_stack([s0, g.launch_s[x], s2]).ravel()
+    e = np.column_stack([e0, lead, g.launch_s[x]]).ravel()
+    valid = np.column_stack([~cpu_wait | (lead < g.s[x]), cpu_wait, cpu_wait]).ravel()
+    off = np.repeat(np.cumsum(delta), per)
     return (rank[valid], cat[valid], node[valid], (s + np.where(s > NEG, off, 0))[valid],
             (e + off)[valid], off[valid])
 

@@ -305,6 +305,8 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
                    "a launch, the launches): the GPU waits for the CPU, so faster kernels or "
                    "collectives barely shorten the step; the idle split says what the host "
                    "ran")
+        out.extend(_busy_note(ctx, host / ns.sum()))
+    out.extend(_wait_note(g))
     n_ranks, world = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
     if len(np.unique(g.rank)) == 1:
         out.append("one rank traced: the path stays on it (no collective instance to follow "
@@ -322,6 +324,33 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
         out.append(f"{idle} CPU waits inferred at step boundaries (a thread idle until "
                    f"{SYNC_TOL_NS // 1000} us after a GPU op ended; no sync call recorded)")
     return tuple(out)
+
+
+def _busy_note(ctx: RunContext, host_share: float) -> list[str]:
+    """Why a host-bound path and a mostly busy GPU (the breakdown) are one story, said
+    when the GPU was busy at least half the step: the busy share is how much the GPU
+    worked, the path what the step waited for."""
+    b = ctx.attribution.breakdown_ms
+    step = ctx.attribution.step_time_ms
+    if step <= 0 or b.idle > 0.5 * step:
+        return []
+    return [f"the breakdown has the GPU busy {100 * (1 - b.idle / step):.0f}% of the step "
+            f"and the path is {100 * host_share:.0f}% host: both hold. The host's own work "
+            "(CPU ops and launches, its waits for the GPU left out) took longer than the "
+            "GPU's, so the GPU's work had slack and the host set the step's length; the busy "
+            "share says how much the GPU worked, the path what the step waited for"]
+
+
+def _wait_note(g: Graph) -> list[str]:
+    """Async copies found to block: CPU waits that the path follows to the GPU (their
+    waiting is never host time on the path)."""
+    copies = g.syncs.get("blocking_copy", 0)
+    if not copies:
+        return []
+    return [f"{copies} async copies returned only once their copy had ended (into pageable "
+            "host memory: .item(), .cpu(), .tolist()): CPU waits for the GPU like a sync "
+            "call, so the path follows each to the GPU work it waited for and the waiting "
+            "is GPU time on the path, not host"]
 
 
 def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
@@ -359,5 +388,6 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=int(a.g.src.size),
         inferred={"cross_stream_waits": int((a.g.ekind == INFERRED).sum()),
                   "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
-                  "sync_calls": int(a.g.syncs.get("sync_call", 0))},
+                  "sync_calls": int(a.g.syncs.get("sync_call", 0)
+                                    + a.g.syncs.get("blocking_copy", 0))},
         notes=notes)

@@ -10,15 +10,18 @@
 -- ------------------------------------------------------------------ nodes
 -- Every GPU activity of the GPU ranks: kernels, memcpy, memset (gpu_ops) and every
 -- collective / send / recv that ran on a GPU (collectives: the span of its comm kernels),
--- with the runtime call that launched it (its first comm kernel's, for a collective).
+-- with the runtime call that launched it (its first comm kernel's, for a collective): its
+-- start and end.
 CREATE OR REPLACE TEMP TABLE cp_raw AS
 WITH launch AS (
-    SELECT rank, op_id, tid, start_ns FROM cpu_ops WHERE run = $run AND correlation IS NOT NULL
+    SELECT rank, op_id, tid, start_ns, end_ns FROM cpu_ops
+    WHERE run = $run AND correlation IS NOT NULL
 ), kern AS (
     SELECT g.rank, g.stream, g.start_ns AS s, g.end_ns AS e, g.step,
         CASE WHEN g.kind IN ('memcpy', 'memset') THEN 'memory'
              WHEN rc.op_id IS NOT NULL THEN 'recompute' ELSE 'compute' END AS cat,
-        'kernel' AS kind, g.name, c.name AS op, l.start_ns AS launch_s, l.tid AS launch_tid,
+        'kernel' AS kind, g.name, c.name AS op, l.start_ns AS launch_s, l.end_ns AS launch_e,
+        l.tid AS launch_tid,
         NULL::BIGINT AS coll_id
     FROM gpu_ops g
     LEFT JOIN launch l ON l.rank = g.rank AND l.op_id = g.launch_op_id
@@ -33,7 +36,7 @@ WITH launch AS (
         CASE WHEN c.is_p2p THEN 'p2p' ELSE 'collective' END AS cat,
         CASE WHEN c.is_p2p THEN 'p2p' ELSE 'coll' END AS kind,
         c.collective AS name, coalesce(c.pg_desc, c.pg_name) AS op,
-        l.start_ns AS launch_s, l.tid AS launch_tid, c.coll_id
+        l.start_ns AS launch_s, l.end_ns AS launch_e, l.tid AS launch_tid, c.coll_id
     FROM collectives c
     LEFT JOIN first_comm k ON k.rank = c.rank AND k.stream = c.stream AND k.start_ns = c.kernel_start_ns
     LEFT JOIN launch l ON l.rank = c.rank AND l.op_id = k.launch_op_id
@@ -80,8 +83,9 @@ SELECT m.inst, count(*) AS n_members, min(n.e - n.s) AS t_ns
 FROM cp_member m JOIN cp_nodes n USING (node) GROUP BY m.inst;
 
 -- ------------------------------------------------------------------ syncs
--- A CPU thread that waited for the GPU: a synchronizing runtime call whose end follows a
--- GPU op's end within $sync_tol_ns; else, at a step boundary on the thread that runs the
+-- A CPU thread that waited for the GPU: a synchronizing runtime call, or an async copy that
+-- returned only after its own copy ended, whose end follows a GPU op's end within
+-- $sync_tol_ns; else, at a step boundary on the thread that runs the
 -- steps, an idle gap (no op, runtime call or annotation but the step's own) of at least
 -- $gap_min_ns that ends within $sync_tol_ns of a GPU op's end (loss.item() and friends not
 -- recorded). `main`: on the thread that runs the steps, whose waits every thread follows.
@@ -95,6 +99,16 @@ WITH step_thread AS (
       AND name IN ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
                    'cudaMemcpy', 'hipDeviceSynchronize', 'hipStreamSynchronize',
                    'hipEventSynchronize', 'hipMemcpy')
+    UNION ALL
+    -- an async copy that returned only once its own copy had ended (device to pageable
+    -- host memory, .cpu() / .item() / .tolist() on real traces): it blocked like cudaMemcpy
+    SELECT c.rank, c.tid, c.start_ns, c.end_ns, 'blocking_copy'
+    FROM cpu_ops c
+    WHERE c.run = $run AND c.category IN ('cuda_runtime', 'Runtime')
+      AND c.name IN ('cudaMemcpyAsync', 'cudaMemcpy2DAsync', 'hipMemcpyAsync',
+                     'hipMemcpy2DAsync', 'hipMemcpyDtoHAsync')
+      AND EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank = c.rank
+                  AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns)
 ), busy AS (
     SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
     JOIN step_thread m ON m.rank = o.rank AND m.tid = o.tid

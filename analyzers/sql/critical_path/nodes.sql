@@ -8,7 +8,7 @@ SELECT n.node, n.rank, n.step, n.stream, n.s, n.e,
     list_position(['compute', 'recompute', 'memory', 'collective', 'p2p'], n.cat) - 1
         AS cat,
     list_position(['kernel', 'coll', 'p2p'], n.kind) - 1 AS kind,
-    n.launch_s, coalesce(m.inst, -1) AS inst, coalesce(i.t_ns, 0) AS inst_t,
+    n.launch_s, n.launch_e, coalesce(m.inst, -1) AS inst, coalesce(i.t_ns, 0) AS inst_t,
     dense_rank() OVER (ORDER BY n.name NULLS LAST) - 1 AS name_code,
     CASE WHEN n.op IS NULL THEN -1 ELSE dense_rank() OVER (ORDER BY n.op NULLS LAST) - 1 END
         AS op_code
