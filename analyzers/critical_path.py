@@ -55,6 +55,8 @@ TOP_OPS = 10
 TOP_RANKS = 8
 MAX_STRAGGLER_WHATIFS = 4
 MIN_STAGE_IMBALANCE = 1.05  # slowest stage's compute over the median stage's
+# the default what-ifs whose target has time on the path by construction
+ON_PATH_REASONS = ("top_op", "top_collective")
 LABELS = {"cpu": "host (CPU before a launch)", "launch": "kernel launch",
           "idle": "idle (waiting)"}
 
@@ -107,7 +109,8 @@ class Analysis:
         base = _mean_step({k: w for k, w in self._observed.items() if k in after})
         predicted = measured_ms - (base - _mean_step(after)) / 1e6
         label = what or spec.label
-        sentence = whatif_sentence(label, predicted, measured_ms)
+        sentence = whatif_sentence(label, predicted, measured_ms,
+                                   on_path=reason in ON_PATH_REASONS)
         per_step = {str(k): sum(w.values()) / len(w) / 1e6 for k, w in after.items() if w}
         return WhatIfResult(
             what=label, kind=spec.kind, target=spec.target, speedup=spec.speedup,
@@ -116,12 +119,16 @@ class Analysis:
             per_step_ms=per_step, sentence=sentence, reason=reason)
 
 
-def whatif_sentence(label: str, predicted_ms: float, measured_ms: float) -> str:
+def whatif_sentence(label: str, predicted_ms: float, measured_ms: float,
+                    on_path: bool = False) -> str:
     """'if X, the step would be 9.10 ms instead of 10.00 ms (-0.90 ms)'; a change that
-    rounds to nothing says so instead of '76.80 ms instead of 76.80 ms (-0.00 ms)'."""
+    rounds to nothing says so instead of '76.80 ms instead of 76.80 ms (-0.00 ms)', and
+    for a target on the path (`on_path`) why: another chain as long takes over."""
     if abs(predicted_ms - measured_ms) < 0.005:
+        why = ("it is on the path, but another chain about as long (the host, another "
+               "stream) takes over" if on_path else "the step does not wait for it")
         return (f"if {label}, the step would stay at {measured_ms:.2f} ms (less than "
-                "0.01 ms gained: the step does not wait for it)")
+                f"0.01 ms gained: {why})")
     return (f"if {label}, the step would be {predicted_ms:.2f} ms instead of "
             f"{measured_ms:.2f} ms ({predicted_ms - measured_ms:+.2f} ms)")
 

@@ -110,6 +110,12 @@ def test_busy_gpu_waiting_for_the_host_is_explained(reports: dict[str, Report]) 
     assert cp is not None
     assert any(n.startswith("the breakdown has the GPU busy 84% of the step and the path "
                             "is 70% host: both hold") for n in cp.notes)
+    # the all-to-all is on the path (9%) but a near tie with the host: 2x faster gains
+    # nothing, and the what-if says so rather than "the step does not wait for it"
+    assert 0.05 <= shares(rep)["collective"] <= 0.15
+    (coll,) = [w for w in cp.whatifs if w.reason == "top_collective"]
+    assert coll.gain_ms == pytest.approx(0.0, abs=0.005)
+    assert "another chain about as long" in coll.sentence
 
 
 def test_host_bound_traces_stay_on_the_host(reports: dict[str, Report]) -> None:
