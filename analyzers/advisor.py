@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import duckdb
 
 from stepscope.analyzers import advisor_memory
-from stepscope.analyzers._sql import install_macros, sql
+from stepscope.analyzers._sql import sql
 from stepscope.analyzers.collectives import median_kernel_us
 from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.flops_bound import rate_bound
 from stepscope.analyzers.model import (
     AllToAll,
@@ -110,9 +111,9 @@ def _graph_steps(con: duckdb.DuckDBPyConnection, run: str) -> int:
 
 def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str,
                                max_rate: float | None) -> float | None:
-    install_macros(con)
     query = sql("advisor/recompute_attention.sql")
-    attn, total = con.execute(query, {"run": run, "max_rate": max_rate}).fetchall()[0]
+    with counted_ops(con, run):
+        attn, total = con.execute(query, {"run": run, "max_rate": max_rate}).fetchall()[0]
     return float(attn or 0) / float(total) if total else None
 
 

@@ -19,8 +19,9 @@ from typing import TypedDict
 
 import duckdb
 
-from stepscope.analyzers._sql import fetch_rows, install_macros, sql
+from stepscope.analyzers._sql import fetch_rows, sql
 from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.flops_bound import rate_bound
 from stepscope.analyzers.mfu import flops_per_step
 from stepscope.analyzers.model import (
@@ -136,10 +137,10 @@ def kernel_rates(ctx: RunContext, report: Report) -> tuple[KernelRate, ...]:
     category (overlapping kernels count once there). Without counted FLOPs (no
     record_shapes) every kernel but the optimizer's is one kind, `all`, carrying the
     spec's FLOPs."""
-    install_macros(ctx.con)
     params = {"run": ctx.run, "max_rate": rate_bound(ctx)}  # absurd shapes left out
-    rows = {r["kind"]: r for r in fetch_rows(ctx.con, "planner/compute_kinds.sql",
-                                             params, _KindRow)}
+    with counted_ops(ctx.con, ctx.run):
+        rows = {r["kind"]: r for r in fetch_rows(ctx.con, "planner/compute_kinds.sql",
+                                                 params, _KindRow)}
     kernel_ms = {k: float(r["ms"] or 0.0) for k, r in rows.items() if k != "recompute"}
     total = sum(kernel_ms.values())
     compute = report.breakdown_ms.compute

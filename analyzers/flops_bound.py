@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypedDict
 
-from stepscope.analyzers._sql import fetch_rows, install_macros
+from stepscope.analyzers._sql import fetch_rows
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.model import ImplausibleOp
 
 if TYPE_CHECKING:
@@ -62,9 +63,9 @@ def implausible_ops(con: duckdb.DuckDBPyConnection, run: str,
     bound, peak = rate_bound(ctx), device_peak(ctx)
     if bound is None or peak is None:
         return (), 0
-    install_macros(con)
-    rows = fetch_rows(con, "mfu/implausible_ops.sql",
-                      {"run": run, "max_rate": bound, "limit": LISTED}, _Row)
+    with counted_ops(con, run):
+        rows = fetch_rows(con, "mfu/implausible_ops.sql",
+                          {"run": run, "max_rate": bound, "limit": LISTED}, _Row)
     ops = tuple(ImplausibleOp(rank=r["rank"], step=r["step"], op_id=r["op_id"],
                               name=r["name"], flops=r["flops"], kernel_ms=r["kernel_ms"],
                               times_peak=r["flops_per_s"] / peak) for r in rows)

@@ -28,8 +28,9 @@ import duckdb
 import msgspec
 
 from stepscope.analyzers import flops_bound
-from stepscope.analyzers._sql import install_macros, sql
+from stepscope.analyzers._sql import sql
 from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
 from stepscope.analyzers.peaks import DevicePeak, table_version
 from stepscope.analyzers.spec import ModelSpec
@@ -60,9 +61,9 @@ def trace_flops(con: duckdb.DuckDBPyConnection, run: str,
     complete steps), with `n_ranks`, the ranks summed over; None when no op had shapes to
     count. Ops claiming more than `max_rate` FLOP/s over their kernels' time are left out
     (analyzers.flops_bound)."""
-    install_macros(con)
-    row = con.execute(sql("mfu/trace_flops.sql"), {"run": run, "max_rate": max_rate}
-                      ).fetchall()[0]
+    with counted_ops(con, run):
+        row = con.execute(sql("mfu/trace_flops.sql"), {"run": run, "max_rate": max_rate}
+                          ).fetchall()[0]
     model, recompute, extra, n_ops, n_ranks = row
     if not n_ops:
         return None
@@ -106,11 +107,12 @@ class DtypeChoice:
 def _weights(con: duckdb.DuckDBPyConnection, run: str,
              max_rate: float | None) -> dict[str, dict[str, float]]:
     """{source: {dtype: weight}} from analyzers/sql/mfu/matmul_dtype.sql."""
-    install_macros(con)
     query = sql("mfu/matmul_dtype.sql")
     out: dict[str, dict[str, float]] = {"ops": {}, "kernels": {}}
     params = {"run": run, "max_rate": max_rate}
-    for source, dtype, weight in con.execute(query, params).fetchall():
+    with counted_ops(con, run):
+        rows = con.execute(query, params).fetchall()
+    for source, dtype, weight in rows:
         out[source][dtype] = float(weight or 0.0)
     return out
 

@@ -16,6 +16,7 @@ from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.alltoall import alltoall_section
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.critical_path import critical_path_section
 from stepscope.analyzers.idle import idle_section
 from stepscope.analyzers.memory import memory_section
@@ -49,7 +50,13 @@ def report_from_context(ctx: RunContext) -> Report:
 
 
 def _sections(ctx: RunContext, bound: Bound) -> Report:
-    """Every section; the advisor sees only finished sections."""
+    """Every section, the run's counted ops derived once for all that read them
+    (analyzers/counted_ops.py); the advisor sees only finished sections."""
+    with counted_ops(ctx.con, ctx.run):
+        return _built(ctx, bound)
+
+
+def _built(ctx: RunContext, bound: Bound) -> Report:
     attr = ctx.attribution
     pipe = pipeline(ctx.topology, attr.by_rank)
     late = stragglers(ctx, stage_of(pipe))

@@ -17,11 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
-from stepscope.analyzers._sql import fetch_rows, install_macros, run_script
+from stepscope.analyzers._sql import fetch_rows, run_script
+from stepscope.analyzers.counted_ops import RANKS_PER_BATCH, counted_ops, rank_batches
 from stepscope.analyzers.model import EfficiencyPart, Mfu, Roofline, RoofRow
 from stepscope.analyzers.peaks import table_version
 
 if TYPE_CHECKING:
+    import duckdb
+
     from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops_bound import rate_bound
 
@@ -169,9 +172,7 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
                     peak_flops_per_gpu=mfu.peak_flops_per_gpu, peak_dtype=mfu.peak_dtype)
     if ctx.info.timeline != "gpu":
         return _replace(base, message="CPU-only traces: no GPU kernels to hold against a roof")
-    install_macros(ctx.con)
-    run_script(ctx.con, "roofline/macros.sql", {})
-    run_script(ctx.con, "roofline/kernels.sql", {"run": ctx.run, "max_rate": rate_bound(ctx)})
+    kernel_table(ctx.con, ctx.run, rate_bound(ctx))
     groups = _with_dtype(fetch_rows(ctx.con, "roofline/groups.sql", {"run": ctx.run}, _Group),
                          mfu.dtype)
     if not groups:
@@ -198,6 +199,19 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
         kinds=kinds, kernels=kernels,
         gemm_shapes=tuple(sorted(shapes, key=_most_lost)[:GEMM_SHAPES_SHOWN]),
         kernel_efficiency=parts, stage_points=stage, message=_message(mfu, roofs, parts))
+
+
+def kernel_table(con: duckdb.DuckDBPyConnection, run: str, max_rate: float | None,
+                 ranks_per_batch: int = RANKS_PER_BATCH) -> None:
+    """The temp table rf_kernels of `run` (roofline/kernels.sql), `ranks_per_batch` ranks
+    per statement: the working memory of one batch, not of the whole run."""
+    with counted_ops(con, run):
+        run_script(con, "roofline/macros.sql", {})
+        run_script(con, "roofline/kernels.sql", {})
+        params = {"run": run, "max_rate": max_rate}
+        run_script(con, "roofline/kernels_create.sql", params)
+        for lo, hi in rank_batches(con, run, ranks_per_batch):
+            run_script(con, "roofline/kernels_fill.sql", {**params, "lo": lo, "hi": hi})
 
 
 def _most_lost(row: RoofRow) -> tuple[float, str, str]:

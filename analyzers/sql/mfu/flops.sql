@@ -6,19 +6,23 @@
 --   is_recompute   the op re-runs forward work for activation checkpointing.
 -- Composites (aten::linear, aten::matmul) count only when none of their children is a
 -- counted primitive; attention counts the full (non-causal) square, PaLM's convention.
--- Defines two temporary table macros (analyzers._sql.install_macros); reads cpu_ops,
--- gpu_ops and recompute_ops:
---   flops_claims(run_name)          every counted op, with kernel_ns: the GPU time of the
---                                   compute kernels it launched (itself or through its
---                                   children, up to 3 levels down; NULL when none);
---   model_flops(run_name, max_rate) the ops whose FLOPs their kernels could have done at
---                                   `max_rate` FLOP/s (docs/mfu.md, "Implausible
---                                   shapes"); NULL max_rate keeps every op.
-CREATE OR REPLACE TEMP MACRO flops_claims(run_name) AS TABLE
+-- Defines two temporary table macros and a temporary table (analyzers._sql.install_macros):
+--   flops_claims(run_name, lo, hi)  every counted op of the ranks lo..hi of the run, with
+--                                   kernel_ns: the GPU time of the compute kernels it
+--                                   launched (itself or through its children, up to 3
+--                                   levels down; NULL when none). Reads cpu_ops, gpu_ops
+--                                   and recompute_ops; the rank range is in every part,
+--                                   so a batch of ranks costs the memory of those ranks
+--                                   (analyzers/counted_ops.py fills counted_ops with it);
+--   model_flops(run_name, max_rate) the ops of counted_ops whose FLOPs their kernels could
+--                                   have done at `max_rate` FLOP/s (docs/mfu.md,
+--                                   "Implausible shapes"); NULL max_rate keeps every op.
+CREATE OR REPLACE TEMP MACRO flops_claims(run_name, lo, hi) AS TABLE
 WITH counted AS (
     SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs
     FROM cpu_ops o
-    WHERE o.run = run_name AND o.input_dims IS NOT NULL AND o.name IN (
+    WHERE o.run = run_name AND o.rank BETWEEN lo AND hi AND o.input_dims IS NOT NULL
+      AND o.name IN (
         'aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm',
         'aten::_scaled_dot_product_flash_attention', 'aten::_scaled_dot_product_efficient_attention',
         'aten::_scaled_dot_product_cudnn_attention',
@@ -89,15 +93,21 @@ WITH counted AS (
     FROM shaped
 ), launched AS (  -- compute-kernel time per CPU op (the kernels' External id link)
     SELECT rank, cpu_op_id AS op_id, sum(dur_ns) AS ns
-    FROM gpu_ops WHERE run = run_name AND kind = 'compute' AND cpu_op_id IS NOT NULL
+    FROM gpu_ops
+    WHERE run = run_name AND rank BETWEEN lo AND hi AND kind = 'compute'
+      AND cpu_op_id IS NOT NULL
     GROUP BY rank, cpu_op_id
 ), lineage AS (   -- each launching op and its ancestors, three levels up
     SELECT l.rank, unnest([l.op_id, p1.op_id, p2.op_id, p3.op_id]) AS op_id, l.ns
     FROM launched l
-    LEFT JOIN cpu_ops o ON o.run = run_name AND o.rank = l.rank AND o.op_id = l.op_id
-    LEFT JOIN cpu_ops p1 ON p1.run = run_name AND p1.rank = l.rank AND p1.op_id = o.parent_id
-    LEFT JOIN cpu_ops p2 ON p2.run = run_name AND p2.rank = l.rank AND p2.op_id = p1.parent_id
-    LEFT JOIN cpu_ops p3 ON p3.run = run_name AND p3.rank = l.rank AND p3.op_id = p2.parent_id
+    LEFT JOIN cpu_ops o ON o.run = run_name AND o.rank BETWEEN lo AND hi
+        AND o.rank = l.rank AND o.op_id = l.op_id
+    LEFT JOIN cpu_ops p1 ON p1.run = run_name AND p1.rank BETWEEN lo AND hi
+        AND p1.rank = l.rank AND p1.op_id = o.parent_id
+    LEFT JOIN cpu_ops p2 ON p2.run = run_name AND p2.rank BETWEEN lo AND hi
+        AND p2.rank = l.rank AND p2.op_id = p1.parent_id
+    LEFT JOIN cpu_ops p3 ON p3.run = run_name AND p3.rank BETWEEN lo AND hi
+        AND p3.rank = l.rank AND p3.op_id = p2.parent_id
 ), kernel_time AS (
     SELECT rank, op_id, sum(ns) AS kernel_ns FROM lineage WHERE op_id IS NOT NULL
     GROUP BY rank, op_id
@@ -108,12 +118,19 @@ SELECT f.rank, f.op_id, f.step, f.name, f.model_flops,
     r.op_id IS NOT NULL AS is_recompute,
     k.kernel_ns
 FROM flops f
-LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank = f.rank AND r.op_id = f.op_id
+LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank BETWEEN lo AND hi
+    AND r.rank = f.rank AND r.op_id = f.op_id
 LEFT JOIN kernel_time k ON k.rank = f.rank AND k.op_id = f.op_id
 WHERE f.model_flops IS NOT NULL AND f.model_flops > 0;
 
+-- counted_ops: the counted ops of the runs being reported, with their run; empty until
+-- analyzers/counted_ops.py fills it (counted_ops/fill.sql) and empty again after (the
+-- macro over no rank gives the columns their types).
+CREATE TEMP TABLE IF NOT EXISTS counted_ops AS
+SELECT ''::VARCHAR AS run, * FROM flops_claims('', 1, 0);
+
 CREATE OR REPLACE TEMP MACRO model_flops(run_name, max_rate) AS TABLE
 SELECT rank, op_id, step, name, model_flops, hardware_extra, is_recompute
-FROM flops_claims(run_name)
-WHERE max_rate IS NULL OR coalesce(kernel_ns, 0) <= 0
-   OR model_flops + hardware_extra <= max_rate * kernel_ns / 1e9;
+FROM counted_ops
+WHERE run = run_name AND (max_rate IS NULL OR coalesce(kernel_ns, 0) <= 0
+   OR model_flops + hardware_extra <= max_rate * kernel_ns / 1e9);

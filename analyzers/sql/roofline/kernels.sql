@@ -1,8 +1,12 @@
--- The roofline analysis' one pass over run $run (docs/roofline.md): every compute kernel of
--- a complete step with the shaped op it belongs to, as the temp table rf_kernels. Reads
--- gpu_ops, cpu_ops, complete_steps and the model_flops macro (mfu/flops.sql, which
--- install_macros creates) and roofline/macros.sql. Parameters: $run; $max_rate, the most
--- FLOP/s an op's kernels may be credited with (analyzers/flops_bound.py; NULL: no bound).
+-- The roofline analysis' pass over a run (docs/roofline.md): every compute kernel of a
+-- complete step with the shaped op it belongs to, as the temp table macro
+-- rf_batch(run_name, max_rate, lo, hi) over the ranks lo..hi (both included), which
+-- roofline/kernels_create.sql and kernels_fill.sql gather into the temp table rf_kernels a
+-- batch of ranks at a time (analyzers/roofline.py): every join is within a rank, so the
+-- rows are those of the whole run, in the memory of one batch. Reads gpu_ops, cpu_ops,
+-- complete_steps, recompute_ops, the model_flops macro (mfu/flops.sql, over counted_ops:
+-- analyzers/counted_ops.py) and roofline/macros.sql. max_rate: the most FLOP/s an op's
+-- kernels may be credited with (analyzers/flops_bound.py; NULL: no bound).
 --
 -- A kernel belongs to the nearest of its CPU op (the op with its External id), that op's
 -- parent and grandparent that is a shaped op of a known kind (rf_kind): a GEMM, attention
@@ -12,17 +16,17 @@
 -- M x N, attention forward the query's size, backward the query's, key's and value's,
 -- elementwise the largest input, copy_ none beyond its inputs, fill_ / zero_ only the
 -- tensor written) - the least traffic the op can have.
-CREATE OR REPLACE TEMP TABLE rf_kernels AS
+CREATE OR REPLACE TEMP MACRO rf_batch(run_name, max_rate, lo, hi) AS TABLE
 WITH complete AS (
-    SELECT rank, step FROM complete_steps WHERE run = $run
+    SELECT rank, step FROM complete_steps WHERE run = run_name AND rank BETWEEN lo AND hi
 ), kernels AS (
     SELECT g.rank, g.step, g.gpu_op_id, g.name AS kernel, g.dur_ns, g.cpu_op_id, g.launch_op_id
     FROM gpu_ops g JOIN complete c ON c.rank = g.rank AND c.step = g.step
-    WHERE g.run = $run AND g.kind = 'compute' AND g.dur_ns > 0
+    WHERE g.run = run_name AND g.rank BETWEEN lo AND hi AND g.kind = 'compute' AND g.dur_ns > 0
 ), flops AS (
     SELECT rank, op_id, model_flops + hardware_extra AS exec_flops,
            CASE WHEN is_recompute THEN 0 ELSE model_flops END AS model_flops, is_recompute
-    FROM model_flops($run, $max_rate)
+    FROM model_flops(run_name, max_rate) WHERE rank BETWEEN lo AND hi
 ), shaped AS (
     SELECT o.rank, o.op_id, o.name, rf_kind(o.name) AS kind,
         TRY_CAST(o.input_dims AS BIGINT[][]) AS dims,
@@ -30,14 +34,18 @@ WITH complete AS (
         f.exec_flops, f.model_flops, coalesce(f.is_recompute, r.op_id IS NOT NULL) AS is_recompute
     FROM cpu_ops o
     LEFT JOIN flops f ON f.rank = o.rank AND f.op_id = o.op_id
-    LEFT JOIN recompute_ops r ON r.run = $run AND r.rank = o.rank AND r.op_id = o.op_id
-    WHERE o.run = $run AND o.input_dims IS NOT NULL AND rf_kind(o.name) IS NOT NULL
+    LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank BETWEEN lo AND hi
+        AND r.rank = o.rank AND r.op_id = o.op_id
+    WHERE o.run = run_name AND o.rank BETWEEN lo AND hi
+      AND o.input_dims IS NOT NULL AND rf_kind(o.name) IS NOT NULL
       AND (rf_kind(o.name) IN ('elementwise', 'normalization') OR f.exec_flops IS NOT NULL)
 ), chain AS (
     SELECT k.*, o1.parent_id AS p1, o2.parent_id AS p2
     FROM kernels k
-    LEFT JOIN cpu_ops o1 ON o1.run = $run AND o1.rank = k.rank AND o1.op_id = k.cpu_op_id
-    LEFT JOIN cpu_ops o2 ON o2.run = $run AND o2.rank = k.rank AND o2.op_id = o1.parent_id
+    LEFT JOIN cpu_ops o1 ON o1.run = run_name AND o1.rank BETWEEN lo AND hi
+        AND o1.rank = k.rank AND o1.op_id = k.cpu_op_id
+    LEFT JOIN cpu_ops o2 ON o2.run = run_name AND o2.rank BETWEEN lo AND hi
+        AND o2.rank = k.rank AND o2.op_id = o1.parent_id
 ), assigned AS (
     SELECT c.rank, c.step, c.gpu_op_id, c.kernel, c.dur_ns, c.launch_op_id,
         coalesce(s0.op_id, s1.op_id, s2.op_id) AS op_id
@@ -93,4 +101,5 @@ FROM per_kernel k
 LEFT JOIN ops o ON o.rank = k.rank AND o.op_id = k.op_id
 -- recompute kernels (their launch is a recompute op) count for the roofline, not for the
 -- waterfall, whose compute time excludes them (docs/attribution.md)
-LEFT JOIN recompute_ops r ON r.run = $run AND r.rank = k.rank AND r.op_id = k.launch_op_id;
+LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank BETWEEN lo AND hi
+    AND r.rank = k.rank AND r.op_id = k.launch_op_id;

@@ -1,0 +1,77 @@
+"""The per-rank passes the report reads in batches of ranks (analyzers/counted_ops.py,
+docs/scale.md "Memory"): the counted ops (mfu/flops.sql) and the roofline's kernels
+(roofline/kernels.sql) one rank at a time are row for row those of every rank at once, a
+report leaves counted_ops empty, and nested blocks derive a run's ops once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import stepscope
+from stepscope.analyzers import counted_ops as co
+from stepscope.analyzers.report import build_report
+from stepscope.analyzers.roofline import kernel_table
+
+# shaped ops on several ranks, recompute (two flavours), a pipeline, GPU-less CPU ops
+RUNS = ("recompute", "recompute_reentrant", "hidden_straggler", "diff_scaled",
+        "moe_roofline", "pipeline_imbalance", "fp32_v100", "cpu-ckpt")
+ALL_AT_ONCE = 1 << 20
+BOUND = 2e15  # FLOP/s: a bound that leaves some ops out would show a batch's mistakes
+
+
+def _rows(con: duckdb.DuckDBPyConnection, query: str) -> list[tuple[Any, ...]]:
+    return sorted(con.execute(query).fetchall(), key=repr)
+
+
+def _counted(con: duckdb.DuckDBPyConnection, run: str, per: int) -> list[tuple[Any, ...]]:
+    with co.counted_ops(con, run, ranks_per_batch=per):
+        return _rows(con, "SELECT * FROM counted_ops")
+
+
+def _kernels(con: duckdb.DuckDBPyConnection, run: str, per: int) -> list[tuple[Any, ...]]:
+    kernel_table(con, run, BOUND, ranks_per_batch=per)
+    return _rows(con, "SELECT * FROM rf_kernels")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_one_rank_at_a_time_gives_the_rows_of_all_ranks_at_once(sample_db: Path,
+                                                                 run: str) -> None:
+    with stepscope.open(sample_db) as store:
+        con = store.con
+        assert len(co.rank_batches(con, run, 1)) > 1
+        whole = _counted(con, run, ALL_AT_ONCE)
+        assert whole == _counted(con, run, 1)
+        assert whole or run.startswith("cpu-")
+        assert _kernels(con, run, ALL_AT_ONCE) == _kernels(con, run, 1)
+
+
+def test_batches_cover_every_rank_once(sample_db: Path) -> None:
+    with stepscope.open(sample_db) as store:
+        batches = co.rank_batches(store.con, "hidden_straggler", 5)
+        (ranks,), = store.con.execute(
+            "SELECT list(DISTINCT rank ORDER BY rank) FROM gpu_ops WHERE run = $run",
+            {"run": "hidden_straggler"}).fetchall()
+    assert [len([r for r in ranks if lo <= r <= hi]) for lo, hi in batches] == [5] * 6 + [2]
+    assert batches[0][0] == min(ranks) and batches[-1][1] == max(ranks)
+
+
+def test_a_report_derives_the_ops_once_and_leaves_none(sample_db: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fills: list[str] = []
+    real_fill = co.fill
+
+    def fill(con: duckdb.DuckDBPyConnection, run: str, per: int) -> None:
+        fills.append(run)
+        real_fill(con, run, per)
+
+    monkeypatch.setattr(co, "fill", fill)
+    with stepscope.open(sample_db) as store:
+        build_report(store.con, "recompute")
+        (left,), = store.con.execute("SELECT count(*) FROM counted_ops").fetchall()
+    assert fills == ["recompute"]  # MFU, the bound, the roofline and the advisor share it
+    assert left == 0
+    assert not co._holders
