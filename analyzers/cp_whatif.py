@@ -110,25 +110,30 @@ def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
     c = np.full(n_items, NEG, dtype=np.int64)
     pos = np.full(g.n, -1, dtype=np.int64)
     pos[nodes] = np.arange(n_loc)
-    # ---- edges into starts
+    # ---- edges into starts (arrays as long as the edges are dropped once used: on a
+    # large job they are most of the report's memory, docs/scale.md "Memory")
     take = np.flatnonzero(pos[g.dst] >= 0)
-    src, dst, kind, t = g.src[take], g.dst[take], g.ekind[take], g.t[take]
-    binding = g.binding[take]
-    lag = np.where(binding, g.s[dst] - t, np.minimum(0, g.s[dst] - t))
-    cpu = np.isin(kind, (LAUNCH_EDGE, SYNC))
-    lag = np.where(cpu, delay[dst], lag)
+    dst, kind, t = g.dst[take], g.ekind[take], g.t[take]
+    lag = np.where(g.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
+    lag = np.where(np.isin(kind, (LAUNCH_EDGE, SYNC)), delay[dst], lag)
     wait = np.zeros(g.n, dtype=np.int64)
     sync = kind == SYNC
     np.maximum.at(wait, dst[sync], g.wait[take][sync])
+    src = g.src[take]
+    del take
     inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
     # constants: launches (the CPU floor after a wait), and causes outside the step
     floor = np.where(kind == LAUNCH_EDGE, t - wait[dst], t) + lag
+    del t, wait, kind
     outside = ~inside
     np.maximum.at(c, start_item[pos[dst[outside]]], floor[outside])
+    del floor, outside
     w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
+    del lag, sync
     es = [n_loc + loc[src[inside]]]
     ed = [start_item[pos[dst[inside]]]]
     ew = [w[inside]]
+    del src, dst, w, inside
     # ---- starts to ends: kernels by their duration, members through their instance
     kern = np.flatnonzero(~is_member)
     es.append(kern)
@@ -142,16 +147,21 @@ def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
     # members of those instances outside the step keep their observed arrival
     away = np.flatnonzero((g.inst >= 0) & (loc < 0) & (inst_item[np.maximum(g.inst, 0)] >= 0))
     np.maximum.at(c, inst_item[g.inst[away]], -(g.e[away] - g.s[away]))
-    esrc, edst = np.concatenate(es), np.concatenate(ed)
+    first_kernel_edge, base_d = es[0].size, ew[1].copy()
+    esrc = np.concatenate(es)
+    del es
+    edst = np.concatenate(ed)
+    del ed
+    weights = np.concatenate(ew)
+    del ew
     # a start with no known cause stays where it was
     loose = np.flatnonzero((np.bincount(edst, minlength=n_items)[:n_loc] == 0) & (c[:n_loc] == NEG))
     c[loose] = g.s[nodes[loose]]
-    first_kernel_edge = es[0].size
     return StepGraph(
-        nodes=nodes, n_own=n_own, inst=insts, c=c, esrc=esrc, edst=edst, ew=np.concatenate(ew),
+        nodes=nodes, n_own=n_own, inst=insts, c=c, esrc=esrc, edst=edst, ew=weights,
         kernel_edges=first_kernel_edge + np.arange(kern.size),
         kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
-        base_d=ew[1].copy(), base_t=np.asarray(g.inst_t[_first_member(g, insts)],
+        base_d=base_d, base_t=np.asarray(g.inst_t[_first_member(g, insts)],
                                                 dtype=np.int64),
         hint=np.concatenate([g.s[nodes], g.e[nodes],
                              g.e[_first_member(g, insts)]]).astype(np.int64))
