@@ -1,6 +1,9 @@
 """Recommendations with predicted gains, each grounded in measured numbers and the
 standard formulas (docs/advisor.md). No recommendation without evidence, and none whose
-expected gain is under MIN_GAIN of the step.
+expected gain is under MIN_GAIN of the step, and no lost millisecond credited to two
+recommendations: where two fixes act on the same lost time, the one that names its cause
+claims it and the other's gain is what is left (a2a-imbalance before the straggler and
+the exposed all_to_all, pipeline-imbalance before pipeline-bubble).
 
 Ids (stable): tp-spans-nodes, pipeline-bubble, pipeline-imbalance, exposed-dp-comm,
 exposed-ep-comm, exposed-a2a-comm, a2a-imbalance, straggler, recompute, input-bound,
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from stepscope.analyzers import advisor_memory
+from stepscope.analyzers import advisor_a2a, advisor_memory
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.collectives import median_kernel_us
 from stepscope.analyzers.context import RunContext
@@ -137,6 +140,28 @@ def _rec(ev: Evidence, rid: str, title: str, detail: str, evidence: str,
                           expected_mfu_points=_points(ev, gain_ms))
 
 
+def _fires(ev: Evidence, gain_ms: float) -> bool:
+    """Whether a recommendation with this gain is made (at least MIN_GAIN of the step)."""
+    return ev.step_ms > 0 and gain_ms >= MIN_GAIN * ev.step_ms
+
+
+def _a2a(ev: Evidence) -> advisor_a2a.A2aAdvice | None:
+    """The a2a-imbalance advice when it is made: the lost time it claims is not credited
+    again to the straggler it explains or to the exposed all_to_all it shortens."""
+    advice = advisor_a2a.a2a_imbalance(ev)
+    return advice if advice is not None and _fires(ev, advice.gain_ms) else None
+
+
+def _a2a_claimed(ev: Evidence, rows: list[CollectiveStat]) -> float:
+    """The imbalance cost a2a-imbalance already claims of these collectives' exposed time
+    (ms per step)."""
+    advice = _a2a(ev)
+    if advice is None:
+        return 0.0
+    labels = {c.group_label for c in rows}
+    return sum(ms for label, ms in advice.cost_ms.items() if label in labels)
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
@@ -155,9 +180,15 @@ def _split(rows: list[CollectiveStat]) -> str:
 # ------------------------------------------------------------------ the checks
 def straggler(ev: Evidence) -> list[Recommendation]:
     """Gain: the critical path's what-if (the rank at the median speed, recomputed on the
-    dependency graph), else what each waiting rank loses."""
+    dependency graph), else what each waiting rank loses. A straggler that is the rank
+    receiving the most all_to_all tokens is left to a2a-imbalance, which claims the
+    others' wait for it: it is the token imbalance, not a slow GPU."""
     out = []
+    a2a = _a2a(ev)
+    absorbed = a2a.absorbed if a2a is not None else frozenset()
     for s in ev.stragglers:
+        if s.rank in absorbed:
+            continue
         gain, evidence = s.slowdown * ev.step_ms, s.evidence
         what = ev.whatif("straggler", str(s.rank))
         if what is not None:
@@ -167,7 +198,7 @@ def straggler(ev: Evidence) -> list[Recommendation]:
                    "The other ranks wait for this rank at their collectives. Check its host "
                    "(thermals, clocks, ECC/XID errors, a noisy neighbour, a slow data shard); "
                    "if it persists, cordon the host and restart from the checkpoint."
-                   + advisor_memory.heaviest_rank_note(ev, s.rank),
+                   + advisor_a2a.heaviest_rank_note(ev, s.rank),
                    evidence, gain)
         if rec:
             out.append(rec)
@@ -188,7 +219,11 @@ def pipeline_bubble(ev: Evidence) -> list[Recommendation]:
     m_target = 19 * (s - 1) + 1  # (S-1)/(S-1+M) < 5%
     v = max(2, math.ceil(now / BUBBLE_TARGET))
     new = bubble_theory(s, m_target)
-    gain = bubble * (1 - new / now)
+    rebalanced = _stage_gain(ev)
+    left = max(0.0, bubble - rebalanced)
+    gain = left * (1 - new / now)
+    claimed = (f"; {rebalanced:.2f} ms/step of it is the slow stage's (pipeline-imbalance), "
+               f"the gain is on the {left:.2f} ms left" if rebalanced else "")
     rec = _rec(ev, "pipeline-bubble",
                f"Cut the pipeline bubble: {m} -> {m_target} microbatches per step",
                f"1F1B with S={s} stages and M={m} microbatches idles (S-1)/(S-1+M) = "
@@ -197,9 +232,18 @@ def pipeline_bubble(ev: Evidence) -> list[Recommendation]:
                f"global batch); alternatively an interleaved schedule with {v} model chunks "
                f"per stage divides the bubble by about {v}.",
                f"measured bubble {bubble:.2f} ms/step ({_pct(bubble, step)} of the step) on "
-               f"{pipe.pipelines} pipeline(s) of {s} stages, theory {100 * now:.1f}%",
-               gain)
+               f"{pipe.pipelines} pipeline(s) of {s} stages, theory {100 * now:.1f}%"
+               + claimed, gain)
     return [rec] if rec else []
+
+
+def _stage_gain(ev: Evidence) -> float:
+    """The bubble that pipeline-imbalance claims when it is made: the slow stage keeps
+    the others idle, so its what-if gain comes out of their bubble."""
+    what = ev.whatif("pipeline_stage")
+    if ev.pipeline is None or what is None or not _fires(ev, what.gain_ms):
+        return 0.0
+    return what.gain_ms
 
 
 def pipeline_imbalance(ev: Evidence) -> list[Recommendation]:
@@ -289,6 +333,7 @@ def exposed_ep_comm(ev: Evidence) -> list[Recommendation]:
     compute = ev.breakdown.compute + ev.breakdown.recompute
     worst = max(rows, key=lambda c: c.exposed_ms)
     libraries = ", ".join(sorted({c.library for c in rows}))
+    claimed = _a2a_claimed(ev, rows)
     rec = _rec(ev, "exposed-ep-comm",
                "Hide the EP dispatch/combine under the other micro-batch's compute",
                EP_DETAIL,
@@ -296,8 +341,8 @@ def exposed_ep_comm(ev: Evidence) -> list[Recommendation]:
                f"the step) of {total:.2f} ms/step of token exchange: straggler wait "
                f"{wait:.2f} ms/step (uneven expert load), overlapped {hidden:.2f} ms/step "
                f"({_pct(hidden, total)} hidden under compute; {libraries}); "
-               f"{worst.collective} {worst.group_label} {worst.exposed_ms:.2f} ms exposed",
-               min(exposed, compute))
+               f"{worst.collective} {worst.group_label} {worst.exposed_ms:.2f} ms exposed"
+               + _claimed_words(claimed, exposed), min(max(0.0, exposed - claimed), compute))
     return [rec] if rec else []
 
 
@@ -310,7 +355,8 @@ def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
     if step <= 0 or exposed < TRIGGER * step:
         return []
     compute = ev.breakdown.compute + ev.breakdown.recompute
-    gain = min(exposed, compute)
+    claimed = _a2a_claimed(ev, rows)
+    gain = min(max(0.0, exposed - claimed), compute)
     worst = max(rows, key=lambda c: c.exposed_ms)
     rec = _rec(ev, "exposed-a2a-comm", "Hide the embedding / expert all-to-all behind compute",
                "The all-to-all exchanges model-parallel data (embedding lookups of sharded "
@@ -323,8 +369,17 @@ def exposed_model_exchange(ev: Evidence) -> list[Recommendation]:
                "NVLink domain where the layout allows.",
                f"all-to-all exposed {exposed:.2f} ms/step ({_pct(exposed, step)} of the "
                f"step): {worst.collective} on {worst.group_label} "
-               f"{worst.exposed_ms:.2f} ms exposed" + _split(rows) + _guessed(rows), gain)
+               f"{worst.exposed_ms:.2f} ms exposed" + _split(rows) + _guessed(rows)
+               + _claimed_words(claimed, exposed), gain)
     return [rec] if rec else []
+
+
+def _claimed_words(claimed: float, exposed: float) -> str:
+    """The evidence's note that part of the exposed time is a2a-imbalance's gain."""
+    if claimed <= 0:
+        return ""
+    return (f"; {min(claimed, exposed):.2f} ms/step of the exposed time is the load "
+            "imbalance, counted in a2a-imbalance's gain, not in this one")
 
 
 def recompute(ev: Evidence) -> list[Recommendation]:
@@ -469,13 +524,22 @@ def tp_spans_nodes(ev: Evidence) -> list[Recommendation]:
 
 
 def a2a_imbalance(ev: Evidence) -> list[Recommendation]:
-    """Uneven all_to_all (advisor_memory.a2a_imbalance words it and sizes its gain)."""
-    advice = advisor_memory.a2a_imbalance(ev)
+    """Uneven all_to_all (advisor_a2a.a2a_imbalance words it and sizes its gain), with
+    the straggler evidence of the ranks whose wait it claims."""
+    advice = _a2a(ev)
     if advice is None:
         return []
-    rec = _rec(ev, "a2a-imbalance", advice.title, advice.detail, advice.evidence,
-               advice.gain_ms)
+    late = [s for s in ev.stragglers if s.rank in advice.absorbed]
+    evidence = advice.evidence + "".join(_straggler_words(ev, s) for s in late)
+    rec = _rec(ev, "a2a-imbalance", advice.title, advice.detail, evidence, advice.gain_ms)
     return [rec] if rec else []
+
+
+def _straggler_words(ev: Evidence, s: Straggler) -> str:
+    """A straggler's evidence, for the advice that explains it."""
+    what = ev.whatif("straggler", str(s.rank))
+    path = f"; critical path: {what.sentence}" if what is not None else ""
+    return f"; rank {s.rank} (host {s.host or 'unknown'}) as a straggler: {s.evidence}{path}"
 
 
 CHECKS = (tp_spans_nodes, pipeline_bubble, pipeline_imbalance, exposed_dp_comm,

@@ -1,23 +1,18 @@
-"""The advisor's checks that read the memory and all_to_all sections (docs/advisor.md):
-the memory notes of the ZeRO and recompute advice (measured peak memory against the
-device, the planner's fit rule: at most MEMORY_HEADROOM of device memory) and the
-all_to_all imbalance advice (`a2a-imbalance`: its wording and gain; advisor.py turns
-them into the recommendation). It reads the advisor's Evidence through the Protocol
-below, so that it does not import the advisor that imports it."""
+"""The advisor's checks that read the memory section (docs/advisor.md): the memory
+notes of the ZeRO and recompute advice (measured peak memory against the device, the
+planner's fit rule: at most MEMORY_HEADROOM of device memory). It reads the advisor's
+Evidence through the Protocol below, so that it does not import the advisor that
+imports it (the all_to_all advice is analyzers/advisor_a2a.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from stepscope.analyzers.model import (
-    AllToAll,
-    AllToAllGroup,
     Layout,
     MemorySection,
     Pipeline,
     RankMemory,
-    Straggler,
 )
 from stepscope.analyzers.planner import MEMORY_HEADROOM, zero_state_bytes_per_param
 from stepscope.analyzers.spec import ModelSpec
@@ -29,35 +24,16 @@ class Evidence(Protocol):
     @property
     def memory(self) -> MemorySection | None: ...
     @property
-    def all_to_all(self) -> AllToAll | None: ...
-    @property
     def layout(self) -> Layout: ...
     @property
     def pipeline(self) -> Pipeline | None: ...
-    @property
-    def stragglers(self) -> tuple[Straggler, ...]: ...
     @property
     def spec(self) -> ModelSpec | None: ...
     @property
     def device_memory_bytes(self) -> int | None: ...
 
 
-@dataclass(frozen=True)
-class A2aAdvice:
-    """The a2a-imbalance recommendation's text and expected gain (ms per step)."""
-    title: str
-    detail: str
-    evidence: str
-    gain_ms: float
-
 SELECTIVE_EXTRA = 32.0   # bytes per s*b*h/TP per layer: 34 kept (selective) - 2 (full)
-A2A_DETAIL = (
-    "The router sends these ranks' experts more tokens than the others': their expert "
-    "GEMMs run longer, every other rank waits for them at the next exchange, and each "
-    "all_to_all lasts as long as its busiest member. Balance the load: an auxiliary "
-    "load-balancing loss or a loss-free expert bias (as DeepSeek-V3), a capacity factor "
-    "that caps tokens per expert, or re-place / replicate the hot experts across ranks "
-    "(expert-parallel load balancers do this from measured counts).")
 
 
 def _gb(value: float) -> str:
@@ -141,54 +117,3 @@ def recompute_memory_note(ev: Evidence) -> str:
             f"micro-batch(es) of {samples:g} samples in flight): {_gb(total)}, which "
             + ("fits" if fits else "does not fit") + f" in {100 * MEMORY_HEADROOM:.0f}% "
             "of the device.")
-
-
-def heaviest_rank_note(ev: Evidence, rank: int) -> str:
-    """For the straggler advice: this rank receives the most all_to_all bytes."""
-    a2a = ev.all_to_all
-    if a2a is None:
-        return ""
-    row = next((r for r in a2a.ranks if r.rank == rank), None)
-    if row is None or row.received_vs_mean < 1.1 or row.received_bytes < max(
-            r.received_bytes for r in a2a.ranks):
-        return ""
-    return (f" It also receives the most all_to_all traffic ({row.received_vs_mean:.2f}x the "
-            "mean rank): the others may be waiting for its experts' extra tokens rather "
-            "than for a slow GPU (see a2a-imbalance).")
-
-
-def _heavy_ranks(ev: Evidence) -> str:
-    a2a = ev.all_to_all
-    assert a2a is not None
-    heavy = sorted((r for r in a2a.ranks if r.received_vs_mean >= 1.1),
-                   key=lambda r: -r.received_bytes)[:4]
-    return ", ".join(f"rank {r.rank} ({r.received_vs_mean:.2f}x the mean"
-                     + (f", {r.tokens_received:,.0f} tokens/step" if r.tokens_received else "")
-                     + ")" for r in heavy)
-
-
-def a2a_imbalance(ev: Evidence) -> A2aAdvice | None:
-    """all_to_all whose members move uneven bytes (MoE routing, embedding shards): the
-    transfer time the imbalance costs, plus the others' wait when the rank they wait for
-    is the one that receives the most. None without an imbalanced group."""
-    a2a = ev.all_to_all
-    if a2a is None or not a2a.groups:
-        return None
-    rows = [g for g in a2a.groups if g.imbalance is not None and g.imbalance >= 1.1]
-    if not rows:
-        return None
-    heaviest = {g.heaviest_rank for g in rows if g.heaviest_rank is not None}
-    waited_on = {s.rank for s in ev.stragglers}
-    gain = sum(g.imbalance_cost_ms + (g.wait_ms if g.heaviest_rank in waited_on else 0.0)
-               for g in rows)
-    worst: AllToAllGroup = max(rows, key=lambda g: g.imbalance_cost_ms + g.wait_ms)
-    who = _heavy_ranks(ev) or ", ".join(f"rank {r}" for r in sorted(heaviest))
-    return A2aAdvice(
-        title=f"Balance the all_to_all load: {who.split(' (')[0]} receives the most",
-        detail=f"Ranks that receive the most: {who}. " + A2A_DETAIL,
-        evidence=(f"{worst.group_label}: {worst.calls_per_step:.0f} calls/step, imbalance "
-                  f"{worst.imbalance:.2f}x the mean bytes (max {worst.imbalance_max:.2f}x); "
-                  f"transfer {worst.transfer_ms:.2f} ms/step of which "
-                  f"{worst.imbalance_cost_ms:.2f} ms is the imbalance; ranks wait "
-                  f"{worst.wait_ms:.2f} ms/step in these calls for the last member"),
-        gain_ms=gain)

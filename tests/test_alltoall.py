@@ -85,12 +85,34 @@ def _step_ms(imbalance: float) -> float:
 def test_advice_names_the_hot_rank_and_predicts_a_balanced_step(sample_db: Path) -> None:
     r = report(sample_db, "moe_roofline")
     (rec,) = [x for x in r.recommendations if x.id == "a2a-imbalance"]
-    assert "rank 2 receives the most" in rec.title and "rank 2 (1.25x the mean" in rec.detail
+    assert rec.title == ("Balance the expert load (token imbalance): rank 2 receives 1.25x "
+                         "the mean rank's tokens")
+    assert rec.detail.startswith(
+        "Token imbalance across the all_to_all ranks: rank 2 receives 20,512 tokens/step "
+        "(1.37x the least loaded), against 16,384 for the mean rank and 14,976 for the "
+        "least loaded (rank 0). Rank 2 is also flagged as a straggler")
     balanced = _step_ms(0.0)
     assert rec.expected_gain_ms == pytest.approx(r.step_time_ms - balanced, rel=0.05)
-    (late,) = [x for x in r.recommendations if x.id == "straggler"]
-    assert "receives the most all_to_all traffic" in late.detail
+    # rank 2 straggles because its expert receives more tokens: one advice, not two
+    assert "straggler" not in {x.id for x in r.recommendations}
+    assert "rank 2 (host node000) as a straggler: arrived last" in rec.evidence
     assert "a2a-imbalance" not in {x.id for x in report(sample_db, "moe_ep").recommendations}
+
+
+def test_advice_does_not_credit_the_imbalance_twice(sample_db: Path) -> None:
+    """a2a-imbalance claims the imbalance cost (part of the calls' exposed time) and the
+    wait for rank 2; exposed-ep-comm gets the rest of the exposed time, so the advice
+    adds up to at most the all_to_all's exposed time + wait, which it claims to recover."""
+    r = report(sample_db, "moe_roofline")
+    gains = {x.id: x.expected_gain_ms for x in r.recommendations}
+    (group,) = r.all_to_all.groups if r.all_to_all else ()
+    (a2a,) = [c for c in r.collectives if c.collective == "all_to_all"]
+    assert gains["a2a-imbalance"] == pytest.approx(group.imbalance_cost_ms + group.wait_ms)
+    assert gains["exposed-ep-comm"] == pytest.approx(a2a.exposed_ms - group.imbalance_cost_ms)
+    assert sum(gains.values()) <= a2a.exposed_ms + a2a.straggler_wait_ms + 1e-9
+    (ep,) = [x for x in r.recommendations if x.id == "exposed-ep-comm"]
+    assert "0.34 ms/step of the exposed time is the load imbalance, counted in " \
+        "a2a-imbalance's gain" in ep.evidence
 
 
 def test_split_sizes_as_record_param_comms_writes_them(tmp_path: Path) -> None:

@@ -81,6 +81,32 @@ def _grounded(r: dict[str, Any], rec: dict[str, Any]) -> None:
     assert rec["expected_mfu_points"] is not None and rec["expected_mfu_points"] > 0
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in SIM.iterdir() if p.is_dir()))
+def test_advice_never_credits_more_than_the_lost_time(db: Path, name: str) -> None:
+    """No lost millisecond is credited to two recommendations: their gains add up to at
+    most the step's time outside compute (what any of them can recover), and those that
+    act on the pipeline bubble to at most the bubble."""
+    r = report(db, name)
+    gains = {x["id"]: x["expected_gain_ms"] for x in r["recommendations"]}
+    bd = r["breakdown_ms"]
+    assert sum(gains.values()) <= r["step_time_ms"] - bd["compute"] + 1e-9, gains
+    bubble = [gains[k] for k in ("pipeline-bubble", "pipeline-imbalance") if k in gains]
+    if len(bubble) == 2:
+        assert sum(bubble) <= bd["bubble"] + 1e-9, gains
+
+
+def test_pipeline_bubble_is_what_rebalancing_leaves(db: Path) -> None:
+    """pipeline_imbalance: rebalancing the stages claims its what-if gain out of the
+    bubble; more microbatches shrink what is left by the theory's ratio."""
+    r = report(db, "pipeline_imbalance")
+    recs = {x["id"]: x for x in r["recommendations"]}
+    stage, bubble = recs["pipeline-imbalance"], recs["pipeline-bubble"]
+    left = r["breakdown_ms"]["bubble"] - stage["expected_gain_ms"]
+    # S=4, M=8 -> 58: theory 3/11 -> 3/61
+    assert bubble["expected_gain_ms"] == pytest.approx(left * (1 - (3 / 61) / (3 / 11)))
+    assert f"the gain is on the {left:.2f} ms left" in bubble["evidence"]
+
+
 def test_pipeline_bubble_numbers(db: Path) -> None:
     (rec,) = report(db, "deep_pipeline")["recommendations"]
     # S=4, M=4: (S-1)/(S-1+M) = 3/7; M = 19*(S-1)+1 = 58 brings it under 5%
