@@ -3,18 +3,29 @@
 The planner calibrates on A and predicts A's model at B's scale and layout; B's own
 calibration splits its measured step into the same terms. Per term, the change A ->
 expected B is what the layout explains and expected B -> measured B is where B departs
-from it. In MFU points (F model FLOPs per step, P peak, G GPUs, T step, t a term):
+from it.
 
-    expected_t  = -100 MFU_A   (G_B t_expected - G_A t_A) / (G_B T_expected)
-    departure_t = -100 MFU_exp (t_B - t_expected) / T_B
+Both are measured with the MFU waterfall (analyzers/mfu.py), the one the diff's "MFU
+points by cause" takes the difference of, so the two splits agree: each state s (A,
+expected B, B) has its kernel efficiency e_s = F_s / (G_s P_s Tc_s) (F model FLOPs per
+step, P peak, G GPUs, Tc the compute terms: compute, other kernels, optimizer) and step
+T_s; a change from state 1 to state 2 is worth, in MFU points,
 
-The first add up exactly to MFU_expected - MFU_A, the second to MFU_B - MFU_expected
-(both with A's F and P): a term that scales perfectly (G t constant) costs nothing.
+    compute term c:      -100 (e_1 t2_c / Tc_2 - e_2 t1_c / Tc_1)
+    other term x:        -100 (e_2 t2_x / T_2  - e_1 t1_x / T_1)
+
+The compute terms add up to the kernel-efficiency stage's change 100 (e_2 - e_1), each
+other term is its waterfall stage's change, and all add up to 100 (MFU_2 - MFU_1): the
+expected points to MFU_expected - MFU_A, the departures to MFU_B - MFU_expected, and
+grouped by stage (TERM_STAGE) the two to the diff's points by cause. A term that scales
+perfectly (G t constant, the others too) costs nothing. A and expected B use A's F and
+P; measured B its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import msgspec
 
@@ -32,6 +43,49 @@ TERM_WORDS = {"compute": "compute", "other_kernels": "other kernels",
               "other_comm": "other communication", "bubble": "pipeline bubble",
               "straggler_wait": "straggler wait", "idle": "idle"}
 NOTABLE_POINTS = 0.5      # a term worth naming in the narrative
+COMPUTE_TERMS = ("compute", "other_kernels", "optimizer")
+# the MFU waterfall's stage (model.STAGES) of each planner term
+TERM_STAGE = {"compute": "kernel_efficiency", "other_kernels": "kernel_efficiency",
+              "optimizer": "kernel_efficiency", "recompute": "recompute", "memory": "memory",
+              "tp_comm": "exposed_comm", "dp_comm": "exposed_comm",
+              "other_comm": "exposed_comm", "bubble": "bubble",
+              "straggler_wait": "straggler_wait", "idle": "idle"}
+
+
+@dataclass(frozen=True)
+class State:
+    """One point of the path A -> expected B -> B: its terms (ms per rank and step) and
+    its MFU inputs, as the waterfall reads them."""
+    terms: Mapping[str, float]
+    flops: float            # model FLOPs per step
+    peak: float             # FLOP/s per GPU
+    gpus: int
+
+    @property
+    def step_ms(self) -> float:
+        return sum(self.terms.values())
+
+    @property
+    def compute_ms(self) -> float:
+        return sum(self.terms.get(t, 0.0) for t in COMPUTE_TERMS)
+
+    @property
+    def efficiency(self) -> float:
+        """Kernel efficiency F / (G P Tc): the MFU if the step were all compute."""
+        tc = self.compute_ms
+        return self.flops / (self.gpus * self.peak * tc / 1e3) if tc > 0 else 0.0
+
+
+def points(one: State, two: State, term: str) -> float:
+    """MFU points the change of `term` from state `one` to `two` is worth, on the MFU
+    waterfall (module docstring): summed over the terms, 100 (MFU_two - MFU_one)."""
+    e1, e2 = one.efficiency, two.efficiency
+    t1, t2 = one.terms.get(term, 0.0), two.terms.get(term, 0.0)
+    if term in COMPUTE_TERMS:
+        c1, c2 = one.compute_ms, two.compute_ms
+        return -100.0 * ((e1 * t2 / c2 if c2 else 0.0) - (e2 * t1 / c1 if c1 else 0.0))
+    s1, s2 = one.step_ms, two.step_ms
+    return -100.0 * ((e2 * t2 / s2 if s2 else 0.0) - (e1 * t1 / s1 if s1 else 0.0))
 
 
 def spec_for(ctx: RunContext) -> tuple[ModelSpec, str] | None:
@@ -76,25 +130,32 @@ def target_like(cal_b: Calibration) -> Target:
 
 def expected(cal_a: Calibration, cal_b: Calibration, b: Report,
              memory_gb: float | None) -> Expected:
-    """The expected section of the diff (analyzers.model.Expected)."""
+    """The expected section of the diff (analyzers.model.Expected): each term's points on
+    the MFU waterfall from A to expected B and from there to measured B (`points`)."""
     t = target_like(cal_b)
     plan = predict(cal_a, t, memory_gb)
-    g_a, g_b = cal_a.gpus, t.gpus
+    peak_a, peak_b = cal_a.peak_tflops * 1e12, cal_b.peak_tflops * 1e12
+    state_a = State({x.name: x.ms for x in cal_a.terms}, cal_a.model_flops_per_step,
+                    peak_a, cal_a.gpus)
+    state_exp = State({x.name: x.ms for x in plan.terms}, cal_a.model_flops_per_step,
+                      peak_a, t.gpus)
+    state_b = State({x.name: x.ms for x in cal_b.terms}, cal_b.model_flops_per_step,
+                    peak_b, cal_b.gpus)
     t_a, t_exp, t_b = cal_a.step_ms, plan.step_ms, cal_b.step_ms
-    mfu_exp = plan.mfu
     changes = []
     for term in plan.terms:
         a_ms, b_ms = term_ms(cal_a.terms, term.name), term_ms(cal_b.terms, term.name)
         changes.append(TermChange(
             term=term.name, a_ms=a_ms, expected_ms=term.ms, b_ms=b_ms,
-            expected_points=-100 * cal_a.mfu * (g_b * term.ms - g_a * a_ms) / (g_b * t_exp),
-            departure_points=-100 * mfu_exp * (b_ms - term.ms) / t_b,
-            uses=term.uses, why=departure_why(term.name, cal_a, cal_b, b, t)))
+            expected_points=points(state_a, state_exp, term.name),
+            departure_points=points(state_exp, state_b, term.name),
+            uses=term.uses,
+            why=(_share_words(term.name, term.ms, t_exp, b_ms, t_b)
+                 or departure_why(term.name, cal_a, cal_b, b, t))))
     draft = Expected(
-        layout=layout_words(cal_b), step_ms=t_exp, mfu=mfu_exp, step_delta_ms=t_exp - t_a,
-        mfu_delta_points=100 * (mfu_exp - cal_a.mfu), departure_ms=t_b - t_exp,
-        departure_points=100 * (cal_a.model_flops_per_step / (
-            cal_a.peak_tflops * 1e12 * g_b * t_b / 1e3) - mfu_exp),
+        layout=layout_words(cal_b), step_ms=t_exp, mfu=plan.mfu, step_delta_ms=t_exp - t_a,
+        mfu_delta_points=100 * (plan.mfu - cal_a.mfu), departure_ms=t_b - t_exp,
+        departure_points=100 * (cal_b.mfu - plan.mfu),
         terms=tuple(changes), assumptions=cal_a.assumptions, narrative="")
     return msgspec.structs.replace(draft, narrative=narrative(draft, cal_a, cal_b))
 
@@ -147,7 +208,7 @@ def _reason(name: str, cal_a: Calibration, cal_b: Calibration) -> str:
         if cal_b.dp != cal_a.dp:
             return f"the DP ring grows {cal_a.dp} -> {cal_b.dp} ranks, {link}"
         return f"the DP group of {cal_b.dp} ranks, {link}"
-    if name == "tp_comm":
+    if name == "tp_comm" and cal_a.tp != cal_b.tp:
         return f"TP {cal_a.tp} -> {cal_b.tp}"
     if name == "bubble":
         moved = [f"PP {cal_a.pp} -> {cal_b.pp}"] if cal_a.pp != cal_b.pp else []
@@ -157,6 +218,19 @@ def _reason(name: str, cal_a: Calibration, cal_b: Calibration) -> str:
     return ""
 
 
+def _share_words(name: str, gpu_ms_1: float, step_1: float, gpu_ms_2: float,
+                 step_2: float) -> str:
+    """For a non-compute term whose (GPU) time did not change (within 1%) while the step
+    did: its points are its smaller or larger share of the step (the waterfall's)."""
+    if name in COMPUTE_TERMS or gpu_ms_2 <= 0 or step_1 <= 0 or step_2 <= 0 \
+            or abs(gpu_ms_2 - gpu_ms_1) > 0.01 * max(gpu_ms_1, gpu_ms_2) \
+            or abs(step_2 / step_1 - 1) < 0.01:
+        return ""
+    longer = step_2 > step_1
+    return (f"the same time, a {'smaller' if longer else 'larger'} share of a "
+            f"{'longer' if longer else 'shorter'} step")
+
+
 def narrative(e: Expected, cal_a: Calibration, cal_b: Calibration) -> str:
     """'B lost 12 points; the model predicts 9 from ...; the other 3 are ...'."""
     total = (e.mfu_delta_points or 0.0) + (e.departure_points or 0.0)
@@ -164,7 +238,9 @@ def narrative(e: Expected, cal_a: Calibration, cal_b: Calibration) -> str:
     head = (f"B {verb} {abs(total):.1f} MFU points ({100 * cal_a.mfu:.1f}% -> "
             f"{100 * cal_a.mfu + total:.1f}%); the model predicts "
             f"{e.mfu_delta_points or 0.0:+.1f} from A at B's scale and layout ({e.layout})")
-    moved = _named(e, "expected_points", lambda c: _reason(c.term, cal_a, cal_b))
+    moved = _named(e, "expected_points", lambda c: _reason(c.term, cal_a, cal_b) or _share_words(
+        c.term, cal_a.gpus * c.a_ms, cal_a.gpus * cal_a.step_ms, cal_b.gpus * c.expected_ms,
+        cal_b.gpus * e.step_ms))
     if moved:
         head += ": " + "; ".join(moved)
     rest = (f"the other {e.departure_points or 0.0:+.1f} are where B departs from the "

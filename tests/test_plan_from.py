@@ -27,7 +27,7 @@ from conftest import REPO, SIM
 import stepscope
 from stepscope.analyzers.calibrate import calibrate, find_spec, term_ms, tier
 from stepscope.analyzers.context import ReportOptions, run_context
-from stepscope.analyzers.expected import expected_for
+from stepscope.analyzers.expected import TERM_STAGE, expected_for
 from stepscope.analyzers.model import Calibration, Expected
 from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.predict import predict, target_of
@@ -253,6 +253,40 @@ def test_diff_puts_the_network_and_the_straggler_in_their_terms(sample_db: Path)
     assert named / e.departure_points > 0.95
     assert "20 GB/s" in dp.why and "100 GB/s" in dp.why
     assert "DP communication" in e.narrative and "rank 13" in e.narrative
+
+
+@pytest.mark.parametrize(("a", "b"), [("diff_base", "diff_scaled"), ("plan_mb4", "plan_mb8"),
+                                      ("diff_scaled", "diff_base")])
+def test_the_diffs_two_mfu_splits_agree(sample_db: Path, a: str, b: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`stepscope diff`'s "MFU points by cause" and its "Expected" table split the same
+    MFU change: grouped by waterfall stage, each term's expected + departure points are
+    that stage's points by cause, and both add up to the MFU change (the identity)."""
+    assert main(["diff", a, b, "--db", str(sample_db), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    e, by_cause = d["expected"], d["mfu_points_by_category"]
+    assert e is not None
+    staged = dict.fromkeys(by_cause, 0.0)
+    for t in e["terms"]:
+        staged[TERM_STAGE[t["term"]]] += t["expected_points"] + t["departure_points"]
+    assert staged == pytest.approx(by_cause, abs=1e-6)
+    assert sum(by_cause.values()) == pytest.approx(d["mfu_delta_points"], abs=1e-6)
+    assert e["mfu_delta_points"] + e["departure_points"] == pytest.approx(
+        d["mfu_delta_points"], abs=1e-6)
+    assert sum(t["expected_points"] for t in e["terms"]) == pytest.approx(
+        e["mfu_delta_points"], abs=1e-6)
+    assert sum(t["departure_points"] for t in e["terms"]) == pytest.approx(
+        e["departure_points"], abs=1e-6)
+
+
+def test_a_term_that_did_not_change_says_its_share_did(sample_db: Path) -> None:
+    """diff_scaled's TP all-reduce takes the expected 0.89 ms/step, a smaller share of
+    its longer step: its departure points say so, not a bandwidth it matched."""
+    e = _expected(sample_db, "diff_base", "diff_scaled")
+    (tp,) = [c for c in e.terms if c.term == "tp_comm"]
+    assert tp.b_ms == pytest.approx(tp.expected_ms, rel=1e-6)
+    assert tp.departure_points is not None and tp.departure_points > 0
+    assert tp.why == "the same time, a smaller share of a longer step"
 
 
 def test_plan_from_ranks_layouts_at_another_scale(pairs: dict[str, Any]) -> None:
