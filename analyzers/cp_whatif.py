@@ -281,8 +281,18 @@ class WhatIf:
         return str(self.op if self.op is not None else self.collective)
 
     @property
+    def how(self) -> str:
+        """The factor in words: a speedup under 1 is a slowdown ('0.5' is '2x slower')."""
+        k = self.speedup
+        if k is None:
+            return "at the median speed"
+        if k < 1:
+            return f"{1 / k:.3g}x slower"
+        return f"{k:.3g}x faster" if k > 1 else "at the measured speed (1x)"
+
+    @property
     def label(self) -> str:
-        how = "at the median speed" if self.speedup is None else f"{self.speedup:.3g}x faster"
+        how = self.how
         if self.ranks:
             who = "rank" if len(self.ranks) == 1 else "ranks"
             return f"{who} {self.target} ran {how}"

@@ -176,6 +176,22 @@ def test_whatif_cli(sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None
         assert says in capsys.readouterr().err
 
 
+def test_a_speedup_under_one_is_worded_as_a_slowdown(
+        sample_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--speedup 0.5 divides durations by 0.5: "2x slower", a longer step, a loss."""
+    assert WhatIf(ranks=(5,), speedup=0.5).label == "rank 5 ran 2x slower"
+    assert WhatIf(op="fc1", speedup=0.8).label == "the kernels matching 'fc1' ran 1.25x slower"
+    assert WhatIf(collective="all_reduce", speedup=1.0).label == \
+        "all_reduce ran at the measured speed (1x)"
+    assert main(["whatif", "critical_path", "--db", str(sample_db), "--collective",
+                 "all_reduce:tensor", "--speedup", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "faster" not in out
+    head, numbers = out.splitlines()[:2]
+    assert head.startswith("If all_reduce:tensor ran 2x slower, the step would be ")
+    assert "(+" in head and ", loss " in numbers
+
+
 def test_chain_by_pointer_doubling_equals_walking() -> None:
     rng = np.random.default_rng(7)
     parent = np.full(5000, -1, dtype=np.int64)

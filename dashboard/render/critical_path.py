@@ -47,7 +47,8 @@ def whatif_text(w: WhatIfResult) -> str:
     """`stepscope whatif`: the sentence, then the predicted mean window of each step."""
     lines = [whatif_line(w) + ".",
              f"  measured {w.step_time_ms:.3f} ms/step, predicted {w.predicted_step_time_ms:.3f}"
-             f" ms/step, gain {w.gain_ms:.3f} ms"]
+             f" ms/step, " + (f"gain {w.gain_ms:.3f} ms" if w.gain_ms >= 0
+                              else f"loss {-w.gain_ms:.3f} ms")]
     lines += [f"  step {k}: {ms:.3f} ms (mean window over ranks)" for k, ms in _per_step(w)]
     return "\n".join(lines)
 

@@ -52,8 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                       help="a collective (all_reduce, send, ...), optionally only on process "
                            "groups whose name or description contains GROUP")
     p.add_argument("--speedup", type=_speedup, default=None, metavar="K|median",
-                   help="K times faster, or (--rank) median: each kernel at the median "
-                        "rank's duration for it (the default for --rank)")
+                   help="K times faster (durations / K; K < 1 is a slowdown: 0.5 is 2x "
+                        "slower), or (--rank) median: each kernel at the median rank's "
+                        "duration for it (the default for --rank)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
 
