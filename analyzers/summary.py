@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -34,68 +34,39 @@ def summary_records(con: duckdb.DuckDBPyConnection,
     order, without polars: what `stepscope ingest` prints once its runs are in (polars
     takes longer to import than the summary takes to compute)."""
     params = _runs_param(runs)
-    ingested = fetch_rows(con, "summary/runs.sql", params, _IngestedRow)
+    ingested = fetch_rows(con, "summary/runs.sql", params, dict[str, Any])
     attributed = {row["run"]: row
-                  for row in fetch_rows(con, "summary/attributed.sql", params, _AttributedRow)}
+                  for row in fetch_rows(con, "summary/attributed.sql", params, dict[str, Any])}
     return [_record(row, attributed.get(row["run"])) for row in ingested]
 
 
-class _IngestedRow(TypedDict):
-    """A row of summary/runs.sql."""
-
-    run: str
-    status: str | None
-    world_size: int | None
-    n_ranks: int | None
-    hosts: int
-    devices: str | None
-    steps: int
-    median_step_ms: float | None
-    gpu_ops: int
-    compute_kernels: int
-    comm_kernels: int
-    memory_ops: int
-    collectives: int
-    p2p_ops: int
-    collective_types: str | None
-    process_groups: int
-    failed_files: int | None
-    ingested_at: datetime | None
-
-
-class _AttributedRow(TypedDict):
-    """A row of summary/attributed.sql (only for attributed runs)."""
-
-    run: str
-    attributed_step_ms: float | None
-    compute_share: float | None
-    top_loss: str | None
-    top_loss_share: float | None
-
-
-def _record(ingested: _IngestedRow, attributed: _AttributedRow | None) -> RunSummary:
-    """A RunSummary of a run's rows; a run never attributed has None in those columns."""
-    return RunSummary(
-        **ingested,
-        attributed_step_ms=attributed["attributed_step_ms"] if attributed else None,
-        compute_share=attributed["compute_share"] if attributed else None,
-        top_loss=attributed["top_loss"] if attributed else None,
-        top_loss_share=attributed["top_loss_share"] if attributed else None)
+def _record(ingested: dict[str, Any], attributed: dict[str, Any] | None) -> RunSummary:
+    """A RunSummary of a run's rows (summary/runs.sql, summary/attributed.sql); a run
+    never attributed has None in the attributed columns. A query whose columns are not
+    RunSummary's fails here (TypeError), not with a silently missing column."""
+    values: dict[str, Any] = {name: attributed[name] if attributed else None
+                              for name in ATTRIBUTED}
+    return RunSummary(**ingested, **values)
 
 
 def _runs_param(runs: Sequence[str] | None) -> dict[str, object]:
     return {"runs": None if runs is None else list(runs)}
 
 
+FROM_ATTRIBUTED = {"query": "attributed"}   # a field's metadata: from summary/attributed.sql
+
+
 @dataclass(frozen=True)
 class RunSummary:
-    """One row of `run_summary` (summary/runs.sql, then summary/attributed.sql), in order."""
+    """One row of `run_summary`, in order: the one list of the summary's columns. The
+    fields with FROM_ATTRIBUTED metadata come from summary/attributed.sql, the others from
+    summary/runs.sql (tests/test_relational.py checks both queries against them)."""
 
     run: str
     status: str | None
     world_size: int | None
     n_ranks: int | None
-    hosts: int
+    hosts: int | None                      # NULL: no rank's trace names its host
     devices: str | None
     steps: int
     median_step_ms: float | None
@@ -108,11 +79,17 @@ class RunSummary:
     collective_types: str | None
     process_groups: int
     failed_files: int | None
-    attributed_step_ms: float | None       # NULL before attribution ran
-    compute_share: float | None
-    top_loss: str | None                   # the non-compute category costing most
-    top_loss_share: float | None
+    # NULL before attribution ran
+    attributed_step_ms: float | None = field(metadata=FROM_ATTRIBUTED)
+    compute_share: float | None = field(metadata=FROM_ATTRIBUTED)
+    # the non-compute category costing most, NULL when none costs anything
+    top_loss: str | None = field(metadata=FROM_ATTRIBUTED)
+    top_loss_share: float | None = field(metadata=FROM_ATTRIBUTED)
     ingested_at: datetime | None
+
+
+ATTRIBUTED = tuple(f.name for f in fields(RunSummary) if f.metadata.get("query") == "attributed")
+"""The columns of summary/attributed.sql besides `run`."""
 
 
 def summary_rows(frame: pl.DataFrame) -> list[RunSummary]:

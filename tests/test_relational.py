@@ -3,6 +3,7 @@ attributed columns, an empty history), on small databases built in code."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import duckdb
@@ -10,8 +11,16 @@ import pyarrow as pa
 import pytest
 from conftest import SAMPLES
 
+from stepscope.analyzers._sql import sql
 from stepscope.analyzers.history import read_history
-from stepscope.analyzers.summary import RunSummary, run_summary, summary_records, summary_rows
+from stepscope.analyzers.summary import (
+    ATTRIBUTED,
+    RunSummary,
+    run_summary,
+    summary_records,
+    summary_rows,
+)
+from stepscope.dashboard.render.summary import summary_markdown, summary_text
 from stepscope.ingest import connect_read_only, ingest
 from stepscope.ingest.db import insert_by_name
 
@@ -63,3 +72,39 @@ def test_summary_and_history_of_a_database_the_analyzers_never_saw(tmp_path: Pat
     assert {"mfu_change_points", "step_time_change_ms", "in_db"} <= set(history.columns)
     with duckdb.connect(str(db), read_only=True) as raw:
         assert raw.execute("SELECT count(*) FROM step_attribution").fetchall() == [(0,)]
+
+
+def test_summary_of_a_run_that_loses_nothing_on_unknown_hosts(tmp_path: Path) -> None:
+    """Every loss zero: the largest loss is none (not an arbitrary zero category); no
+    trace naming its host: hosts unknown, '?' as the report's '? host(s)', not 0."""
+    db = tmp_path / "zero.duckdb"
+    ingest([SAMPLES / "ddp"], db=db, run="zero")
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE ranks SET host = NULL")
+        con.execute("""INSERT INTO step_attribution (run, rank, step, has_successor, step_ns,
+                           compute_ns, recompute_ns, exposed_comm_ns, straggler_wait_ns,
+                           bubble_ns, memory_ns, idle_ns)
+                       SELECT 'zero', r, 1, true, 1000000, 1000000, 0, 0, 0, 0, 0, 0
+                       FROM range(4) t(r)""")
+        (row,) = summary_records(con, ["zero"])
+    assert (row.hosts, row.attributed_step_ms, row.compute_share) == (None, 1.0, 1.0)
+    assert (row.top_loss, row.top_loss_share) == (None, None)
+    header, _, line = summary_text([row]).splitlines()
+    cells = dict(zip(header.split(), line.split(), strict=False))
+    assert cells["hosts"] == "?"
+    assert line.endswith("  100%     none")
+    assert "| zero | complete | 4 | 4 | ? |" in summary_markdown([row])
+
+
+def test_summary_columns_have_one_source(tmp_path: Path) -> None:
+    """RunSummary's fields are the summary's columns: summary/runs.sql returns those
+    not marked attributed, summary/attributed.sql `run` and the ATTRIBUTED ones."""
+    db = tmp_path / "cols.duckdb"
+    ingest([SAMPLES / "ddp"], db=db, run="cols")
+    names = [f.name for f in dataclasses.fields(RunSummary)]
+    with duckdb.connect(str(db), read_only=True) as con:
+        runs = con.execute(sql("summary/runs.sql"), {"runs": None}).description or []
+        attributed = con.execute(sql("summary/attributed.sql"), {"runs": None}).description
+    assert [d[0] for d in runs] == [n for n in names if n not in ATTRIBUTED]
+    assert [d[0] for d in attributed or []] == ["run", *ATTRIBUTED]
+    assert ATTRIBUTED == ("attributed_step_ms", "compute_share", "top_loss", "top_loss_share")

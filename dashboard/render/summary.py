@@ -27,6 +27,10 @@ TEXT_COLUMNS = (
 )
 
 
+NO_LOSS = "none"          # an attributed run whose every non-compute category is zero
+UNKNOWN_HOSTS = "?"       # no trace names its host: the report's "? host(s)"
+
+
 def _cell(value: object) -> str:
     if value is None:
         return "-"
@@ -41,6 +45,10 @@ def _row_cells(row: RunSummary) -> dict[str, str]:
         cells["compute_share"] = pct(row.compute_share, 0)
     if row.top_loss and row.top_loss_share is not None:
         cells["top_loss"] = f"{row.top_loss} {pct(row.top_loss_share, 0)}"
+    elif row.attributed_step_ms is not None:
+        cells["top_loss"] = NO_LOSS
+    if row.hosts is None:
+        cells["hosts"] = UNKNOWN_HOSTS
     return cells
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from stepscope.analyzers import history
 from stepscope.analyzers.model import CATEGORIES, Recommendation, Report
 from stepscope.dashboard import charts, data, explain
 from stepscope.dashboard.context import PageContext, deep_link, timeline_link
@@ -32,10 +33,11 @@ TITLE = "Overview"
 HEADER = "Overview"
 
 
-def largest_loss(report: Report) -> tuple[str, float]:
-    """The non-compute category that costs most (category, ms per step)."""
-    ms, cat = max((report.breakdown_ms.ms(c), c) for c in CATEGORIES if c != "compute")
-    return cat, ms
+def largest_loss(report: Report) -> tuple[str | None, float]:
+    """The non-compute category that costs most (category, ms per step); None when none
+    costs anything (the summary's 'none', not an arbitrary zero)."""
+    cat, ms = history.largest_loss(report.breakdown_ms.as_dict())
+    return cat, ms or 0.0
 
 
 def straggler_value(report: Report) -> str:
@@ -56,7 +58,7 @@ def headline(report: Report) -> None:
     cols[2].metric("HFU", pct(mfu.hfu), help=explain.HFU.help())
     cat, ms = largest_loss(report)
     cols = st.columns(3)
-    cols[0].metric(f"Largest loss: {CATEGORY_LABELS[cat]}", f"{ms:.2f} ms",
+    cols[0].metric(f"Largest loss: {CATEGORY_LABELS[cat] if cat else 'none'}", f"{ms:.2f} ms",
                    f"{share(ms, report.step_time_ms)} of the step", delta_color="off",
                    delta_arrow="off")
     cols[1].metric("Stragglers", straggler_value(report),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 import streamlit as st
@@ -13,6 +14,7 @@ from stepscope.analyzers.model import FailedFile
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
 from stepscope.dashboard.render.format import pct, short_name
+from stepscope.dashboard.render.summary import NO_LOSS, UNKNOWN_HOSTS
 from stepscope.dashboard.widgets import MISSING, code, plain
 from stepscope.ingest.merge import delete_run, retry_busy
 
@@ -55,12 +57,19 @@ def runs_table(ctx: PageContext) -> pl.DataFrame:
         "step ms": None if r["attributed_step_ms"] is None
         else round(r["attributed_step_ms"], 2),
         "MFU": pct(mfu.get(r["run"])),
-        "largest loss": (f"{SHORT_LOSS.get(r['top_loss'], r['top_loss'])} "
-                         f"{pct(r['top_loss_share'], 0)}" if r["top_loss"] else "-"),
+        "largest loss": _loss_cell(r),
         "ingested": r["ingested_at"]}
         for r in summary.iter_rows(named=True)]
     frame = pl.DataFrame(rows).sort("ingested", descending=True, nulls_last=True)
     return frame.with_columns(pl.col("ingested").dt.strftime("%m-%d %H:%M"))
+
+
+def _loss_cell(r: dict[str, Any]) -> str:
+    """The largest loss with its share; 'none' for an attributed run that loses nothing,
+    '-' before attribution (as `stepscope summary`)."""
+    if r["top_loss"]:
+        return f"{SHORT_LOSS.get(r['top_loss'], r['top_loss'])} {pct(r['top_loss_share'], 0)}"
+    return NO_LOSS if r["attributed_step_ms"] is not None else "-"
 
 
 def render(ctx: PageContext) -> None:
@@ -86,7 +95,8 @@ def _run_detail(ctx: PageContext, run: str) -> None:
     failures = failed_files(report.run.failed_files)
     row = data.summary(ctx.config.db).filter(pl.col("run") == run).row(0, named=True)
     st.markdown(f"**{plain(run)}**: {row['status']}, {row['n_ranks']} of {row['world_size']} "
-                f"ranks on {row['hosts']} host(s), {plain(row['devices'])}, {row['steps']} "
+                f"ranks on {row['hosts'] or UNKNOWN_HOSTS} host(s), {plain(row['devices'])}, "
+                f"{row['steps']} "
                 "steps")
     cols = st.columns(3)
     cols[0].button("Open overview", on_click=go_to("overview", run), key="open_overview")

@@ -1,6 +1,7 @@
 -- The attributed columns of the run summary, one row per attributed run: the mean step
 -- over ranks and complete steps, its compute share, and the largest loss (non-compute
--- category) with its share of the step. Reads step_attribution, complete_steps (views in
+-- category) with its share of the step, NULL when every loss is zero (not an arbitrary
+-- zero). Reads step_attribution, complete_steps (views in
 -- ingest/sql/schema/derived.sql); writes nothing. Parameter: $runs, a list of run names
 -- (NULL = every run).
 WITH attr_means AS (
@@ -16,12 +17,14 @@ WITH attr_means AS (
     -- and the largest loss (non-compute category) with its share of the step
     SELECT run, any_value(step_ns) / 1e6 AS step_ms,
         any_value(compute_ns) / nullif(any_value(step_ns), 0) AS compute_share,
-        arg_max(cat, ns) AS top_loss, max(ns) / nullif(any_value(step_ns), 0) AS top_loss_share
+        arg_max(cat, [ns, -k]) FILTER (WHERE ns > 0) AS top_loss,  -- a tie: the first
+        max(ns) FILTER (WHERE ns > 0) / nullif(any_value(step_ns), 0) AS top_loss_share
     FROM (
         SELECT run, step_ns, compute_ns,
             unnest(['recompute', 'exposed_comm', 'straggler_wait', 'bubble', 'memory',
                     'idle']) AS cat,
-            unnest([recompute, exposed_comm, straggler_wait, bubble, memory, idle]) AS ns
+            unnest([recompute, exposed_comm, straggler_wait, bubble, memory, idle]) AS ns,
+            unnest(range(6)) AS k
         FROM attr_means
     ) GROUP BY run
 )

@@ -32,7 +32,7 @@ WITH rk AS (
 )
 SELECT
     r.run, r.status, r.world_size, r.n_ranks,
-    coalesce(rk.hosts, 0) AS hosts, rk.devices,
+    nullif(rk.hosts, 0) AS hosts, rk.devices,  -- NULL: no trace names its host (as the report's '?')
     coalesce(st.steps, 0) AS steps, st.median_step_ms,
     coalesce(g.gpu_ops, 0) AS gpu_ops, coalesce(g.compute_kernels, 0) AS compute_kernels,
     coalesce(g.comm_kernels, 0) AS comm_kernels, coalesce(g.memory_ops, 0) AS memory_ops,
