@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 import duckdb
+import msgspec
 
 from stepscope.analyzers._sql import fetch_rows, sql
 from stepscope.analyzers.context import RunContext
@@ -14,6 +15,8 @@ from stepscope.analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_li
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.
 
+# A bus bandwidth more than 1% above its link's peak is not physical: say so.
+OVER_PEAK = 1.01
 
 
 class _StatRow(TypedDict):
@@ -44,6 +47,7 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         link, link_source = measured[row["group_label"]], "nccl_log"
     peak = {"nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(link, network_gbs)
     bw = None if row["bus_bw_gbs"] is None else float(row["bus_bw_gbs"])
+    use = bw / peak if bw is not None and peak else None
     return CollectiveStat(
         collective=row["collective"], group_label=row["group_label"], crosses_nodes=crosses,
         group_size=None if row["group_size"] is None else int(row["group_size"]),
@@ -55,11 +59,26 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         # the bus bandwidth NCCL itself measured (Inspector), next to the trace-derived one
         measured_bus_bw_gbs=inspector.get((row["collective"], row["group_label"])),
         link=link, link_source=link_source, link_peak_gbs=peak,
-        link_utilization=bw / peak if bw is not None and peak else None,
+        link_utilization=use,
         library=row["library"], op=row["comm_op"],
         # the communication-kernel table says what the traffic is for (DeepEP: experts)
         role=row["comm_role"] or "unknown",
-        role_source="kernel_table" if row["comm_role"] else "guess")
+        role_source="kernel_table" if row["comm_role"] else "guess",
+        warning=over_peak_warning(row, bw, peak, link, link_source) or msgspec.UNSET)
+
+
+def over_peak_warning(row: _StatRow, bw: float | None, peak: float | None, link: str,
+                      link_source: str) -> str | None:
+    """A bus bandwidth above its link's peak, in words, or None. The bandwidth is the
+    trace's own (bytes x bus factor / kernel time) and the peak a table value, so one of
+    them is wrong for this group: the report shows the number and says it cannot be."""
+    if bw is None or not peak or bw <= OVER_PEAK * peak:
+        return None
+    how = "from NCCL's log" if link_source == "nccl_log" else "assumed"
+    return (f"{row['collective']} on {row['group_label']}: bus bandwidth {bw:.1f} GB/s is "
+            f"{bw / peak:.2f}x the {peak:.0f} GB/s peak of its link ({link}, {how}); no "
+            "link runs above its peak, so the trace's message sizes or kernel times, or the "
+            "link or its peak, are wrong for this group")
 
 
 def collective_stats(ctx: RunContext,

@@ -255,6 +255,8 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     role_source: str = "guess"          # label (group description) | kernel_table | guess
     library: str = "nccl"               # nccl | rccl | gloo | deepep | torch_symm_mem | ...
     op: str | None = None               # the library's operation (dispatch, combine, ...)
+    # bus bandwidth above the link's peak, in words; absent from the JSON otherwise
+    warning: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Recommendation(Model, frozen=True, kw_only=True):

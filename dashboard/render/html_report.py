@@ -188,6 +188,8 @@ def _communication(report: Report) -> str:
         ["collective", "group", "size", "calls", "MB", "time ms", "exposed ms",
          "straggler wait ms", "in bubble ms", "overlapped ms", "bus GB/s",
          "link (peak GB/s)"], cells, numeric=(2, 3, 4, 5, 6, 7, 8, 9, 10))
+    warnings = "".join(f"<li>warning: {esc(c.warning)}</li>" for c in rows if c.warning)
+    body += f"<ul>{warnings}</ul>" if warnings else ""
     return section("Communication (per rank and step)", f"<p>{esc(COMM_SPLIT)}</p>", body,
                    anchor="communication")
 

@@ -150,7 +150,8 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
                f"**{sum(c.straggler_wait_ms for c in rows):.2f}** | "
                f"**{sum(c.bubble_ms for c in rows):.2f}** | "
                f"**{sum(c.overlapped_ms for c in rows):.2f}** | | | |")
-    return out
+    warnings = [c.warning for c in rows if c.warning]
+    return out + ([""] if warnings else []) + [f"- warning: {md_text(w)}" for w in warnings]
 
 
 def straggler_lines(stragglers: Sequence[Straggler]) -> list[str]:

@@ -113,6 +113,9 @@ def render(ctx: PageContext) -> None:
     chart_and_table(charts.collectives_exposure(report), collective_table(report),
                     "collectives", "coll", column_config=help_)
     st.subheader("Traffic and links")
+    for c in report.collectives:
+        if c.warning:
+            st.warning(plain(c.warning))
     links = link_table(report)
     if any(c.bus_bw_gbs is not None for c in report.collectives):
         chart_and_table(charts.bus_bandwidth(report), links, "traffic and links", "busbw",
