@@ -437,6 +437,8 @@ class RoofRow(Model, frozen=True, kw_only=True, omit_defaults=True):
     m: int | None = None
     n: int | None = None
     k: int | None = None
+    above_roof: float | None = None     # the share the counted FLOPs (bytes) claim when it
+                                        # is above 1: roof_share and lost_ms are then null
 
 
 class EfficiencyPart(Model, frozen=True, kw_only=True, omit_defaults=True):
@@ -448,6 +450,7 @@ class EfficiencyPart(Model, frozen=True, kw_only=True, omit_defaults=True):
     time_ms: float | None = None        # its share of the compute time
     roof_share: float | None = None
     bound: str | None = None
+    above_roof: float | None = None     # as RoofRow.above_roof
 
 
 class Roofline(Model, frozen=True, kw_only=True, omit_defaults=True):

@@ -117,13 +117,28 @@ def _row(name: str, kind: str, dtype: str | None, sums: _Sums, roofs: Roofs,
     gbs = sums.bytes / secs / 1e9 if secs and sums.bytes else None
     intensity = sums.flops / sums.bytes if sums.bytes else None
     bound, share = _roof_share(kind, sums, secs, roofs.peak(dtype), roofs.hbm)
+    above = share if share is not None and share > 1 else None
+    if above is not None:  # no kernel beats its roof: the counted work is not what ran
+        share = None
     per_step = sums.time_ns / rank_steps / 1e6
     return RoofRow(
         name=name, kind=kind, dtype=dtype, time_ms=per_step,
         time_share=sums.time_ns / total_ns if total_ns else 0.0,
         kernels_per_step=sums.kernels / rank_steps, tflops=tflops, gbs=gbs,
         intensity=intensity, bound=bound, roof_share=share,
-        lost_ms=per_step * (1 - share) if share is not None else None)
+        lost_ms=per_step * (1 - share) if share is not None else None, above_roof=above)
+
+
+def above_roof_reason(row: RoofRow) -> str:
+    """Why a row's counted work claims more than its roof, in words (docs/roofline.md):
+    convolutions count the direct convolution's FLOPs, which Winograd and FFT kernels do
+    not execute; bytes above HBM bandwidth came from cache."""
+    if row.bound == "memory":
+        return "bytes above HBM bandwidth: served from cache (L2), not HBM"
+    if row.kind == "conv":
+        return "FLOPs claimed above peak: algorithmic FLOPs, e.g. Winograd/FFT"
+    return ("FLOPs claimed above peak: the op's counted FLOPs are not those its kernels "
+            "executed, or the peak's dtype is not the one they ran in")
 
 
 def _roof_share(kind: str, sums: _Sums, secs: float, peak: float | None,
@@ -198,7 +213,8 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
         base, coverage=sum(float(g["time_ns"]) for g in shaped) / total if total else 0.0,
         kinds=kinds, kernels=kernels,
         gemm_shapes=tuple(sorted(shapes, key=_most_lost)[:GEMM_SHAPES_SHOWN]),
-        kernel_efficiency=parts, stage_points=stage, message=_message(mfu, roofs, parts))
+        kernel_efficiency=parts, stage_points=stage,
+        message=_message(mfu, roofs, parts, (*kinds, *shapes, *kernels)))
 
 
 def kernel_table(con: duckdb.DuckDBPyConnection, run: str, max_rate: float | None,
@@ -226,8 +242,26 @@ def _replace(section: Roofline, **changes: object) -> Roofline:
     return msgspec.structs.replace(section, **changes)
 
 
-def _message(mfu: Mfu, roofs: Roofs, parts: tuple[EfficiencyPart, ...]) -> str | None:
+def _above_roof_notes(rows: tuple[RoofRow, ...]) -> list[str]:
+    """One note per reason, naming the rows that claim more than their roof."""
+    by: dict[str, list[str]] = {}
+    for r in rows:
+        if r.above_roof is not None and r.name not in by.setdefault(above_roof_reason(r), []):
+            by[above_roof_reason(r)].append(r.name)
     out = []
+    for reason, names in by.items():
+        if not names:
+            continue
+        shown = ", ".join(n if len(n) <= 60 else n[:59] + "…" for n in names[:3])
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        out.append(f"{reason} ({shown}{more}): no kernel runs above its roof, so their "
+                   "share of the roof and lost time are not known and left out")
+    return out
+
+
+def _message(mfu: Mfu, roofs: Roofs, parts: tuple[EfficiencyPart, ...],
+             rows: tuple[RoofRow, ...] = ()) -> str | None:
+    out = _above_roof_notes(rows)
     if mfu.peak_flops_per_gpu is None:
         out.append(f"no compute roof: {mfu.message}")
     if roofs.hbm is None:
@@ -353,5 +387,7 @@ def _part(name: str, label: str, points: float, t: float, row: RoofRow) -> Effic
     if share is not None:
         roof = "HBM bandwidth" if bound == "memory" else f"the {row.dtype or 'compute'} roof"
         label = f"{label} at {100 * share:.0f}% of {roof}"
+    elif row.above_roof is not None:
+        label = f"{label} ({above_roof_reason(row)})"
     return EfficiencyPart(name=name, label=label, points=points, time_ms=t * 1e3,
-                          roof_share=share, bound=bound)
+                          roof_share=share, bound=bound, above_roof=row.above_roof)

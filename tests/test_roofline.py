@@ -131,3 +131,59 @@ def test_without_shapes_it_says_so(tmp_path: Path) -> None:
     stepscope.ingest_run(write_trace(tmp_path / "t" / "rank0.json", trace), db=db, run="x")
     roof = section(db, "x")
     assert not roof.kinds and roof.message and "record_shapes=True" in roof.message
+
+
+RESNET = Path("kineto/tb_plugin/samples/resnet50_num_workers_0")
+
+
+def test_a_row_above_its_roof_is_flagged_not_shown() -> None:
+    """Counted FLOPs above the peak (a Winograd convolution counted as the direct one)
+    give no roof share and no lost time, never >100% or a negative loss; the claimed
+    share is kept as `above_roof`. Just under the roof is an ordinary row."""
+    from stepscope.analyzers.roofline import Roofs, _row, _Sums, above_roof_reason
+
+    roofs = Roofs(peaks={"fp32": 15.7e12}, default_peak=15.7e12, hbm=900e9, dtype="fp32")
+    over = _row("conv", "conv", "fp32", _Sums(time_ns=1e6, flops=19.6e9, bytes=None,
+                                              kernels=1), roofs, 1, 1e6)
+    assert over.roof_share is None and over.lost_ms is None
+    assert over.above_roof == pytest.approx(19.6 / 15.7)
+    assert over.tflops == pytest.approx(19.6)
+    assert above_roof_reason(over) == ("FLOPs claimed above peak: algorithmic FLOPs, "
+                                       "e.g. Winograd/FFT")
+    under = _row("conv", "conv", "fp32", _Sums(time_ns=1e6, flops=15.0e9, bytes=None,
+                                               kernels=1), roofs, 1, 1e6)
+    assert under.above_roof is None and under.roof_share == pytest.approx(15.0 / 15.7)
+    assert under.lost_ms == pytest.approx(1.0 * (1 - 15.0 / 15.7))
+
+
+def test_winograd_convolutions_never_read_above_the_peak(shared_traces: Path,
+                                                         tmp_path: Path) -> None:
+    """The 2021 V100 ResNet-50 trace: cuDNN's Winograd kernels execute fewer FLOPs than
+    the direct convolution the op counts (19.6 TFLOP/s claimed against the 15.7 fp32
+    peak). No row shows more than 100% or a negative lost time; the Winograd kernel and
+    the convolutions are flagged with the reason, and the waterfall's parts still add up
+    to the kernel-efficiency stage."""
+    db = tmp_path / "r.duckdb"
+    stepscope.ingest_run(shared_traces / RESNET, db=db, run="resnet")
+    rep = report(db, "resnet")
+    roof = rep.roofline
+    assert roof is not None and roof.peak_dtype == "fp32"
+    rows = (*roof.kinds, *roof.kernels, *roof.gemm_shapes)
+    for r in rows:
+        assert r.roof_share is None or r.roof_share <= 1.0, r.name
+        assert r.lost_ms is None or r.lost_ms >= 0.0, r.name
+    flagged = {r.name: r for r in rows if r.above_roof is not None}
+    winograd = [n for n in flagged if "winograd" in n]
+    assert winograd and "convolutions (fp32)" in flagged
+    assert flagged[winograd[0]].above_roof == pytest.approx(
+        flagged[winograd[0]].tflops * 1e12 / roof.peak_flops_per_gpu)
+    assert all(r.above_roof > 1.0 for r in flagged.values())
+    assert roof.message and "algorithmic FLOPs, e.g. Winograd/FFT" in roof.message
+    (conv,) = [p for p in roof.kernel_efficiency if p.name == "conv"]
+    assert conv.roof_share is None and conv.above_roof and "Winograd/FFT" in conv.label
+    assert sum(p.points for p in roof.kernel_efficiency) == pytest.approx(roof.stage_points,
+                                                                          abs=1e-9)
+    text = report_markdown(rep)
+    assert "above peak (see note)" in text and "% of fp32 | -" not in text
+    assert not [line for line in text.splitlines()
+                if "of fp32" in line and any(f"{p}% of fp32" in line for p in range(101, 1000))]

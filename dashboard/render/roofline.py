@@ -17,6 +17,8 @@ def _short(name: str) -> str:
 
 
 def _roof(row: RoofRow) -> str:
+    if row.above_roof is not None:  # the reason is in the section's note
+        return "above HBM (see note)" if row.bound == "memory" else "above peak (see note)"
     if row.roof_share is None:
         return "-"
     return f"{pct(row.roof_share, 0)} of {'HBM' if row.bound == 'memory' else row.dtype or 'peak'}"
