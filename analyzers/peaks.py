@@ -23,6 +23,21 @@ from stepscope.ingest.errors import UsageError
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
 
+def roof_dtype(dtype: str | None, peak_dtype: str | None) -> str | None:
+    """The peak-table column work of `dtype` is held against when the run's MFU peak is
+    `peak_dtype` (mfu.peak_dtype): fp32 matmuls that ran as TF32 take the TF32 peak, every
+    other dtype its own (docs/mfu.md). The MFU headline and the roofline both name their
+    peak through this, so they say the same thing."""
+    return "tf32" if dtype in ("fp32", "tf32") and peak_dtype == "tf32" else dtype
+
+
+def peak_label(peak_dtype: str | None, dtype: str | None = None) -> str:
+    """The name of the peak in the MFU headline and the roofline's: the peak-table column
+    used (mfu.peak_dtype, `tf32` when fp32 matmuls ran as TF32), never the data type
+    beside it, so "156.0 TFLOP/s tf32" reads the same in both sections."""
+    return peak_dtype or dtype or "unknown dtype"
+
+
 @dataclass(frozen=True)
 class DevicePeak:
     id: str

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeVar
 from stepscope.analyzers._sql import fetch_rows, run_script
 from stepscope.analyzers.counted_ops import RANKS_PER_BATCH, counted_ops, rank_batches
 from stepscope.analyzers.model import EfficiencyPart, Mfu, Roofline, RoofRow
-from stepscope.analyzers.peaks import table_version
+from stepscope.analyzers.peaks import roof_dtype, table_version
 
 if TYPE_CHECKING:
     import duckdb
@@ -100,9 +100,7 @@ def _roofs(ctx: RunContext, mfu: Mfu) -> Roofs:
     if forced is not None:
         peaks = dict.fromkeys(("bf16", "fp16", "fp8", "tf32", "fp32"), forced * 1e12)
     elif entry is not None:
-        peaks = {d: entry.flops(d) for d in entry.tflops}
-        if mfu.peak_dtype == "tf32":  # fp32 matmuls ran as TF32 (docs/mfu.md)
-            peaks["fp32"] = entry.flops("tf32")
+        peaks = {d: entry.flops(roof_dtype(d, mfu.peak_dtype) or d) for d in entry.tflops}
     if mfu.dtype and mfu.peak_flops_per_gpu:
         peaks[mfu.dtype] = mfu.peak_flops_per_gpu
     hbm = entry.hbm_gbs * 1e9 if entry is not None and entry.hbm_gbs else None
@@ -350,17 +348,19 @@ def efficiency_parts(ctx: RunContext, mfu: Mfu, groups: list[_Group], roofs: Roo
         m_text = f"M {ms[0]}" if len(ms) == 1 else f"M {ms[0]}-{ms[-1]}"
         pts, t = points(members)
         parts.append(_part(key, f"GEMMs Mx{g0['n']}x{g0['k']} ({g0['op_name']}, "
-                                f"{g0['dtype']}; {m_text})", pts, t, roof(members, "gemm")))
+                                f"{g0['dtype']}; {m_text})", pts, t, roof(members, "gemm"),
+                           mfu.peak_dtype))
     if other:
         members = [g for k in other for g in buckets[k]]
         pts, t = points(members)
         parts.append(_part("gemm_other", f"{len(other)} other GEMM weight shapes", pts, t,
-                           roof(members, "gemm")))
+                           roof(members, "gemm"), mfu.peak_dtype))
     for kind in ("attention", "conv", "elementwise", "normalization"):
         if kind in buckets:
             pts, t = points(buckets[kind])
             parts.append(_part(kind, KIND_LABELS[kind], pts, t,
-                               _kind_roof(kinds, kind, roof(buckets[kind], kind))))
+                               _kind_roof(kinds, kind, roof(buckets[kind], kind)),
+                               mfu.peak_dtype))
     if "unshaped" in buckets:
         pts, t = points(buckets["unshaped"])
         parts.append(EfficiencyPart(name="unshaped", label="kernels without shapes "
@@ -382,10 +382,12 @@ def _kind_roof(kinds: tuple[RoofRow, ...], kind: str, combined: RoofRow) -> Roof
     return rows[0] if len(rows) == 1 else combined
 
 
-def _part(name: str, label: str, points: float, t: float, row: RoofRow) -> EfficiencyPart:
+def _part(name: str, label: str, points: float, t: float, row: RoofRow,
+          peak_dtype: str | None) -> EfficiencyPart:
     share, bound = row.roof_share, row.bound
     if share is not None:
-        roof = "HBM bandwidth" if bound == "memory" else f"the {row.dtype or 'compute'} roof"
+        held = roof_dtype(row.dtype, peak_dtype) or "compute"
+        roof = "HBM bandwidth" if bound == "memory" else f"the {held} roof"
         label = f"{label} at {100 * share:.0f}% of {roof}"
     elif row.above_roof is not None:
         label = f"{label} ({above_roof_reason(row)})"

@@ -213,3 +213,46 @@ def test_cli_report_with_yaml_spec(tmp_path: Path, capsys: pytest.CaptureFixture
     assert got["flops_source"] == "spec" and got["flops_sources_ratio"] == pytest.approx(1.0)
     assert main(["report", str(SIM / "healthy"), "--model", str(tmp_path / "none.json")]) == 2
     assert "cannot read the model spec" in capsys.readouterr().err
+
+
+NQL = Path("HolisticTraceAnalysis/tests/data/negative_queue_length_values_check")
+
+
+def test_mfu_and_roofline_name_the_same_peak(shared_traces: Path, tmp_path: Path) -> None:
+    """An A100 trace of fp32 ops whose GEMMs ran TF32 kernels: MFU uses the TF32 peak,
+    and both its headline and the roofline's say "156.0 TFLOP/s tf32" (the MFU headline
+    said fp32), in Markdown and HTML."""
+    from stepscope.dashboard.render.html_report import report_html
+    from stepscope.dashboard.render.report import report_markdown
+
+    db = tmp_path / "q.duckdb"
+    stepscope.ingest_run(shared_traces / NQL, db=db, run="nql")
+    with stepscope.open(db) as store:
+        rep = build_report(store.con, "nql")
+    assert (rep.mfu.dtype, rep.mfu.peak_dtype) == ("fp32", "tf32")
+    assert rep.roofline is not None and rep.roofline.peak_dtype == "tf32"
+    peak = f"{rep.mfu.peak_flops_per_gpu / 1e12:.1f} TFLOP/s"
+    md, html = report_markdown(rep), report_html(rep)
+    for text in (md, html):
+        assert f"{peak} tf32 per GPU" in text
+        assert f"{peak} tf32, HBM" in text
+        assert f"{peak} fp32" not in text
+
+
+def test_fp32_rows_of_a_tf32_run_are_held_against_tf32() -> None:
+    """The roofline's fp32 rows take the TF32 peak when the MFU's is TF32, and say so."""
+    from stepscope.analyzers.model import Roofline, RoofRow
+    from stepscope.analyzers.peaks import peak_label, roof_dtype
+    from stepscope.dashboard.render.blocks import markdown
+    from stepscope.dashboard.render.roofline import roofline_block
+
+    assert roof_dtype("fp32", "tf32") == "tf32" and roof_dtype("bf16", "tf32") == "bf16"
+    assert roof_dtype("fp32", "fp32") == "fp32" and peak_label(None, "fp32") == "fp32"
+    row = RoofRow(name="GEMMs (fp32)", kind="gemm", dtype="fp32", time_ms=1.0,
+                  time_share=1.0, kernels_per_step=1.0, tflops=78.0, gbs=None,
+                  intensity=None, bound="compute", roof_share=0.5, lost_ms=0.5)
+    section = Roofline(device="NVIDIA A100 SXM4", peak_table_version="x",
+                       peak_flops_per_gpu=156e12, peak_dtype="tf32", kinds=(row,))
+    text = "\n".join(markdown(roofline_block(section)))
+    assert "| 50% of tf32 |" in text and "of fp32" not in text
+    assert "156.0 TFLOP/s tf32" in text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
+from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import html
 from stepscope.dashboard.render.critical_path import critical_path_html
@@ -116,7 +117,8 @@ def _idle(report: Report) -> str:
 
 def _mfu_facts(mfu: Mfu) -> list[str]:
     facts = [f"<b>MFU {pct(mfu.mfu, missing=EN_DASH)}</b>, HFU {pct(mfu.hfu, missing=EN_DASH)} "
-             f"of {(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {esc(mfu.dtype)} per "
+             f"of {(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s "
+             f"{esc(peak_label(mfu.peak_dtype, mfu.dtype))} per "
              f"GPU ({esc(mfu.device)}; peak table {esc(mfu.peak_table_version)})",
              f"model FLOPs per step: {num(mfu.model_flops_per_step, '.4g', EN_DASH)} (from "
              f"the {esc(mfu.flops_source)})"]

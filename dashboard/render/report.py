@@ -20,6 +20,7 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
+from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import markdown
 from stepscope.dashboard.render.critical_path import critical_path_markdown
@@ -92,7 +93,8 @@ def _mfu_lines(mfu: Mfu) -> list[str]:
     if mfu.mfu is None:
         return out + [f"- not computed: {md_text(mfu.message)}"]
     out.append(f"- **MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu or 0.0)} of "
-               f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s {md_text(mfu.dtype)} "
+               f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s "
+               f"{md_text(peak_label(mfu.peak_dtype, mfu.dtype))} "
                f"per GPU ({md_text(mfu.device)}; peak table "
                f"{md_text(mfu.peak_table_version)})")
     if mfu.peak_reason:

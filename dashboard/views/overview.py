@@ -10,6 +10,7 @@ import streamlit as st
 
 from stepscope.analyzers import history
 from stepscope.analyzers.model import CATEGORIES, Recommendation, Report
+from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard import charts, data, explain
 from stepscope.dashboard.context import PageContext, deep_link, timeline_link
 from stepscope.dashboard.render.format import (
@@ -154,7 +155,8 @@ def mfu_section(report: Report) -> None:
         return
     st.markdown(
         f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
-        f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s {mfu.dtype} per GPU "
+        f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s "
+        f"{peak_label(mfu.peak_dtype, mfu.dtype)} per GPU "
         f"({plain(mfu.device)}; peak table {plain(mfu.peak_table_version)}); model FLOPs "
         f"from the {plain(mfu.flops_source)}.")
     chart_and_table(charts.mfu_waterfall(report), waterfall_table(report), "MFU waterfall",
