@@ -130,11 +130,13 @@ def _row(name: str, kind: str, dtype: str | None, sums: _Sums, roofs: Roofs,
 def above_roof_reason(row: RoofRow) -> str:
     """Why a row's counted work claims more than its roof, in words (docs/roofline.md):
     convolutions count the direct convolution's FLOPs, which Winograd and FFT kernels do
-    not execute; bytes above HBM bandwidth came from cache."""
+    not execute (and traces without Concrete Inputs hide a stride, counted as 1); bytes
+    above HBM bandwidth came from cache."""
     if row.bound == "memory":
         return "bytes above HBM bandwidth: served from cache (L2), not HBM"
     if row.kind == "conv":
-        return "FLOPs claimed above peak: algorithmic FLOPs, e.g. Winograd/FFT"
+        return ("FLOPs claimed above peak: algorithmic FLOPs, e.g. Winograd/FFT, or a "
+                "stride the trace does not record (no Concrete Inputs: counted as 1)")
     return ("FLOPs claimed above peak: the op's counted FLOPs are not those its kernels "
             "executed, or the peak's dtype is not the one they ran in")
 

@@ -24,6 +24,10 @@ def test_every_real_trace(real_report: Callable[[Path], Report]) -> None:
         if roof.kernel_efficiency:  # the parts add up to the MFU stage
             assert sum(p.points for p in roof.kernel_efficiency) == pytest.approx(
                 roof.stage_points, abs=1e-9), f.name
+        for k in (*roof.kinds, *roof.kernels, *roof.gemm_shapes):  # never above a roof
+            assert k.roof_share is None or k.roof_share <= 1.0, (f.name, k.name)
+            assert k.lost_ms is None or k.lost_ms >= 0.0, (f.name, k.name)
+            assert k.above_roof is None or (k.above_roof > 1.0 and k.roof_share is None)
         for part in roof.kernel_efficiency:  # a part over several dtypes: their mix
             rows = [k for k in roof.kinds if k.kind == part.name]
             if len(rows) > 1 and all(k.bound == "memory" for k in rows):
