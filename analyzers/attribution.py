@@ -42,10 +42,12 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     collective_match.sql: the instances and their shortest durations, a few rows per
     call), then per batch of ranks the rest (attribution.sql), and the split of its idle
     time (idle.sql, which reads attribution.sql's temp tables). Every step of the batch
-    part is per rank, so the results do not depend on the batching. Only the attribution's
-    own macro (cpu_self_time) is installed: the analyzers' others cost 10 ms here for
+    part is per rank, so the results do not depend on the batching. Only the macros the
+    attribution uses (cpu_self_time; blocking_copies, the idle split's CPU waits shared
+    with the critical path) are installed: the analyzers' others cost 10 ms here for
     nothing, and every reader installs what it uses (`install_macros`)."""
     run_script(con, "attribution/macros.sql", {})
+    run_script(con, "waits/macros.sql", {})
     batches = rank_batches(con, run, batch_ranks, batch_events)
     with fit_memory_limit(con, max((events for _, _, events in batches), default=0)):
         run_script(con, "attribution/collective_match.sql", {"run": run})

@@ -130,11 +130,14 @@ def _dictionary(con: duckdb.DuckDBPyConnection, query: str) -> OBJ:
 
 def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
     """Build the graph of `run` in DuckDB (critical_path/graph.sql) and read it back;
-    the temporary tables are dropped once read, so they hold no memory afterwards."""
+    the temporary tables are dropped once read, so they hold no memory afterwards. The
+    macro it reads (blocking_copies, shared with the idle split) is installed first: a
+    caller may hand a bare connection."""
     params = {"run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
               "gap_min_ns": GAP_MIN_NS}
 
     def build() -> Graph:
+        run_script(con, "waits/macros.sql", {})
         run_script(con, "critical_path/graph.sql", params)
         return _read(con)
 

@@ -1,10 +1,11 @@
 -- Idle split of the ranks $lo to $hi of run $run (docs/attribution.md, "Idle: why the GPU
 -- waited"): runs right after attribution.sql on the same batch of ranks and connection and
 -- reads its temp tables a_segments (the priority sweep; category 7 = idle) and a_windows,
--- plus gpu_ops and cpu_ops. Appends the batch's idle_gaps and host_activity and sets its
--- step_attribution.idle_host_ns / idle_launch_ns / idle_other_ns. Parameters: $run, $lo,
--- $hi (ranks, inclusive), $short_gap_ns (a gap this short, and this much of a longer gap
--- after the launch, is launch overhead).
+-- plus gpu_ops and cpu_ops (through the macro blocking_copies of waits/macros.sql too).
+-- Appends the batch's idle_gaps and host_activity and sets its step_attribution.
+-- idle_host_ns / idle_launch_ns / idle_other_ns. Parameters: $run, $lo, $hi (ranks,
+-- inclusive), $short_gap_ns (a gap this short, and this much of a longer gap after the
+-- launch, is launch overhead).
 
 -- ------------------------------------------------------------------ gaps
 -- A gap: a maximal run of idle segments inside a GPU step window. The GPU op that ends
@@ -53,13 +54,18 @@ FROM nxt;
 
 -- Synchronizing runtime calls (the host waits for the GPU): a gap that begins as one
 -- returns follows a synchronization (.item(), .cpu(), torch.cuda.synchronize(), ...).
+-- An async copy that returned only once its own copy had ended blocked the same way
+-- (into pageable host memory: .item(), .cpu() on real traces; waits/macros.sql, the
+-- critical path's rule).
 CREATE OR REPLACE TEMP TABLE i_syncs AS
 SELECT rank, start_ns, end_ns FROM cpu_ops
 WHERE run = $run AND rank BETWEEN $lo AND $hi
   AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime')
   AND (name LIKE '%Synchronize%'
        OR name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemcpy2D', 'hipMemcpy2D', 'cuMemcpyDtoH',
-                   'cuMemcpyDtoH_v2', 'hipMemcpyDtoH'));
+                   'cuMemcpyDtoH_v2', 'hipMemcpyDtoH'))
+UNION ALL
+SELECT rank, start_ns, end_ns FROM blocking_copies($run) WHERE rank BETWEEN $lo AND $hi;
 
 CREATE OR REPLACE TEMP TABLE i_loader AS
 SELECT rank, start_ns, end_ns FROM cpu_ops

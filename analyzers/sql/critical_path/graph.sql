@@ -102,13 +102,8 @@ WITH step_thread AS (
     UNION ALL
     -- an async copy that returned only once its own copy had ended (device to pageable
     -- host memory, .cpu() / .item() / .tolist() on real traces): it blocked like cudaMemcpy
-    SELECT c.rank, c.tid, c.start_ns, c.end_ns, 'blocking_copy'
-    FROM cpu_ops c
-    WHERE c.run = $run AND c.category IN ('cuda_runtime', 'Runtime')
-      AND c.name IN ('cudaMemcpyAsync', 'cudaMemcpy2DAsync', 'hipMemcpyAsync',
-                     'hipMemcpy2DAsync', 'hipMemcpyDtoHAsync')
-      AND EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank = c.rank
-                  AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns)
+    -- (waits/macros.sql, shared with the idle split)
+    SELECT rank, tid, start_ns, end_ns, 'blocking_copy' FROM blocking_copies($run)
 ), busy AS (
     SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
     JOIN step_thread m ON m.rank = o.rank AND m.tid = o.tid

@@ -1,0 +1,20 @@
+-- When the CPU waited for the GPU inside an async copy: one definition, as a temporary
+-- macro, for the idle split (attribution/idle.sql, at ingest) and the critical path
+-- (critical_path/graph.sql), so both count the same calls as CPU waits. Installed by
+-- analyzers._sql.install_macros, analyzers.attribution.materialize and
+-- analyzers.cp_graph.load; allowed on read-only connections.
+
+-- blocking_copies(run_name): the async copies of run `run_name` that blocked the CPU: a
+-- cudaMemcpyAsync / cudaMemcpy2DAsync (or a hip twin) that returned only once its own
+-- copy's GPU op (linked by correlation, gpu_ops.launch_op_id) had ended. A copy into
+-- pageable host memory is synchronous (.item(), .cpu(), .tolist() on real traces); a
+-- copy that only queued returns before its GPU op ends. One row per call: rank, tid,
+-- op_id, start_ns, end_ns. Reads cpu_ops and gpu_ops; callers filter ranks and time.
+CREATE OR REPLACE TEMP MACRO blocking_copies(run_name) AS TABLE
+SELECT c.rank, c.tid, c.op_id, c.start_ns, c.end_ns
+FROM cpu_ops c
+WHERE c.run = run_name AND c.category IN ('cuda_runtime', 'Runtime')
+  AND c.name IN ('cudaMemcpyAsync', 'cudaMemcpy2DAsync', 'hipMemcpyAsync',
+                 'hipMemcpy2DAsync', 'hipMemcpyDtoHAsync')
+  AND EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = run_name AND g.rank = c.rank
+              AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns);
