@@ -8,7 +8,9 @@
 -- cudaMemcpyAsync / cudaMemcpy2DAsync (or a hip twin) that returned only once its own
 -- copy's GPU op (linked by correlation, gpu_ops.launch_op_id) had ended. A copy into
 -- pageable host memory is synchronous (.item(), .cpu(), .tolist() on real traces); a
--- copy that only queued returns before its GPU op ends. One row per call: rank, tid,
+-- copy that only queued returns before its GPU op ends. A device-to-device copy never
+-- waits for the host (a short one may end inside its own call: not a wait). One row per
+-- call: rank, tid,
 -- op_id, start_ns, end_ns. Reads cpu_ops and gpu_ops; callers filter ranks and time.
 CREATE OR REPLACE TEMP MACRO blocking_copies(run_name) AS TABLE
 SELECT c.rank, c.tid, c.op_id, c.start_ns, c.end_ns
@@ -17,4 +19,5 @@ WHERE c.run = run_name AND c.category IN ('cuda_runtime', 'Runtime')
   AND c.name IN ('cudaMemcpyAsync', 'cudaMemcpy2DAsync', 'hipMemcpyAsync',
                  'hipMemcpy2DAsync', 'hipMemcpyDtoHAsync')
   AND EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = run_name AND g.rank = c.rank
-              AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns);
+              AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns
+              AND g.name NOT LIKE '%DtoD%' AND g.name NOT LIKE '%Device -> Device%');
