@@ -40,10 +40,10 @@ from typing import IO, TYPE_CHECKING, Any
 import duckdb
 
 from stepscope.ingest.comm_kernels import CommPattern, any_pattern, comm_patterns, pattern_rows
-from stepscope.ingest.db import connect
+from stepscope.ingest.db import DUCKDB_MAGIC, SQLITE_MAGIC, connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size, max_trace_bytes
-from stepscope.ingest.queries import run_script, sql
+from stepscope.ingest.queries import execute_statements, run_script, sql, statements
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -259,6 +259,41 @@ _WS_BYTES = b" \t\n\r"
 _DECODER = json.JSONDecoder()
 
 
+_JSON_SCALAR_START = re.compile(rb'["\-0-9]|true\b|false\b|null\b')
+
+
+def _not_an_object(head: bytes, lead: bytes) -> str:
+    """What a file whose text does not start with '{' is, in words: a database, binary
+    data, text that is no JSON, a JSON list or scalar (`head`: its first bytes, `lead`:
+    its start after a BOM and whitespace)."""
+    if head.startswith(SQLITE_MAGIC):
+        return ("an SQLite database (an Nsight Systems export?), not a Kineto trace: "
+                "stepscope reads the JSON traces torch.profiler writes "
+                "(tensorboard_trace_handler or export_chrome_trace)")
+    if head[8:12] == DUCKDB_MAGIC:
+        return "a DuckDB database, not a trace (a stepscope database is passed as --db)"
+    start = lead[:40]
+    if b"\x00" in start or not _is_text(start):
+        return "binary data, not a Kineto trace (not JSON at all)"
+    if start.startswith(b"["):
+        return "not a Kineto trace: the JSON is a list, not an object holding traceEvents"
+    if _JSON_SCALAR_START.match(start):
+        return "not a Kineto trace: the JSON is not an object"
+    shown = start.decode("utf-8", "replace").splitlines()[0][:30]
+    return f"not a Kineto trace: not JSON at all (it starts with {shown!r})"
+
+
+def _is_text(data: bytes) -> bool:
+    """Whether `data` (the start of a file, maybe cut inside a character) is UTF-8 text."""
+    for cut in range(4):
+        try:
+            (data[:len(data) - cut] if cut else data).decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
 def _document_bounds(text: mmap.mmap | bytes, display: str) -> tuple[int, int]:
     """[first, last] byte of the JSON document: after a UTF-8 BOM and whitespace, up to
     the last non-whitespace byte. A document that does not end with '}' is truncated."""
@@ -267,7 +302,7 @@ def _document_bounds(text: mmap.mmap | bytes, display: str) -> tuple[int, int]:
     if not lead:
         raise TraceFileError(display, "empty file (no JSON in it)")
     if not lead.startswith(b"{"):
-        raise TraceFileError(display, "not a Kineto trace: the JSON is not an object")
+        raise TraceFileError(display, _not_an_object(bytes(text[:16]), lead))
     first = text.find(b"{", first)
     last = len(text)
     while last > first:
@@ -449,14 +484,54 @@ def _raise_not_a_trace(text: bytes, display: str) -> None:
 
 
 def _explain_read_error(exc: Exception) -> str:
-    """Turn a DuckDB read error on the events array into a one-line problem."""
+    """Turn a DuckDB read error on the events array into a one-line problem, without the
+    path of the temporary copy DuckDB read (the user's file is named by the caller)."""
     text = _first_line(exc)
     if isinstance(exc, duckdb.InterruptException):
         return "cancelled"
     if "Malformed JSON" in str(exc) or "JSON" in text:
         detail = re.sub(r'^.*?Malformed JSON in file "[^"]*"', "", text).strip(" ,:")
+        detail = re.sub(r'^.*?JSON transform error in file "[^"]*",?', "", detail).strip(" ,:")
+        detail = re.sub(r"\brecord/value (\d+)", r"event \1", detail)
         return f"invalid JSON in traceEvents ({detail or text})"
-    return f"could not be read ({text})"
+    return f"could not be read ({_without_paths(text)})"
+
+
+def _without_paths(text: str) -> str:
+    """DuckDB's message with the quoted file names it carries (temporary copies) left out."""
+    return re.sub(r'\s*(?:in )?file "[^"]*",?', "", text)
+
+
+# a value's JSON type as words, for the field-type message
+_JSON_TYPE_WORDS = {"VARCHAR": "text", "OBJECT": "an object", "ARRAY": "a list",
+                    "BOOLEAN": "true/false", "BIGINT": "a number", "UBIGINT": "a number",
+                    "DOUBLE": "a number"}
+_FIELD_WANTS = {"ts": "a number (microseconds)", "dur": "a number (microseconds)",
+                "args": "an object"}
+
+
+def _bad_field(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool) -> str | None:
+    """After the events could not be read or converted: which event's `ts`, `dur` or
+    `args` has the wrong type, in one line ("event 12 of traceEvents ('aten::mm'): ts is
+    text ("abc"), not a number (microseconds)"); None when none has (another problem)."""
+    stmts = statements("read/bad_field.sql")
+    try:
+        execute_statements(con, stmts[:-1], {"path": str(events_file)})
+        row = con.execute(stmts[-1], {"exact": exact}).fetchone()
+    except duckdb.Error:
+        return None
+    if row is None:
+        return None
+    n, name, field_name, json_type, text = row
+    what = f" ({short_event_name(name)!r})" if name else ""
+    shown = _JSON_TYPE_WORDS.get(str(json_type), str(json_type).lower())
+    return (f"event {n} of traceEvents{what}: {field_name} is {shown} ({text}), not "
+            f"{_FIELD_WANTS[field_name]}")
+
+
+def short_event_name(name: str, width: int = 60) -> str:
+    """An event's name cut to `width` characters for a one-line message."""
+    return name if len(name) <= width else name[:width - 1] + "…"
 
 
 def _write_events_file(mm: mmap.mmap, copy: Path | None, start: int, end: int, tmp: Path,
@@ -600,7 +675,9 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         con.execute(sql("read/read_events.sql"), {"path": str(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
-        raise TraceFileError(display, _explain_read_error(exc)) from None
+        problem = None if isinstance(exc, duckdb.InterruptException) else _bad_field(
+            con, events_file, exact)
+        raise TraceFileError(display, problem or _explain_read_error(exc)) from None
     try:
         info = json.dumps(distributed, allow_nan=False) if distributed else None
     except ValueError:
@@ -608,7 +685,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     con.execute(sql("read/rank_meta.sql"), {"base_ns": base_ns, "distributed_info": info,
                                         "step_marker": step_marker or None})
     step_source, summary, counts = _rank_tables(con, display, any_pattern(comm_kernels),
-                                                events_file)
+                                                events_file, exact)
     # the out_<name> temp tables through DuckDB's relational API (no SQL text)
     if stage_dir is None:
         tables = {name: con.table(f"out_{name}").to_arrow_table() for name in OUTPUT_TABLES}
@@ -621,7 +698,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
 
 
 def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
-                 comm_any: str, events_file: Path
+                 comm_any: str, events_file: Path, exact: bool
                  ) -> tuple[str | None, RankSummary, dict[str, int]]:
     """Build the out_* tables from raw_events; returns the step source, the summary row
     and the event counts per category (`cat:ph` for other phases than X). `comm_any`
@@ -635,9 +712,12 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
         if n_memory:  # the allocator's args need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
     except duckdb.ConversionException as exc:
-        raise TraceFileError(display, _conversion_problem(exc)) from None
+        # the exact path reads `ts` as text: a `ts` that is no number fails only here
+        problem = _bad_field(con, events_file, exact) or _conversion_problem(exc)
+        raise TraceFileError(display, problem) from None
     except duckdb.Error as exc:
-        raise TraceFileError(display, f"could not be analysed ({_first_line(exc)})") from None
+        raise TraceFileError(display, f"could not be analysed ({_without_paths(_first_line(exc))})"
+                             ) from None
     counts = {
         f"{c['category']}:{c['ph']}" if c["ph"] != "X" else c["category"]: int(c["n"])
         for c in categories or ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,23 @@ def _deep(depth: int, where: str) -> bytes:
     return good.replace('"traceEvents": [', f'"traceEvents": [{{"args": {nested}}}, ', 1).encode()
 
 
+def _bad_event(d: Path, key: str, value: Any, exact: bool = False) -> Path:
+    """rank1.json with the third event's `key` set to `value`, renamed 'aten::mm'; `exact`:
+    every other ts with a nanosecond fraction (the exact-text read path)."""
+    trace = kineto_trace(rank=1, world_size=2,
+                         base_ns=None if exact else 1_700_000_000_000_000_000)
+    events = trace["traceEvents"]
+    if exact:
+        for event in events:
+            if isinstance(event.get("ts"), (int, float)):
+                event["ts"] = f"{1_700_000_000_000_000 + int(event['ts'])}.125"
+    events[2][key], events[2]["name"] = value, "aten::mm"
+    text = json.dumps(trace)
+    if exact:  # the numbers as numbers, with more digits than a double holds
+        text = re.sub(r'"ts": "(\d+\.125)"', r'"ts": \1', text)
+    return write_trace(d / "rank1.json", text)
+
+
 def _no_ts(d: Path) -> Path:
     trace = kineto_trace(rank=1, world_size=2)
     for event in trace["traceEvents"]:
@@ -96,7 +114,7 @@ PER_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "deeply nested keys": (
         _raw(_deep(100_000, "meta")), "invalid JSON (nested too deeply to be a trace)"),
     "deeply nested event": (
-        _raw(_deep(100_000, "events")), "invalid JSON in traceEvents"),
+        _raw(_deep(100_000, "events")), "event 1 of traceEvents: args is a list ([[[["),
     "events without ts": (
         _no_ts, "no timed events: none of its 25 events has a numeric `ts` "
                 "(nothing to attribute)"),
@@ -111,7 +129,36 @@ PER_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "JSON is a string": (_raw('"traceEvents"'), "not a Kineto trace: the JSON is not an object"),
     "only whitespace": (_raw(b" \n\t "), "empty file (no JSON in it)"),
     "BOM then nothing": (_raw(b"\xef\xbb\xbf"), "empty file (no JSON in it)"),
-    "NUL bytes": (_raw(b"\0" * 100), "not a Kineto trace: the JSON is not an object"),
+    "NUL bytes": (_raw(b"\0" * 100), "binary data, not a Kineto trace (not JSON at all)"),
+    "plain text": (_raw("hello world\n"),
+                   "not a Kineto trace: not JSON at all (it starts with 'hello world')"),
+    "SQLite database": (
+        _raw(b"SQLite format 3\x00" + b"\x10\x00\x01\x01" * 50),
+        "an SQLite database (an Nsight Systems export?), not a Kineto trace: stepscope reads "
+        "the JSON traces torch.profiler writes (tensorboard_trace_handler or "
+        "export_chrome_trace)"),
+    "DuckDB database": (
+        _raw(b"\x00" * 8 + b"DUCK" + b"\x00" * 100),
+        "a DuckDB database, not a trace (a stepscope database is passed as --db)"),
+    "ts as text": (
+        lambda d: _bad_event(d, "ts", "abc"),
+        "event 3 of traceEvents ('aten::mm'): ts is text (\"abc\"), not a number "
+        "(microseconds)"),
+    "ts as text, exact path": (
+        lambda d: _bad_event(d, "ts", "abc", exact=True),
+        "event 3 of traceEvents ('aten::mm'): ts is text (\"abc\"), not a number "
+        "(microseconds)"),
+    "ts as an object": (
+        lambda d: _bad_event(d, "ts", {"us": 5}),
+        "event 3 of traceEvents ('aten::mm'): ts is an object ({\"us\":5}), not a number "
+        "(microseconds)"),
+    "dur as text": (
+        lambda d: _bad_event(d, "dur", "ten"),
+        "event 3 of traceEvents ('aten::mm'): dur is text (\"ten\"), not a number "
+        "(microseconds)"),
+    "args as text": (
+        lambda d: _bad_event(d, "args", "x"),
+        "event 3 of traceEvents ('aten::mm'): args is text (\"x\"), not an object"),
     "traceEvents of numbers": (
         _raw('{"traceEvents": [1, 2, 3]}'), "invalid JSON in traceEvents"),
 }

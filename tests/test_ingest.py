@@ -76,7 +76,8 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], Path], str]] = {
         "rank1.json.gz: not a Kineto trace: no traceEvents list at the top level"),
     "JSON array": (
         lambda d: write_trace(d / "rank1.json.gz", "[1, 2, 3]"),
-        "rank1.json.gz: not a Kineto trace: the JSON is not an object"),
+        "rank1.json.gz: not a Kineto trace: the JSON is a list, not an object holding "
+        "traceEvents"),
     "empty file": (
         lambda d: _write(d / "rank1.json", b""),
         "rank1.json: empty file"),
