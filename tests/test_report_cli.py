@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from html import escape
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, real_run, shared_trace_files
+from conftest import REPO, SAMPLES, kineto_trace, real_run, shared_trace_files, write_trace
 
-from stepscope.analyzers.model import Report, from_json
+from stepscope.analyzers.model import FailedFile, Report, from_json
 from stepscope.cli import main
-from stepscope.dashboard.render.report import report_markdown
+from stepscope.dashboard.render.html_report import failed_files_html
+from stepscope.dashboard.render.report import FAILED_SHOWN, failed_files_lines, report_markdown
 
 SIM = REPO / "sample_traces" / "simulated"
 
@@ -99,3 +102,41 @@ def test_full_report_on_every_shared_trace(path: Path, real_db: Path,
             100 * mfu["mfu"], abs=1e-9)
     assert main(["report", real_run(path), "--db", str(real_db)]) == 0
     assert capsys.readouterr().out.startswith("# stepscope report:")
+
+
+def test_partial_run_lists_its_failed_files_in_every_format(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A reader of the Markdown or HTML report sees which files failed and why, as the
+    JSON's run.failed_files says (one good trace, one truncated .json.gz)."""
+    job = tmp_path / "job"
+    write_trace(job / "rank0.json.gz", kineto_trace(rank=0, world_size=2))
+    good = gzip.compress(json.dumps(kineto_trace(rank=1, world_size=2)).encode())
+    (job / "rank1.json.gz").write_bytes(good[: len(good) // 2])
+    db = tmp_path / "p.duckdb"
+    assert main(["ingest", str(job), "--db", str(db), "--quiet"]) == 3
+    capsys.readouterr()
+    bad, why = (str(job / "rank1.json.gz"), "truncated gzip file (it ends before the "
+                "end-of-stream marker; re-copy it)")
+    assert main(["report", "job", "--db", str(db), "--format", "json"]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert run["failed_files"] == [{"file": bad, "error": why}]
+    assert main(["report", "job", "--db", str(db)]) == 0
+    md = capsys.readouterr().out.splitlines()
+    at = md.index("- **partial run**: 1 trace file(s) could not be ingested; the report "
+                  "covers the others:")
+    assert md[at + 1] == f"  - `{bad}`: {why}"
+    assert main(["report", "job", "--db", str(db), "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    assert ('<p class="bad"><b>Partial run</b>: 1 trace file(s) could not be ingested; the '
+            f"report covers the others:</p><ul><li><code>{escape(bad)}</code>: {escape(why)}"
+            "</li></ul>") in page
+
+
+def test_many_failed_files_are_cut_in_markdown_and_folded_in_html() -> None:
+    files = tuple(FailedFile(file=f"rank{i}.json", error="empty file") for i in range(25))
+    lines = failed_files_lines(files)
+    assert len(lines) == 1 + FAILED_SHOWN + 1
+    assert lines[-1] == "  - and 5 more (`--format json` lists every one)"
+    page = failed_files_html(files)
+    assert page.count("<li>") == 25 and "<details><summary>5 more</summary>" in page
+    assert failed_files_lines(()) == [] and failed_files_html(()) == ""

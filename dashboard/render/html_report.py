@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stepscope.analyzers.model import Breakdown, Mfu, RankTimes, Recommendation, Report
+from stepscope.analyzers.model import (
+    Breakdown,
+    FailedFile,
+    Mfu,
+    RankTimes,
+    Recommendation,
+    Report,
+)
 from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import html
@@ -46,6 +53,7 @@ from stepscope.dashboard.render.labels import (
 )
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.memory import memory_block
+from stepscope.dashboard.render.report import FAILED_SHOWN
 from stepscope.dashboard.render.roofline import roofline_block
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
@@ -62,7 +70,22 @@ def _header(report: Report) -> str:
             f"timeline {run.timeline or EN_DASH} · status {run.status}")
     notes = "".join(f"<li>{esc(n)}</li>" for n in (*report.notes, *lay.notes))
     return (f"<h1>stepscope report: {esc(run.name)}</h1><p class=\"meta\">{esc(meta)}</p>"
+            + failed_files_html(run.failed_files)
             + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+def failed_files_html(files: Sequence[FailedFile]) -> str:
+    """The trace files of a partial run that could not be ingested, each with why; the
+    first FAILED_SHOWN by name, the rest folded."""
+    if not files:
+        return ""
+    items = [f"<li><code>{esc(f.file)}</code>: {esc(f.error)}</li>" for f in files]
+    rest = items[FAILED_SHOWN:]
+    more = (f"<details><summary>{len(rest)} more</summary><ul>{''.join(rest)}</ul></details>"
+            if rest else "")
+    return (f'<p class="bad"><b>Partial run</b>: {len(files)} trace file(s) could not be '
+            f"ingested; the report covers the others:</p>"
+            f"<ul>{''.join(items[:FAILED_SHOWN])}</ul>{more}")
 
 
 def _largest_loss(breakdown: Breakdown) -> tuple[str, float] | None:

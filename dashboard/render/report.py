@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
+    FailedFile,
     Mfu,
     Pipeline,
     RankTimes,
@@ -199,6 +200,24 @@ def per_step_lines(rows: Sequence[StepTimes]) -> list[str]:
                   f"{s.step_time_ms:.2f} | {_cells(s.breakdown_ms)} |" for s in rows]
 
 
+FAILED_SHOWN = 20  # failed files listed by name; the JSON report lists every one
+
+
+def failed_files_lines(files: Sequence[FailedFile]) -> list[str]:
+    """The trace files of a partial run that could not be ingested, each with why (the
+    report covers the other files); the first FAILED_SHOWN of them."""
+    if not files:
+        return []
+    out = [f"- **partial run**: {len(files)} trace file(s) could not be ingested; the "
+           "report covers the others:"]
+    out += [f"  - {md_code(f.file, table=False)}: {md_text(f.error)}"
+            for f in files[:FAILED_SHOWN]]
+    if len(files) > FAILED_SHOWN:
+        out.append(f"  - and {len(files) - FAILED_SHOWN} more (`--format json` lists "
+                   "every one)")
+    return out
+
+
 def report_markdown(report: Report) -> str:
     """A human report: run, layout, where the step time went, MFU, advice, stragglers,
     pipeline, per rank and per step."""
@@ -207,6 +226,7 @@ def report_markdown(report: Report) -> str:
     out.append(f"- {run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
                f"host(s); device: {md_text(run.device)}; timeline: "
                f"{md_text(run.timeline) if run.timeline else '-'}; status: {md_text(run.status)}")
+    out += failed_files_lines(run.failed_files)
     if run.rank_subset is not None:
         out.append(f"- subset: ranks {run.rank_subset} only (--ranks)")
     out.append(f"- layout: {layout_degrees(lay)}; {layout_nodes(lay)} ({md_text(lay.source)}"
