@@ -76,6 +76,7 @@ TEXT_KEYS = {"evidence", "detail", "title", "message", "notes", "peak_reason", "
 KEEP = {"waterfall"}  # names the renderers look up in their own label tables
 
 GFM = mistune.create_markdown(renderer="ast", plugins=["table", "strikethrough"])
+HTML = mistune.create_markdown(plugins=["table", "strikethrough"])
 FORBIDDEN = {"inline_html", "block_html", "link", "image", "emphasis", "strikethrough",
              "block_quote", "block_code"}
 
@@ -242,17 +243,13 @@ def _tables(markdown: str) -> list[list[str]]:
     return tables
 
 
-def _text(node: dict[str, Any], in_cell: bool = False) -> str:
-    """The text of a parsed node as a reader sees it (GFM's `\\|` inside a code span in a
-    table cell reads '|'; mistune keeps the backslash there)."""
-    if node["type"] == "codespan":
-        return node["raw"].replace("\\|", "|") if in_cell else node["raw"]
+def _text(node: dict[str, Any]) -> str:
+    """The text of a parsed node as a reader sees it."""
     if "raw" in node:
         return str(node["raw"])
     if node["type"] in ("softbreak", "linebreak"):
         return " "
-    cell = in_cell or node["type"] == "table_cell"
-    return "".join(_text(c, cell) for c in node.get("children", []))
+    return "".join(_text(c) for c in node.get("children", []))
 
 
 def _nodes(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -328,18 +325,25 @@ def test_md_text_escapes_only_what_markdown_reads() -> None:
 
 
 @pytest.mark.parametrize("name", [
-    "plain", "a`b", "`lead", "trail`", "``", "a``b`c", " spaced ", "x|y", "multi\nline"])
-def test_md_code_is_one_code_span_of_the_name(name: str) -> None:
+    "plain", "a`b", "`lead", "trail`", "``", "a``b`c", " spaced ", "x|y", "|x||y|", "a`|`b",
+    "multi\nline"])
+def test_md_code_reads_as_the_name_in_code(name: str) -> None:
+    """A name reads back as written, in code spans only (a table cell splits it at each
+    `|`, written `\\|` between the spans), and no backslash shows in the rendered HTML."""
+    flat = " ".join(name.splitlines())
     for table in (False, True):
         span = md_code(name, table=table)
         src = f"| h |\n|---|\n| {span} |" if table else f"- {span}"
         ast = GFM(src)
         assert isinstance(ast, list)
-        codes = [n for n in _nodes(ast) if n["type"] == "codespan"]
-        assert len(codes) == 1, (name, span, ast)
-        cell = table and "|" in name
-        shown = codes[0]["raw"].replace("\\|", "|") if cell else codes[0]["raw"]
-        assert shown == " ".join(name.splitlines()), (name, span)
+        codes = [n["raw"] for n in _nodes(ast) if n["type"] == "codespan"]
+        pieces = flat.split("|") if table else [flat]
+        assert codes == [p for p in pieces if p], (name, span, ast)
+        html = HTML(src)
+        assert "\\" not in html, (name, span, html)
+        cells = [_text(n) for n in _nodes(ast) if n["type"] == "table_cell"]
+        text = cells[-1] if table else "".join(_text(n) for n in ast)
+        assert text == flat, (name, span, text)
 
 
 def test_md_code_fences_and_pads() -> None:
@@ -347,7 +351,8 @@ def test_md_code_fences_and_pads() -> None:
     assert md_code("a`b") == "``a`b``"
     assert md_code("`a") == "`` `a ``"
     assert md_code("a``b") == "```a``b```"
-    assert md_code("x|y") == "`x\\|y`" and md_code("x|y", table=False) == "`x|y`"
+    assert md_code("x|y") == "`x`\\|`y`" and md_code("x|y", table=False) == "`x|y`"
+    assert md_code("|x|") == "\\|`x`\\|"
     assert md_code("") == ""
 
 

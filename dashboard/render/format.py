@@ -210,12 +210,20 @@ def md_code(name: str, table: bool = True) -> str:
     """`name` as a Markdown code span shown exactly as written: the fence is one backtick
     longer than the longest run of backticks in it, padded with a space where the name
     starts or ends with a backtick (or a space, which CommonMark would strip); line breaks
-    become spaces. In a table cell (`table`) `|` is written `\\|`, GFM's escape that holds
-    inside code spans too, so the cell keeps its column. '' for an empty name."""
+    become spaces. In a table cell (`table`) each `|` is written `\\|` outside the code
+    spans, between one span per piece (`a|b` -> `` `a`\\|`b` ``): the cell keeps its
+    column, and no renderer shows a backslash (GFM unescapes `\\|` inside a code span in a
+    table cell, but mistune and CommonMark renderers keep it there). '' for an empty name."""
     flat = " ".join(name.splitlines())
-    if not flat:
+    if table and "|" in flat:
+        return "\\|".join(_code_span(piece) for piece in flat.split("|"))
+    return _code_span(flat)
+
+
+def _code_span(text: str) -> str:
+    """One code span of `text` (no line breaks), '' for empty text (md_code)."""
+    if not text:
         return ""
-    fence = "`" * (1 + max((len(m) for m in _BACKTICKS.findall(flat)), default=0))
-    pad = " " if (flat[0] in "` " or flat[-1] in "` ") and flat.strip() else ""
-    body = flat.replace("|", "\\|") if table else flat
-    return f"{fence}{pad}{body}{pad}{fence}"
+    fence = "`" * (1 + max((len(m) for m in _BACKTICKS.findall(text)), default=0))
+    pad = " " if (text[0] in "` " or text[-1] in "` ") and text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
