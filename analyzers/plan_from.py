@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from stepscope.analyzers.calibrate import tier
 from stepscope.analyzers.model import Calibration, Job, Plan, PlanResult
 from stepscope.analyzers.peaks import DevicePeak
-from stepscope.analyzers.planner import MAX_PLAN_GPUS, device_memory_gb
-from stepscope.analyzers.predict import Target, predict, target_of
+from stepscope.analyzers.planner import MAX_PLAN_GPUS, device_memory_gb, memory_shortfall
+from stepscope.analyzers.predict import Target, fitted_memory_gb, predict, target_of
 from stepscope.ingest.errors import UsageError
 
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
@@ -140,4 +140,6 @@ def plan_from(cal: Calibration, device: DevicePeak | None, c: Constraints,
                       dtype=cal.peak_dtype,
                       dtype_reason=f"the peak {cal.run} was measured against",
                       calibration=cal, baseline=predict(cal, target_of(cal), memory),
-                      none_reason=None if plans else why_no_layout(cal, c))
+                      none_reason=(why_no_layout(cal, c) if not plans else None if feasible
+                                   else memory_shortfall(plans, fitted_memory_gb(
+                                       cal, 0.0, memory)[1])))

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import msgspec
+
 from stepscope.analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
 from stepscope.analyzers.peaks import DevicePeak
 from stepscope.ingest.errors import UsageError
@@ -252,10 +254,47 @@ def rank_of(plans: list[Plan], tp: int, pp: int, dp: int) -> int | None:
 
 
 def plan_result(job: Job, device: DevicePeak, top: int = 10) -> PlanResult:
-    """The plan model: the `top` feasible layouts, best predicted MFU first."""
+    """The plan model: the `top` feasible layouts, best predicted MFU first; when none
+    fits, `none_reason` says why and what would (no_fit_reason)."""
     plans = plan(job, device)
     feasible = [p for p in plans if p.fits]
     dtype, reason = plan_dtype(job, device)
     return PlanResult(job=job, device=device.name, evaluated=len(plans),
                       feasible=len(feasible), plans=tuple(feasible[:top]), dtype=dtype,
-                      dtype_reason=reason)
+                      dtype_reason=reason,
+                      none_reason=None if feasible else no_fit_reason(job, device, plans))
+
+
+def layout_words(p: Plan) -> str:
+    """'TP 8 x PP 4 x DP 2, ZeRO 3, full recompute': a layout in one phrase."""
+    return (f"TP {p.tp} x PP {p.pp} x DP {p.dp}, ZeRO {p.zero}, {p.recompute} recompute")
+
+
+def memory_shortfall(plans: list[Plan], memory_gb: float | None) -> str:
+    """The leanest of layouts that do not fit against what a GPU holds: 'the leanest
+    layout (TP 8 x PP 8 x DP 1, ZeRO 0, full recompute) needs 102 GB per GPU; 72 GB of the
+    GPU's 80 GB are usable'."""
+    least = min(plans, key=lambda p: p.memory_gb)
+    total = memory_gb or 80.0
+    return (f"the leanest layout ({layout_words(least)}) needs {least.memory_gb:.0f} GB per "
+            f"GPU; {MEMORY_HEADROOM * total:.0f} GB of the GPU's {total:.0f} GB are usable")
+
+
+def no_fit_reason(job: Job, device: DevicePeak, plans: list[Plan]) -> str:
+    """Why no layout of `job` fits, and what would: the leanest layout's memory against
+    the GPU's, and the least GPU count (doubling --gpus) at which a layout fits; or, with
+    no valid layout at all, the rules that left none."""
+    if not plans:
+        return (f"no valid layout: TP must divide the {job.heads} attention heads and the "
+                f"GPUs, PP be at most the {job.layers} layers, and the global batch of "
+                f"{job.global_batch_tokens / job.seq:g} sequences give every DP rank a "
+                f"micro-batch of {job.micro_batch}; change --gpus or --global-batch-tokens")
+    why = memory_shortfall(plans, device_memory_gb(device))
+    gpus = job.gpus * 2
+    while gpus <= MAX_PLAN_GPUS:
+        fitting = [p for p in plan(msgspec.structs.replace(job, gpus=gpus), device) if p.fits]
+        if fitting:
+            return (f"{why}; {gpus} GPUs would fit ({layout_words(fitting[0])}), or a GPU "
+                    "with more memory")
+        gpus *= 2
+    return f"{why}; no GPU count up to {MAX_PLAN_GPUS} fits: a GPU with more memory would"

@@ -187,8 +187,9 @@ def dp_term(cal: Calibration, t: Target, terms: dict[str, Term],
     exposed = dp_exposed_ms(bucket, n, window, overlap)
     return Term(name="dp_comm", ms=exposed,
                 uses=f"{_link_words(cal, tiers['dp'])}; {nbytes / 1e6:.0f} MB of gradients "
-                     f"per rank in {n} buckets of {bucket:.2f} ms ({basis}), hidden under "
-                     f"{overlap:.0%} of the last microbatch's backward ({window:.2f} ms)"
+                     f"per rank in {n} buckets of {bucket:.2f} ms ({basis}), issued evenly "
+                     f"through the last microbatch's backward ({window:.2f} ms), overlap "
+                     f"window {overlap:.0%} of it"
                 ), n * bucket
 
 

@@ -9,7 +9,8 @@ nightly verdict) already speak in them; the CLI imports them before anything hea
 from __future__ import annotations
 
 EXIT_OK = 0               # success
-EXIT_NOTHING = 1          # nothing done: no trace ingested, --strict failure, unexpected error
+EXIT_NOTHING = 1          # nothing done: no trace ingested, --strict failure, `plan`: no
+                          # layout fits, unexpected error
 EXIT_USAGE = 2            # bad arguments, missing paths, unknown run, locked database
 EXIT_PARTIAL = 3          # partial ingest: some files failed, the others are in the database
 EXIT_CHECK_FAILED = 4     # `nightly`: a --fail-if check failed

@@ -356,7 +356,7 @@ def test_plan_cli_refuses_with_one_line(sample_db: Path, tmp_path: Path,
     assert "come from the run" in capsys.readouterr().err
     assert main(["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
                  "--tp", "2"]) == 2
-    assert "--tp need --from RUN" in capsys.readouterr().err
+    assert "error: plan: --tp needs --from RUN" in capsys.readouterr().err
     assert main(["plan", "--gpus", "8"]) == 2
     assert "--params, --gpu, --seq required" in capsys.readouterr().err
     assert main(["plan", "--from", "plan_mb4", "--db", str(sample_db), "--tp", "2", "--pp",

@@ -9,6 +9,7 @@ import pytest
 from stepscope.analyzers.peaks import lookup
 from stepscope.analyzers.planner import Job, bubble_theory, evaluate, plan, rank_of
 from stepscope.cli import main
+from stepscope.ingest.exit_codes import EXIT_NOTHING
 
 H100 = lookup("NVIDIA H100 80GB HBM3")
 LLAMA_405B = dict(params=405e9, gpus_per_node=8, seq=8192, global_batch_tokens=16 * 2**20,
@@ -97,3 +98,24 @@ def test_plan_uses_the_dtype_the_device_has(capsys: pytest.CaptureFixture[str]) 
     assert main([*args, "--dtype", "bf16"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no bf16 peak" in err and "--dtype fp16 or fp32" in err
+
+
+def test_no_layout_fits_says_why_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """400B parameters on 8 H100s: 16 bytes of training state per parameter over 8 GPUs is
+    800 GB per GPU whatever the layout. The plan exits 1 (EXIT_NOTHING) with one line: the
+    leanest layout's memory against the GPU's, and the GPU count (doubling) that fits."""
+    args = ["plan", "--params", "400e9", "--gpu", "H100", "--seq", "4096"]
+    assert main([*args, "--gpus", "8"]) == EXIT_NOTHING
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "error: plan: no layout fits on 8 NVIDIA H100 SXM5: the leanest layout (TP 1 x PP 1 "
+        "x DP 8, ZeRO 3, full recompute) needs 820 GB per GPU; 72 GB of the GPU's 80 GB are "
+        "usable; 128 GPUs would fit (TP 1 x PP 16 x DP 8, ZeRO 3, full recompute), or a GPU "
+        "with more memory\n")
+    assert "- no layout fits: the leanest layout (TP 1 x PP 1 x DP 8" in captured.out
+    # the GPU count named is the first doubling that fits
+    assert main([*args, "--gpus", "64", "--format", "json"]) == EXIT_NOTHING
+    assert json.loads(capsys.readouterr().out)["feasible"] == 0
+    assert main([*args, "--gpus", "128", "--format", "json"]) == 0
+    best = json.loads(capsys.readouterr().out)["plans"][0]
+    assert (best["tp"], best["pp"], best["dp"], best["zero"]) == (1, 16, 8, 3)

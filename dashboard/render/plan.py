@@ -28,7 +28,9 @@ def plan_markdown(model: PlanResult) -> str:
            f"- assumptions: kernel efficiency {job.efficiency:.0%} of the {model.dtype} "
            f"peak, network {job.network_gbs:.0f} GB/s per GPU, NVLink from the peak table",
            *([f"- note: {md_text(model.dtype_reason)}"] if model.dtype_reason else []),
-           f"- {model.feasible} feasible layouts of {model.evaluated} evaluated", "",
+           f"- {model.feasible} feasible layouts of {model.evaluated} evaluated",
+           *([f"- no layout fits: {md_text(model.none_reason)}"] if model.none_reason
+             else []), "",
            "| # | TP | PP | DP | ZeRO | recompute | v | M | memory GB | bubble ms | TP comm ms "
            "| DP exposed ms | step ms | MFU |",
            "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from stepscope.analyzers.context import ReportOptions
+from stepscope.analyzers.model import PlanResult
 from stepscope.analyzers.peaks import resolve_device
 from stepscope.analyzers.plan_from import Constraints
 from stepscope.analyzers.planner import (
@@ -18,6 +19,7 @@ from stepscope.analyzers.planner import (
     plan_result,
 )
 from stepscope.analyzers.spec import load_spec
+from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render.plan import plan_json, plan_markdown
@@ -108,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_from(args)
     wrong = _given(args, FROM_ONLY)
     if wrong:
-        raise UsageError(f"plan: {', '.join(wrong)} need --from RUN")
+        raise UsageError(f"plan: {', '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} "
+                         "--from RUN")
     missing = [f"--{n}" for n in ("params", "gpus", "gpu", "seq") if getattr(args, n) is None]
     if missing:
         raise UsageError(f"plan: {', '.join(missing)} required (or --from RUN)")
@@ -120,7 +123,16 @@ def run(args: argparse.Namespace) -> int:
                    args.dtype)
     model = plan_result(job, resolve_device(args.gpu), args.top)
     write_text(RENDERERS[args.format](model), args.out)
-    return EXIT_OK if model.feasible else EXIT_NOTHING
+    return _exit_code(model)
+
+
+def _exit_code(model: PlanResult) -> int:
+    """EXIT_OK, or EXIT_NOTHING with one line on stderr saying why no layout fits."""
+    if model.feasible:
+        return EXIT_OK
+    why = model.none_reason or "the GPUs, layers and global batch allow none"
+    say(f"error: plan: no layout fits on {model.job.gpus} {model.device}: {why}")
+    return EXIT_NOTHING
 
 
 def _run_from(args: argparse.Namespace) -> int:
@@ -138,4 +150,4 @@ def _run_from(args: argparse.Namespace) -> int:
     write_text(RENDERERS[args.format](built.plan), args.out)
     if built.failures:
         return EXIT_PARTIAL
-    return EXIT_OK if built.plan.feasible else EXIT_NOTHING
+    return _exit_code(built.plan)
