@@ -14,6 +14,7 @@ from stepscope.analyzers.nccl import SOCKET_GBS, measured_bandwidth, measured_li
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.
+GLOO_LINK = "tcp"  # the transport of gloo collectives (PyTorch's gloo uses TCP on Linux)
 
 # A bus bandwidth more than 1% above its link's peak is not physical: say so.
 OVER_PEAK = 1.01
@@ -43,9 +44,13 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
           measured: dict[str, str], inspector: dict[tuple[str, str], float]) -> CollectiveStat:
     crosses = bool(row["crosses_nodes"])
     link, link_source = "network" if crosses else "nvlink", "assumed"
-    if row["group_label"] in measured:  # the transport NCCL's own log reports
+    if row["library"] == "gloo":  # gloo moves CPU tensors over its TCP transport
+        link, link_source = GLOO_LINK, "backend"
+    elif row["group_label"] in measured:  # the transport NCCL's own log reports
         link, link_source = measured[row["group_label"]], "nccl_log"
-    peak = {"nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(link, network_gbs)
+    # gloo: loopback or a NIC, unknown; no peak to hold its bandwidth against
+    peak = None if link == GLOO_LINK else {"nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(
+        link, network_gbs)
     bw = None if row["bus_bw_gbs"] is None else float(row["bus_bw_gbs"])
     use = bw / peak if bw is not None and peak else None
     return CollectiveStat(
