@@ -112,6 +112,19 @@ def attribution(con: duckdb.DuckDBPyConnection, run: str) -> Attribution:
                        breakdown_ms=mean, by_rank={r.rank: r for r in per_rank})
 
 
+CPU_ONLY = "CPU only"  # RunInfo.device when no rank ran on a GPU (report/run_info.sql)
+
+
+def no_gpu_timeline(info: RunInfo) -> str:
+    """Why a run attributed on the CPU timeline has no GPU one, as the start of a
+    message: 'CPU-only traces', or, when its ranks ran on a GPU whose kernels were not
+    traced (the CUPTI range profiler measures kernels but writes no timeline of them),
+    'no GPU kernel events in the traces'."""
+    if info.device in (None, CPU_ONLY):
+        return "CPU-only traces"
+    return f"no GPU kernel events in the traces (the kernels on the {info.device} were not traced)"
+
+
 def _failed_files(raw: str | None) -> tuple[FailedFile, ...]:
     """runs.failed_files (JSON text in the database) as typed entries."""
     return msgspec.json.decode(raw, type=tuple[FailedFile, ...]) if raw else ()

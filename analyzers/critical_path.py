@@ -16,7 +16,7 @@ from statistics import median
 import duckdb
 import numpy as np
 
-from stepscope.analyzers.context import RunContext
+from stepscope.analyzers.context import RunContext, no_gpu_timeline
 from stepscope.analyzers.cp_graph import (
     INFERRED,
     KERNEL,
@@ -158,7 +158,8 @@ def check(a: Analysis, spec: WhatIf) -> None:
 def what_if(ctx: RunContext, spec: WhatIf) -> WhatIfResult:
     """The step time of the run with `spec` applied (`stepscope whatif`)."""
     if ctx.info.timeline == "cpu":
-        raise UsageError("CPU-only traces: the what-if works on GPU kernels and collectives")
+        raise UsageError(f"{no_gpu_timeline(ctx.info)}: the what-if works on GPU kernels and "
+                         "collectives")
     a = Analysis(ctx.con, ctx.run)
     if not a.steps:
         raise UsageError("no complete step with GPU ops in this run: nothing to recompute")
@@ -364,8 +365,9 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
                           topo: PipelineTopology | None) -> CriticalPath:
     """The section: the path of every complete step and the default what-ifs."""
     if ctx.info.timeline == "cpu":
-        return CriticalPath(message="CPU-only traces: the critical path follows GPU kernels, "
-                                    "their launches and collectives; there are none here")
+        return CriticalPath(message=f"{no_gpu_timeline(ctx.info)}: the critical path follows "
+                                    "GPU kernels, their launches and collectives; there are "
+                                    "none here")
     a = Analysis(ctx.con, ctx.run)
     if a.g.n == 0 or not a.steps:
         return CriticalPath(message="no complete step with GPU ops: nothing to follow")

@@ -15,7 +15,7 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.alltoall import alltoall_section
 from stepscope.analyzers.collectives import collective_stats
-from stepscope.analyzers.context import ReportOptions, RunContext, run_context
+from stepscope.analyzers.context import ReportOptions, RunContext, no_gpu_timeline, run_context
 from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.critical_path import critical_path_section
 from stepscope.analyzers.idle import idle_section
@@ -95,7 +95,8 @@ def notes(ctx: RunContext, methods: dict[str, int]) -> tuple[str, ...]:
     if not ctx.attribution.per_rank:
         out.append("no ProfilerStep#N in the traces: nothing to attribute per step")
     if ctx.info.timeline == "cpu":
-        out.append("CPU-only traces: attributed on the CPU timeline of the training threads")
+        out.append(f"{no_gpu_timeline(ctx.info)}: attributed on the CPU timeline of the "
+                   "training threads")
     if methods.get("step_order"):
         out.append(
             f"{methods['step_order']} collective calls had no process-group metadata; they "

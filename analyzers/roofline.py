@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from stepscope.analyzers._sql import fetch_rows, run_script
+from stepscope.analyzers.context import no_gpu_timeline
 from stepscope.analyzers.counted_ops import RANKS_PER_BATCH, counted_ops, rank_batches
 from stepscope.analyzers.model import EfficiencyPart, Mfu, Roofline, RoofRow
 from stepscope.analyzers.peaks import roof_dtype, table_version
@@ -186,7 +187,8 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
     base = Roofline(device=mfu.device, peak_table_version=table_version(),
                     peak_flops_per_gpu=mfu.peak_flops_per_gpu, peak_dtype=mfu.peak_dtype)
     if ctx.info.timeline != "gpu":
-        return _replace(base, message="CPU-only traces: no GPU kernels to hold against a roof")
+        return _replace(base, message=f"{no_gpu_timeline(ctx.info)}: no GPU kernels to hold "
+                                      "against a roof")
     kernel_table(ctx.con, ctx.run, rate_bound(ctx))
     groups = _with_dtype(fetch_rows(ctx.con, "roofline/groups.sql", {"run": ctx.run}, _Group),
                          mfu.dtype)

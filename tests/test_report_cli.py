@@ -8,7 +8,16 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, kineto_trace, real_run, shared_trace_files, write_trace
+from conftest import (
+    REPO,
+    SAMPLES,
+    SHARED_TRACES,
+    kineto_trace,
+    q,
+    real_run,
+    shared_trace_files,
+    write_trace,
+)
 
 from stepscope.analyzers.model import FailedFile, Report, from_json
 from stepscope.cli import main
@@ -140,3 +149,29 @@ def test_many_failed_files_are_cut_in_markdown_and_folded_in_html() -> None:
     page = failed_files_html(files)
     assert page.count("<li>") == 25 and "<details><summary>5 more</summary>" in page
     assert failed_files_lines(()) == [] and failed_files_html(()) == ""
+
+
+CUPTI_RANGE = (SHARED_TRACES / "HolisticTraceAnalysis" / "tests" / "data" / "cupti_profiler"
+               / "benchmark_result_924719_1679055439_trace.json.gz")
+
+
+def test_range_profiled_gpu_trace_is_not_cpu_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """HTA's cupti_profiler trace: 8 A100s in deviceProperties, its kernels measured by the
+    CUPTI range profiler (77 cuda_profiler_range events on pid 0, 'GPU 0') and no kernel
+    events. It ran on GPU 0, an A100: not 'CPU only'; the CPU timeline note says why."""
+    if not CUPTI_RANGE.is_file():
+        pytest.skip("../shared/traces is not present")
+    db = tmp_path / "c.duckdb"
+    assert main(["ingest", str(CUPTI_RANGE), "--db", str(db), "--run", "c", "--quiet"]) == 0
+    assert q(db, "SELECT device, device_name FROM ranks") == [(0, "NVIDIA A100-PG509-200")]
+    assert q(db, "SELECT count(*) FROM gpu_ops") == [(0,)]
+    assert main(["report", "c", "--db", str(db), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert (r["run"]["device"], r["run"]["timeline"]) == ("NVIDIA A100-PG509-200", "cpu")
+    why = ("no GPU kernel events in the traces (the kernels on the NVIDIA A100-PG509-200 "
+           "were not traced)")
+    assert f"{why}: attributed on the CPU timeline of the training threads" in r["notes"]
+    assert r["roofline"]["message"] == f"{why}: no GPU kernels to hold against a roof"
+    assert main(["summary", "--db", str(db), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["devices"] == "NVIDIA A100-PG509-200"
