@@ -697,6 +697,16 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     return _Loaded({}, files, counts, step_source, summary)
 
 
+def _range_device(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The GPU of a trace without GPU ops whose kernels the CUPTI range profiler measured
+    (read/range_device.sql); None for any other trace, at the cost of one probe of
+    out_gpu_ops (a trace with GPU ops never scans its events again)."""
+    if con.table("out_gpu_ops").limit(1).fetchall():
+        return None
+    found = con.execute(sql("read/range_device.sql")).fetchone()
+    return None if found is None or found[0] is None else int(found[0])
+
+
 def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
                  comm_any: str, events_file: Path, exact: bool
                  ) -> tuple[str | None, RankSummary, dict[str, int]]:
@@ -705,12 +715,14 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
     matches every communication-kernel name (comm_kernels.any_pattern)."""
     try:
         run_script(con, "read/rank_tables.sql", {"comm_any": comm_any})
+        range_device = _range_device(con)
         con.execute(sql("read/memory_events.sql"))
         con.execute(sql("read/collectives.sql"))
         (step_source, device, pid, start, end, timed, categories, n_memory), = con.execute(
             sql("read/rank_result.sql")).fetchall()
         if n_memory:  # the allocator's args need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
+        device = range_device if device is None else device
     except duckdb.ConversionException as exc:
         # the exact path reads `ts` as text: a `ts` that is no number fails only here
         problem = _bad_field(con, events_file, exact) or _conversion_problem(exc)

@@ -326,17 +326,11 @@ FROM (SELECT unnest(CAST(distributed_info -> '$.pg_config' AS JSON[])) AS pg FRO
 -- ---------------------------------------------------------------- summary
 -- One row the loader needs for the `ranks` table, so it never reads the op tables back:
 -- the most frequent device and pid (ties: the one seen first) and the CPU time span.
--- A trace without GPU ops whose kernels the CUPTI range profiler measured instead
--- (`cuda_profiler_range` events on the GPU's pid; not stored: replayed kernels, no
--- timeline) still ran on that GPU: the device is theirs.
+-- (Without GPU ops, read/range_device.sql may find the device.)
 CREATE OR REPLACE TEMP TABLE out_summary AS
 SELECT
-    coalesce(
-        (SELECT device FROM out_gpu_ops WHERE device IS NOT NULL
-         GROUP BY device ORDER BY count(*) DESC, min(gpu_op_id) LIMIT 1),
-        (SELECT CAST(leading_int(pid) AS INTEGER) FROM raw_events
-         WHERE ph = 'X' AND cat = 'cuda_profiler_range' AND leading_int(pid) IS NOT NULL
-         GROUP BY leading_int(pid) ORDER BY count(*) DESC, min(rowid) LIMIT 1)) AS device,
+    (SELECT device FROM out_gpu_ops WHERE device IS NOT NULL
+     GROUP BY device ORDER BY count(*) DESC, min(gpu_op_id) LIMIT 1) AS device,
     (SELECT pid FROM out_cpu_ops WHERE pid IS NOT NULL
      GROUP BY pid ORDER BY count(*) DESC, min(op_id) LIMIT 1) AS pid,
     (SELECT min(start_ns) FROM out_cpu_ops) AS trace_start_ns,
