@@ -523,13 +523,13 @@ def _bad_field(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool) -
     if row is None:
         return None
     n, name, field_name, json_type, text = row
-    what = f" ({short_event_name(name)!r})" if name else ""
+    what = f" ({_short_event_name(name)!r})" if name else ""
     shown = _JSON_TYPE_WORDS.get(str(json_type), str(json_type).lower())
     return (f"event {n} of traceEvents{what}: {field_name} is {shown} ({text}), not "
             f"{_FIELD_WANTS[field_name]}")
 
 
-def short_event_name(name: str, width: int = 60) -> str:
+def _short_event_name(name: str, width: int = 60) -> str:
     """An event's name cut to `width` characters for a one-line message."""
     return name if len(name) <= width else name[:width - 1] + "…"
 
