@@ -276,8 +276,13 @@ def memory_shortfall(plans: list[Plan], memory_gb: float | None) -> str:
     GPU's 80 GB are usable'."""
     least = min(plans, key=lambda p: p.memory_gb)
     total = memory_gb or 80.0
-    return (f"the leanest layout ({layout_words(least)}) needs {least.memory_gb:.0f} GB per "
-            f"GPU; {MEMORY_HEADROOM * total:.0f} GB of the GPU's {total:.0f} GB are usable")
+    return (f"the leanest layout ({layout_words(least)}) needs {_gb(least.memory_gb)} GB per "
+            f"GPU; {_gb(MEMORY_HEADROOM * total)} GB of the GPU's {_gb(total)} GB are usable")
+
+
+def _gb(value: float) -> str:
+    """GB in a message: whole from 10 GB, else two significant digits (0.45)."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
 
 
 def no_fit_reason(job: Job, device: DevicePeak, plans: list[Plan]) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import msgspec
 import pytest
 import sample_db as sample_db_module
 from conftest import REPO, SIM
@@ -28,12 +29,13 @@ import stepscope
 from stepscope.analyzers.calibrate import calibrate, find_spec, term_ms, tier
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.expected import TERM_STAGE, expected_for
-from stepscope.analyzers.model import Calibration, Expected
+from stepscope.analyzers.model import Calibration, Expected, MemoryCalibration
 from stepscope.analyzers.plan_from import Constraints, plan_from
 from stepscope.analyzers.predict import predict, target_of
 from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.spec import load_spec
 from stepscope.cli import main
+from stepscope.dashboard.render.plan import plan_markdown
 from stepscope.ingest import UsageError
 
 SIMULATOR = REPO / "sample_traces" / "simulate_gpu.py"
@@ -392,3 +394,20 @@ def test_model_json_is_found_from_another_folder(tmp_path: Path,
     assert found is not None
     assert Path(found[1]).resolve() == (work / "plan_mb4" / "model.json").resolve()
     assert found[0] == load_spec(SIM / "plan_mb4" / "model.json")
+
+
+def test_no_layout_fits_names_the_memory_it_needs(sample_db: Path) -> None:
+    """plan_mb4 on GPUs of 0.1 GB: every layout is evaluated, none fits; none_reason holds
+    the leanest layout's memory against the GPU's (the --from run's stderr line)."""
+    cal = _calibrated_in(sample_db, SIM / "plan_mb4")
+    tiny = msgspec.structs.replace(cal, memory=MemoryCalibration(
+        measured_gb=1.0, measured_kind="reserved", rank=0, modelled_gb=1.0, scale=1.0,
+        device_memory_gb=0.1))
+    got = plan_from(tiny, None, Constraints())
+    assert got.feasible == 0 and got.plans and got.none_reason is not None
+    least = min(got.plans, key=lambda p: p.memory_gb)
+    assert got.none_reason == (
+        f"the leanest layout (TP {least.tp} x PP {least.pp} x DP {least.dp}, ZeRO "
+        f"{least.zero}, {least.recompute} recompute) needs {least.memory_gb:.2g} GB per GPU; "
+        "0.09 GB of the GPU's 0.1 GB are usable")
+    assert "No layout fits: the leanest layout" in plan_markdown(got)

@@ -121,7 +121,8 @@ def calibrated_markdown(model: PlanResult, cal: Calibration) -> str:
                 f"{measured.get(t.name, 0.0):.3f} | "
                 f"{t.ms:.3f} |" for t in base.terms]
     out += ["", "## Layouts", "",
-            f"No layout: {md_text(model.none_reason)}." if model.none_reason else
+            f"No layout{' fits' if model.plans else ''}: {md_text(model.none_reason)}."
+            if model.none_reason else
             f"{model.feasible} of {model.evaluated} layouts fit in memory.", "",
             "| # | TP | PP | DP | ZeRO | recompute | M x b | memory GB | fits | step ms | MFU |",
             "|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|"]
