@@ -41,7 +41,8 @@ class _StatRow(TypedDict):
 
 
 def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
-          measured: dict[str, str], inspector: dict[tuple[str, str], float]) -> CollectiveStat:
+          measured: dict[str, str], inspector: dict[tuple[str, str], float],
+          gpus_per_node: int | None = None) -> CollectiveStat:
     crosses = bool(row["crosses_nodes"])
     link, link_source = "network" if crosses else "nvlink", "assumed"
     if row["library"] == "gloo":  # gloo moves CPU tensors over its TCP transport
@@ -69,21 +70,39 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         # the communication-kernel table says what the traffic is for (DeepEP: experts)
         role=row["comm_role"] or "unknown",
         role_source="kernel_table" if row["comm_role"] else "guess",
-        warning=over_peak_warning(row, bw, peak, link, link_source) or msgspec.UNSET)
+        warning=over_peak_warning(row, bw, peak, link, link_source,
+                                  _nics(row, link, gpus_per_node)) or msgspec.UNSET)
+
+
+def _nics(row: _StatRow, link: str, gpus_per_node: int | None) -> int:
+    """How many NICs a collective across nodes can move one rank's share over: the
+    group's members on one node (each GPU has its own NIC, the per-GPU network peak),
+    at most half the group (it spans two nodes or more) and the node's GPUs. NCCL's
+    rings and trees cross the network on every one of them, so a healthy all_reduce
+    across 8-GPU nodes reaches several times the per-GPU peak in bus bandwidth."""
+    if link in ("nvlink", "socket", GLOO_LINK) or not row["crosses_nodes"]:
+        return 1
+    size = int(row["group_size"] or 0)
+    return max(1, min(gpus_per_node or 1, size // 2))
 
 
 def over_peak_warning(row: _StatRow, bw: float | None, peak: float | None, link: str,
-                      link_source: str) -> str | None:
-    """A bus bandwidth above its link's peak, in words, or None. The bandwidth is the
-    trace's own (bytes x bus factor / kernel time) and the peak a table value, so one of
-    them is wrong for this group: the report shows the number and says it cannot be."""
-    if bw is None or not peak or bw <= OVER_PEAK * peak:
+                      link_source: str, nics: int = 1) -> str | None:
+    """A bus bandwidth above what its link can carry, in words, or None: the link's
+    peak, times `nics` for a collective across nodes that every GPU's NIC of the group
+    on a node carries (`_nics`). The bandwidth is the trace's own (bytes x bus factor /
+    kernel time) and the peak a table value, so one of them is wrong for this group:
+    the report shows the number and says it cannot be."""
+    if bw is None or not peak or bw <= OVER_PEAK * peak * nics:
         return None
     how = "from NCCL's log" if link_source == "nccl_log" else "assumed"
+    most = peak * nics
+    over = (f"the {peak:.0f} GB/s peak of its link ({link}, {how})" if nics == 1 else
+            f"the {most:.0f} GB/s its link can carry ({link}, {how}: {peak:.0f} GB/s per "
+            f"GPU x the {nics} NICs of the group's GPUs on a node)")
     return (f"{row['collective']} on {row['group_label']}: bus bandwidth {bw:.1f} GB/s is "
-            f"{bw / peak:.2f}x the {peak:.0f} GB/s peak of its link ({link}, {how}); no "
-            "link runs above its peak, so the trace's message sizes or kernel times, or the "
-            "link or its peak, are wrong for this group")
+            f"{bw / most:.2f}x {over}; no link runs above its peak, so the trace's message "
+            "sizes or kernel times, or the link or its peak, are wrong for this group")
 
 
 def collective_stats(ctx: RunContext,
@@ -95,7 +114,8 @@ def collective_stats(ctx: RunContext,
     measured = measured_links(ctx.con, ctx.run)
     inspector = measured_bandwidth(ctx.con, ctx.run)
     rows = fetch_rows(ctx.con, "collectives/stats.sql", {"run": ctx.run}, _StatRow)
-    return tuple(_stat(row, ctx.device.nvlink_gbs, network_gbs, measured, inspector)
+    return tuple(_stat(row, ctx.device.nvlink_gbs, network_gbs, measured, inspector,
+                       ctx.layout.gpus_per_node)
                  for row in rows)
 
 
