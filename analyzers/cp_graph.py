@@ -12,6 +12,7 @@ nodes (O(n log depth) vectorized), never by a Python loop over events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -20,6 +21,7 @@ import numpy.typing as npt
 from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.attribution import SHORT_GAP_NS
+from stepscope.analyzers.counted_ops import rank_batches
 
 I64 = npt.NDArray[np.int64]
 I8 = npt.NDArray[np.int8]
@@ -105,14 +107,17 @@ class Graph:
         return self.ops[self.op_code[nodes]]
 
 
-def _col(cols: dict[str, npt.NDArray[np.generic]], name: str, fill: int = NONE) -> I64:
+Cols = dict[str, npt.NDArray[np.generic]]
+
+
+def _col(cols: Cols, name: str, fill: int = NONE) -> I64:
     col = cols[name]
     if isinstance(col, np.ma.MaskedArray):
         col = col.filled(fill)
     return np.asarray(col, dtype=np.int64)
 
 
-def _code(cols: dict[str, npt.NDArray[np.generic]], name: str) -> I8:
+def _code(cols: Cols, name: str) -> I8:
     return np.asarray(_col(cols, name), dtype=np.int8)
 
 
@@ -120,26 +125,34 @@ def _code(cols: dict[str, npt.NDArray[np.generic]], name: str) -> I8:
 # object arrays (numpy's fill value for objects): the reports stay as they were.
 MISSING = "?"
 
+# The graph is built a batch of ranks at a time (docs/scale.md, "Memory"): DuckDB then
+# holds one batch's tables, not the whole job's, while the arrays gather the batches.
+RANKS_PER_BATCH = 64
 
-def _dictionary(con: duckdb.DuckDBPyConnection, query: str) -> OBJ:
-    """The values of a dictionary query in code order, then MISSING (what code -1 reads);
-    NULL reads MISSING too."""
-    values = [MISSING if v is None else v for (v,) in con.execute(sql(query)).fetchall()]
-    return np.asarray([*values, MISSING], dtype=object)
+NODE_COLUMNS = ("rank", "step", "stream", "s", "e", "cat", "kind", "launch_s", "launch_e",
+                "name_code", "op_code")
+EDGE_COLUMNS = ("src", "dst", "ekind", "t", "binding", "wait")
+WINDOW_COLUMNS = ("w_rank", "w_step", "w_ws", "w_we", "w_succ", "w_probe")
 
 
-def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
-    """Build the graph of `run` in DuckDB (critical_path/graph.sql) and read it back;
-    the temporary tables are dropped once read, so they hold no memory afterwards. The
-    macro it reads (blocking_copies, shared with the idle split) is installed first: a
-    caller may hand a bare connection."""
-    params = {"run": run, "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
-              "gap_min_ns": GAP_MIN_NS}
+def load(con: duckdb.DuckDBPyConnection, run: str,
+         ranks_per_batch: int = RANKS_PER_BATCH) -> Graph:
+    """Build the graph of `run` in DuckDB (critical_path/graph.sql), `ranks_per_batch`
+    ranks at a time, and read it back; the temporary tables are dropped once read, so
+    they hold no memory afterwards. The macro it reads (blocking_copies, shared with the
+    idle split) is installed first: a caller may hand a bare connection."""
 
     def build() -> Graph:
         run_script(con, "waits/macros.sql", {})
-        run_script(con, "critical_path/graph.sql", params)
-        return _read(con)
+        run_script(con, "critical_path/keys.sql", {})
+        parts = _Parts()
+        for lo, hi in rank_batches(con, run, ranks_per_batch) or [(0, -1)]:
+            run_script(con, "critical_path/graph.sql", {
+                "run": run, "lo": lo, "hi": hi, "base": parts.n_nodes,
+                "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
+                "gap_min_ns": GAP_MIN_NS})
+            parts.add(con)
+        return parts.graph(con)
 
     try:  # DuckDB's part bounded (analyzers/_memory.py), its tables gone once read
         return bounded(con, GRAPH_MEMORY_LIMIT, build)
@@ -147,26 +160,89 @@ def load(con: duckdb.DuckDBPyConnection, run: str) -> Graph:
         run_script(con, "critical_path/drop.sql", {})
 
 
-def _read(con: duckdb.DuckDBPyConnection) -> Graph:
-    nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
-    edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
-    wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
-    syncs = dict(con.execute(sql("critical_path/syncs.sql")).fetchall())
-    return Graph(
-        rank=_col(nodes, "rank"), step=_col(nodes, "step"), stream=_col(nodes, "stream"),
-        s=_col(nodes, "s"), e=_col(nodes, "e"), cat=_code(nodes, "cat"),
-        kind=_code(nodes, "kind"), launch_s=_col(nodes, "launch_s", NEG),
-        launch_e=_col(nodes, "launch_e", NEG),
-        inst=_col(nodes, "inst"), inst_t=_col(nodes, "inst_t"),
-        name_code=_col(nodes, "name_code"), op_code=_col(nodes, "op_code"),
-        names=_dictionary(con, "critical_path/names.sql"),
-        ops=_dictionary(con, "critical_path/ops.sql"),
-        src=_col(edges, "src"), dst=_col(edges, "dst"), ekind=_code(edges, "kind"),
-        t=_col(edges, "t"), binding=np.asarray(edges["binding"], dtype=bool),
-        wait=_col(edges, "wait", 0),
-        w_rank=_col(wins, "rank"), w_step=_col(wins, "step"), w_ws=_col(wins, "ws"),
-        w_we=_col(wins, "we"), w_succ=np.asarray(wins["has_successor"], dtype=bool),
-        w_probe=_col(wins, "probe"), syncs={str(k): int(v) for k, v in syncs.items()})
+class _Parts:
+    """The graph's arrays, gathered batch by batch. A batch's name and op codes number
+    its own names and ops (critical_path/nodes.sql); graph() maps them to the codes of
+    the run's dictionaries, in the same order (DuckDB orders text by its UTF-8 bytes,
+    Python by code point: the same order). Node numbers are the run's already: a batch
+    numbers its nodes from the count before it, in rank order."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[npt.NDArray[Any]]] = {
+            c: [] for c in (*NODE_COLUMNS, *EDGE_COLUMNS, *WINDOW_COLUMNS)}
+        self.names: list[list[str | None]] = []
+        self.ops: list[list[str | None]] = []
+        self.syncs: dict[str, int] = {}
+        self.n_nodes = 0
+
+    def add(self, con: duckdb.DuckDBPyConnection) -> None:
+        nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
+        edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
+        wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
+        for name in NODE_COLUMNS:
+            fill = NEG if name in ("launch_s", "launch_e") else NONE
+            col = _code(nodes, name) if name in ("cat", "kind") else _col(nodes, name, fill)
+            self.cols[name].append(col)
+        self.cols["src"].append(_col(edges, "src"))
+        self.cols["dst"].append(_col(edges, "dst"))
+        self.cols["ekind"].append(_code(edges, "kind"))
+        self.cols["t"].append(_col(edges, "t"))
+        self.cols["binding"].append(np.asarray(edges["binding"], dtype=bool))
+        self.cols["wait"].append(_col(edges, "wait", 0))
+        for name in ("rank", "step", "ws", "we", "probe"):
+            self.cols[f"w_{name}"].append(_col(wins, name))
+        self.cols["w_succ"].append(np.asarray(wins["has_successor"], dtype=bool))
+        self.names.append([v for (v,) in con.execute(sql("critical_path/names.sql")).fetchall()])
+        self.ops.append([v for (v,) in con.execute(sql("critical_path/ops.sql")).fetchall()])
+        for how, n in con.execute(sql("critical_path/syncs.sql")).fetchall():
+            self.syncs[str(how)] = self.syncs.get(str(how), 0) + int(n)
+        self.n_nodes += int(nodes["node"].size)
+
+    def _joined(self, name: str) -> npt.NDArray[Any]:
+        parts = self.cols.pop(name)  # each batch's part is freed once joined
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _recoded(self, name: str, batches: list[list[str | None]],
+                 dictionary: list[str | None]) -> I64:
+        """The batches' codes of column `name` as codes of `dictionary` (-1 stays -1)."""
+        where = {v: i for i, v in enumerate(dictionary)}
+        maps = [np.asarray([*(where[v] for v in b), NONE], dtype=np.int64) for b in batches]
+        parts = self.cols.pop(name)
+        return np.concatenate([m[p] for m, p in zip(maps, parts, strict=True)])
+
+    def graph(self, con: duckdb.DuckDBPyConnection) -> Graph:
+        names = _ordered({v for b in self.names for v in b})
+        ops = _ordered({v for b in self.ops for v in b})
+        name_code = self._recoded("name_code", self.names, names)
+        op_code = self._recoded("op_code", self.ops, ops)
+        inst = np.full(self.n_nodes, NONE, dtype=np.int64)
+        inst_t = np.zeros(self.n_nodes, dtype=np.int64)
+        members = con.execute(sql("critical_path/instances.sql")).fetchnumpy()
+        node = _col(members, "node")
+        inst[node], inst_t[node] = _col(members, "inst"), _col(members, "inst_t")
+        j = self._joined
+        w_rank, w_step = j("w_rank"), j("w_step")
+        order = np.lexsort((w_rank, w_step))  # windows by step, then rank
+        return Graph(
+            rank=j("rank"), step=j("step"), stream=j("stream"), s=j("s"), e=j("e"),
+            cat=j("cat"), kind=j("kind"), launch_s=j("launch_s"), launch_e=j("launch_e"),
+            inst=inst, inst_t=inst_t, name_code=name_code, op_code=op_code,
+            names=_dictionary(names), ops=_dictionary(ops),
+            src=j("src"), dst=j("dst"), ekind=j("ekind"), t=j("t"), binding=j("binding"),
+            wait=j("wait"), w_rank=w_rank[order], w_step=w_step[order],
+            w_ws=j("w_ws")[order], w_we=j("w_we")[order], w_succ=j("w_succ")[order],
+            w_probe=j("w_probe")[order], syncs=dict(sorted(self.syncs.items())))
+
+
+def _ordered(values: set[str | None]) -> list[str | None]:
+    """Distinct values in DuckDB's order, NULL last (critical_path/names.sql)."""
+    return sorted(v for v in values if v is not None) + ([None] if None in values else [])
+
+
+def _dictionary(values: list[str | None]) -> OBJ:
+    """The values of a dictionary in code order, then MISSING (what code -1 reads);
+    NULL reads MISSING too."""
+    return np.asarray([*(MISSING if v is None else v for v in values), MISSING], dtype=object)
 
 
 # ------------------------------------------------------------------ what set each start

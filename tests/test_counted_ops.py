@@ -1,18 +1,22 @@
 """The per-rank passes the report reads in batches of ranks (analyzers/counted_ops.py,
-docs/scale.md "Memory"): the counted ops (mfu/flops.sql) and the roofline's kernels
-(roofline/kernels.sql) one rank at a time are row for row those of every rank at once, a
-report leaves counted_ops empty, and nested blocks derive a run's ops once."""
+docs/scale.md "Memory"): the counted ops (mfu/flops.sql), the roofline's kernels
+(roofline/kernels.sql) and the critical-path graph (critical_path/graph.sql) one rank at a
+time are row for row those of every rank at once, a report leaves counted_ops empty, and
+nested blocks derive a run's ops once."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
 
 import stepscope
 from stepscope.analyzers import counted_ops as co
+from stepscope.analyzers import cp_graph
 from stepscope.analyzers.report import build_report
 from stepscope.analyzers.roofline import kernel_table
 
@@ -47,6 +51,30 @@ def test_one_rank_at_a_time_gives_the_rows_of_all_ranks_at_once(sample_db: Path,
         assert whole == _counted(con, run, 1)
         assert whole or run.startswith("cpu-")
         assert _kernels(con, run, ALL_AT_ONCE) == _kernels(con, run, 1)
+
+
+# collectives across ranks, send/recv pairs across stages, CPU waits, many names and ops
+GRAPH_RUNS = ("hidden_straggler", "pipeline_imbalance", "moe_roofline", "diff_scaled",
+              "recompute", "fp32_v100", "cpu-ckpt")
+
+
+@pytest.mark.parametrize("run", GRAPH_RUNS)
+def test_the_graph_one_rank_at_a_time_is_the_graph_of_all_ranks_at_once(
+        sample_db: Path, run: str) -> None:
+    """Every array of the graph, the names and ops dictionaries and the CPU waits found:
+    the batches' node numbers, codes and collective instances are the run's."""
+    with stepscope.open(sample_db) as store:
+        whole = cp_graph.load(store.con, run, ranks_per_batch=ALL_AT_ONCE)
+        one = cp_graph.load(store.con, run, ranks_per_batch=1)
+    assert whole.n or run.startswith("cpu-")
+    for field in dataclasses.fields(whole):
+        a, b = getattr(whole, field.name), getattr(one, field.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b), field.name
+        else:
+            assert a == b, field.name
+    if run == "pipeline_imbalance":  # send/recv pairs across batches
+        assert (whole.inst >= 0).any() and (whole.kind == cp_graph.NODE_KINDS.index("p2p")).any()
 
 
 def test_batches_cover_every_rank_once(sample_db: Path) -> None:

@@ -1,10 +1,8 @@
 -- Drops the temporary tables of critical_path/graph.sql once the graph is read (they
 -- would otherwise hold DuckDB memory for the rest of the report). Reads nothing; writes
--- (drops) cp_raw, cp_member, cp_inst, cp_syncs, cp_cand, cp_inferred, cp_edges,
--- cp_windows, cp_nodes.
+-- (drops) cp_raw, cp_keys, cp_syncs, cp_cand, cp_inferred, cp_edges, cp_windows, cp_nodes.
 DROP TABLE IF EXISTS cp_raw;
-DROP TABLE IF EXISTS cp_member;
-DROP TABLE IF EXISTS cp_inst;
+DROP TABLE IF EXISTS cp_keys;
 DROP TABLE IF EXISTS cp_syncs;
 DROP TABLE IF EXISTS cp_cand;
 DROP TABLE IF EXISTS cp_inferred;

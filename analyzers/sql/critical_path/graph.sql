@@ -1,11 +1,16 @@
--- The dependency graph of run $run for the critical path and what-if
--- (docs/critical_path.md). Reads gpu_ops, cpu_ops, collectives, collective_waits,
--- recompute_ops, steps, step_attribution, complete_steps; writes the temporary tables
--- cp_nodes, cp_inst, cp_edges, cp_windows (read by critical_path/*_arrays.sql).
--- Parameters: $run; xs_tol_ns (a start within this of another stream's end, that nothing
--- else explains, waited for it); sync_tol_ns (a CPU that resumed within this of a GPU
--- op's end waited for it); gap_min_ns (shortest idle gap of a thread taken as an
--- unrecorded wait at a step boundary).
+-- The dependency graph of ranks $lo..$hi of run $run for the critical path and what-if
+-- (docs/critical_path.md), one batch of ranks at a time (analyzers/cp_graph.py): every
+-- join below is within a rank, so a batch's tables are that batch's part of the run's
+-- graph; the only cross-rank part, the collective instances, is critical_path/instances.sql
+-- over the keys each batch adds to cp_keys. Reads gpu_ops, cpu_ops, collectives,
+-- collective_waits, recompute_ops, steps, step_attribution, complete_steps; writes the
+-- temporary tables cp_raw, cp_nodes, cp_syncs, cp_cand, cp_inferred, cp_edges, cp_windows
+-- (replaced each batch, read by critical_path/*.sql) and appends to cp_keys.
+-- Parameters: $run; $lo, $hi (rank numbers, both included); $base (the number of the
+-- batch's first node: the nodes of the batches before it); xs_tol_ns (a start within this
+-- of another stream's end, that nothing else explains, waited for it); sync_tol_ns (a CPU
+-- that resumed within this of a GPU op's end waited for it); gap_min_ns (shortest idle gap
+-- of a thread taken as an unrecorded wait at a step boundary).
 
 -- ------------------------------------------------------------------ nodes
 -- Every GPU activity of the GPU ranks: kernels, memcpy, memset (gpu_ops) and every
@@ -15,7 +20,7 @@
 CREATE OR REPLACE TEMP TABLE cp_raw AS
 WITH launch AS (
     SELECT rank, op_id, tid, start_ns, end_ns FROM cpu_ops
-    WHERE run = $run AND correlation IS NOT NULL
+    WHERE run = $run AND rank BETWEEN $lo AND $hi AND correlation IS NOT NULL
 ), kern AS (
     SELECT g.rank, g.stream, g.start_ns AS s, g.end_ns AS e, g.step,
         CASE WHEN g.kind IN ('memcpy', 'memset') THEN 'memory'
@@ -25,12 +30,15 @@ WITH launch AS (
         NULL::BIGINT AS coll_id
     FROM gpu_ops g
     LEFT JOIN launch l ON l.rank = g.rank AND l.op_id = g.launch_op_id
-    LEFT JOIN cpu_ops c ON c.run = g.run AND c.rank = g.rank AND c.op_id = g.cpu_op_id
-    LEFT JOIN recompute_ops rc ON rc.run = g.run AND rc.rank = g.rank AND rc.op_id = g.launch_op_id
-    WHERE g.run = $run AND g.kind <> 'comm' AND g.end_ns >= g.start_ns
+    LEFT JOIN cpu_ops c ON c.run = g.run AND c.rank BETWEEN $lo AND $hi AND c.rank = g.rank
+        AND c.op_id = g.cpu_op_id
+    LEFT JOIN recompute_ops rc ON rc.run = g.run AND rc.rank BETWEEN $lo AND $hi
+        AND rc.rank = g.rank AND rc.op_id = g.launch_op_id
+    WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi AND g.kind <> 'comm'
+      AND g.end_ns >= g.start_ns
 ), first_comm AS (
     SELECT rank, stream, start_ns, min(launch_op_id) AS launch_op_id
-    FROM gpu_ops WHERE run = $run AND kind = 'comm' GROUP BY ALL
+    FROM gpu_ops WHERE run = $run AND rank BETWEEN $lo AND $hi AND kind = 'comm' GROUP BY ALL
 ), coll AS (
     SELECT c.rank, c.stream, c.work_start_ns AS s, c.work_end_ns AS e, c.step,
         CASE WHEN c.is_p2p THEN 'p2p' ELSE 'collective' END AS cat,
@@ -40,47 +48,45 @@ WITH launch AS (
     FROM collectives c
     LEFT JOIN first_comm k ON k.rank = c.rank AND k.stream = c.stream AND k.start_ns = c.kernel_start_ns
     LEFT JOIN launch l ON l.rank = c.rank AND l.op_id = k.launch_op_id
-    WHERE c.run = $run AND c.kernel_start_ns IS NOT NULL AND c.work_start_ns IS NOT NULL
+    WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.kernel_start_ns IS NOT NULL
+      AND c.work_start_ns IS NOT NULL
       AND c.work_end_ns >= c.work_start_ns
 )
 SELECT * FROM kern UNION ALL SELECT * FROM coll;
 
 CREATE OR REPLACE TEMP TABLE cp_nodes AS
-SELECT (row_number() OVER (ORDER BY rank, s, e, kind, coll_id, name) - 1)::BIGINT AS node, *
+SELECT ($base + row_number() OVER (ORDER BY rank, s, e, kind, coll_id, name) - 1)::BIGINT
+    AS node, *
 FROM cp_raw;
 
--- ------------------------------------------------------------------ instances
--- Members of one collective instance (collective_waits.instance_key), and the two sides
--- of a send/recv: the n-th send from a to b pairs with the n-th receive on b from a.
-CREATE OR REPLACE TEMP TABLE cp_member AS
+-- ------------------------------------------------------------------ instance keys
+-- What makes members of one collective instance (collective_waits.instance_key) and the
+-- two sides of a send/recv (the n-th send from a to b pairs with the n-th receive on b
+-- from a: numbered within the sending or receiving rank), with each member's duration;
+-- critical_path/instances.sql groups them across ranks once every batch is in.
+INSERT INTO cp_keys
 WITH coll AS (
-    SELECT n.node, w.instance_key AS ikey
+    SELECT n.node, w.instance_key AS ikey, n.e - n.s AS dur
     FROM cp_nodes n
-    JOIN collective_waits w ON w.run = $run AND w.rank = n.rank AND w.coll_id = n.coll_id
+    JOIN collective_waits w ON w.run = $run AND w.rank BETWEEN $lo AND $hi
+        AND w.rank = n.rank AND w.coll_id = n.coll_id
     WHERE n.kind = 'coll' AND w.instance_key IS NOT NULL AND w.n_ranks > 1
       AND w.match_method <> 'unmatched'
 ), p2p AS (
-    SELECT n.node, c.rank, c.peer_rank, c.collective,
+    SELECT n.node, c.rank, c.peer_rank, c.collective, n.e - n.s AS dur,
         row_number() OVER (PARTITION BY c.rank, c.peer_rank, c.collective
                            ORDER BY c.work_start_ns, c.coll_id) AS nth
-    FROM cp_nodes n JOIN collectives c ON c.run = $run AND c.rank = n.rank AND c.coll_id = n.coll_id
+    FROM cp_nodes n JOIN collectives c ON c.run = $run AND c.rank BETWEEN $lo AND $hi
+        AND c.rank = n.rank AND c.coll_id = n.coll_id
     WHERE n.kind = 'p2p' AND c.collective IN ('send', 'recv') AND c.peer_rank IS NOT NULL
 ), pairs AS (
     SELECT node, CASE WHEN collective = 'send' THEN rank ELSE peer_rank END || '->'
-        || CASE WHEN collective = 'send' THEN peer_rank ELSE rank END || ' #' || nth AS ikey
+        || CASE WHEN collective = 'send' THEN peer_rank ELSE rank END || ' #' || nth AS ikey,
+        dur
     FROM p2p
-), keyed AS (
-    SELECT node, 'c ' || ikey AS ikey FROM coll
-    UNION ALL SELECT node, 'p ' || ikey FROM pairs
-), sized AS (
-    SELECT *, count(*) OVER (PARTITION BY ikey) AS n_members FROM keyed
 )
-SELECT node, ikey, dense_rank() OVER (ORDER BY ikey) - 1 AS inst
-FROM sized WHERE n_members > 1;
-
-CREATE OR REPLACE TEMP TABLE cp_inst AS
-SELECT m.inst, count(*) AS n_members, min(n.e - n.s) AS t_ns
-FROM cp_member m JOIN cp_nodes n USING (node) GROUP BY m.inst;
+SELECT node, 'c ' || ikey AS ikey, dur FROM coll
+UNION ALL SELECT node, 'p ' || ikey, dur FROM pairs;
 
 -- ------------------------------------------------------------------ syncs
 -- A CPU thread that waited for the GPU: a synchronizing runtime call, or an async copy that
@@ -91,11 +97,12 @@ FROM cp_member m JOIN cp_nodes n USING (node) GROUP BY m.inst;
 -- recorded). `main`: on the thread that runs the steps, whose waits every thread follows.
 CREATE OR REPLACE TEMP TABLE cp_syncs AS
 WITH step_thread AS (
-    SELECT rank, mode(tid) AS tid FROM steps WHERE run = $run AND tid IS NOT NULL GROUP BY rank
+    SELECT rank, mode(tid) AS tid FROM steps
+    WHERE run = $run AND rank BETWEEN $lo AND $hi AND tid IS NOT NULL GROUP BY rank
 ), calls AS (
     SELECT rank, tid, start_ns AS wait_from, end_ns AS resumed, 'sync_call' AS how
     FROM cpu_ops
-    WHERE run = $run AND category IN ('cuda_runtime', 'Runtime')
+    WHERE run = $run AND rank BETWEEN $lo AND $hi AND category IN ('cuda_runtime', 'Runtime')
       AND name IN ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
                    'cudaMemcpy', 'hipDeviceSynchronize', 'hipStreamSynchronize',
                    'hipEventSynchronize', 'hipMemcpy')
@@ -104,10 +111,12 @@ WITH step_thread AS (
     -- host memory, .cpu() / .item() / .tolist() on real traces): it blocked like cudaMemcpy
     -- (waits/macros.sql, shared with the idle split)
     SELECT rank, tid, start_ns, end_ns, 'blocking_copy' FROM blocking_copies($run)
+    WHERE rank BETWEEN $lo AND $hi
 ), busy AS (
     SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
     JOIN step_thread m ON m.rank = o.rank AND m.tid = o.tid
-    WHERE o.run = $run AND o.category IN ('cpu_op', 'cuda_runtime', 'cuda_driver',
+    WHERE o.run = $run AND o.rank BETWEEN $lo AND $hi
+      AND o.category IN ('cpu_op', 'cuda_runtime', 'cuda_driver',
                                           'user_annotation', 'Operator', 'Runtime')
       AND NOT EXISTS (SELECT 1 FROM steps st WHERE st.run = $run AND st.rank = o.rank
                       AND st.tid = o.tid AND st.start_ns = o.start_ns AND st.end_ns = o.end_ns)
@@ -242,7 +251,7 @@ CREATE OR REPLACE TEMP TABLE cp_windows AS
 WITH w AS (
     SELECT a.rank, a.step, a.window_start_ns AS ws, a.window_end_ns AS we, a.has_successor
     FROM step_attribution a JOIN complete_steps c USING (run, rank, step)
-    WHERE a.run = $run AND a.timeline = 'gpu'
+    WHERE a.run = $run AND a.rank BETWEEN $lo AND $hi AND a.timeline = 'gpu'
 ), probe AS (
     SELECT w.rank, w.step, min(n.node) FILTER (WHERE n.step = w.step + 1 AND n.s = w.we)
         AS start_node,
