@@ -58,13 +58,13 @@ NEG = np.iinfo(np.int64).min // 4  # "no constraint" in max-plus sums
 
 @dataclass(frozen=True)
 class Graph:
-    """One run's graph. Nodes are numbered 0..n-1; `inst` is the collective instance of a
-    node (-1: none) and `inst_t` that instance's transfer time (the last member's
-    duration). cat (PATH_CATEGORIES), kind (NODE_KINDS) and ekind (EDGE_KINDS) are codes;
-    a node's name is names[name_code], its group or launching op ops[op_code] (-1: none,
-    which reads MISSING, the dictionary's last entry). Edges: src (-1 for a launch), dst,
-    kind, the time t it allowed the start (on dst's clock), binding (it set the start),
-    wait (syncs: how long the CPU waited)."""
+    """One run's graph, but its edges (Edges: the largest part, held only while what is
+    derived from them is built). Nodes are numbered 0..n-1; `inst` is the collective
+    instance of a node (-1: none) and `inst_t` that instance's transfer time (the last
+    member's duration). cat (PATH_CATEGORIES) and kind (NODE_KINDS) are codes; a node's
+    name is names[name_code], its group or launching op ops[op_code] (-1: none, which
+    reads MISSING, the dictionary's last entry). n_edges and n_inferred count the edges
+    and the inferred cross-stream waits among them."""
     rank: I64
     step: I64          # -1: launched outside any step
     stream: I64
@@ -80,12 +80,8 @@ class Graph:
     op_code: I64       # dense number of the group / launching op, by op; -1: none
     names: OBJ         # name of each name_code
     ops: OBJ           # op of each op_code, then MISSING (what op_code -1 reads)
-    src: I64
-    dst: I64
-    ekind: I8
-    t: I64
-    binding: BOOL
-    wait: I64
+    n_edges: int
+    n_inferred: int
     w_rank: I64
     w_step: I64
     w_ws: I64
@@ -105,6 +101,19 @@ class Graph:
     def op_of(self, nodes: I64) -> OBJ:
         """The group or launching op of `nodes` (MISSING: none)."""
         return self.ops[self.op_code[nodes]]
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The graph's edges, ordered by dst: src (-1 for a launch), dst, kind (EDGE_KINDS
+    code), the time t it allowed the start (on dst's clock), binding (it set the start),
+    wait (syncs: how long the CPU waited)."""
+    src: I64
+    dst: I64
+    ekind: I8
+    t: I64
+    binding: BOOL
+    wait: I64
 
 
 Cols = dict[str, npt.NDArray[np.generic]]
@@ -136,13 +145,13 @@ WINDOW_COLUMNS = ("w_rank", "w_step", "w_ws", "w_we", "w_succ", "w_probe")
 
 
 def load(con: duckdb.DuckDBPyConnection, run: str,
-         ranks_per_batch: int = RANKS_PER_BATCH) -> Graph:
+         ranks_per_batch: int = RANKS_PER_BATCH) -> tuple[Graph, Edges]:
     """Build the graph of `run` in DuckDB (critical_path/graph.sql), `ranks_per_batch`
     ranks at a time, and read it back; the temporary tables are dropped once read, so
     they hold no memory afterwards. The macro it reads (blocking_copies, shared with the
     idle split) is installed first: a caller may hand a bare connection."""
 
-    def build() -> Graph:
+    def build() -> tuple[Graph, Edges]:
         run_script(con, "waits/macros.sql", {})
         run_script(con, "critical_path/keys.sql", {})
         parts = _Parts()
@@ -210,7 +219,7 @@ class _Parts:
         parts = self.cols.pop(name)
         return np.concatenate([m[p] for m, p in zip(maps, parts, strict=True)])
 
-    def graph(self, con: duckdb.DuckDBPyConnection) -> Graph:
+    def graph(self, con: duckdb.DuckDBPyConnection) -> tuple[Graph, Edges]:
         names = _ordered({v for b in self.names for v in b})
         ops = _ordered({v for b in self.ops for v in b})
         name_code = self._recoded("name_code", self.names, names)
@@ -221,6 +230,8 @@ class _Parts:
         node = _col(members, "node")
         inst[node], inst_t[node] = _col(members, "inst"), _col(members, "inst_t")
         j = self._joined
+        edges = Edges(src=j("src"), dst=j("dst"), ekind=j("ekind"), t=j("t"),
+                      binding=j("binding"), wait=j("wait"))
         w_rank, w_step = j("w_rank"), j("w_step")
         order = np.lexsort((w_rank, w_step))  # windows by step, then rank
         return Graph(
@@ -228,10 +239,10 @@ class _Parts:
             cat=j("cat"), kind=j("kind"), launch_s=j("launch_s"), launch_e=j("launch_e"),
             inst=inst, inst_t=inst_t, name_code=name_code, op_code=op_code,
             names=_dictionary(names), ops=_dictionary(ops),
-            src=j("src"), dst=j("dst"), ekind=j("ekind"), t=j("t"), binding=j("binding"),
-            wait=j("wait"), w_rank=w_rank[order], w_step=w_step[order],
+            n_edges=int(edges.dst.size), n_inferred=int((edges.ekind == INFERRED).sum()),
+            w_rank=w_rank[order], w_step=w_step[order],
             w_ws=j("w_ws")[order], w_we=j("w_we")[order], w_succ=j("w_succ")[order],
-            w_probe=j("w_probe")[order], syncs=dict(sorted(self.syncs.items())))
+            w_probe=j("w_probe")[order], syncs=dict(sorted(self.syncs.items()))), edges
 
 
 def _ordered(values: set[str | None]) -> list[str | None]:
@@ -258,15 +269,16 @@ class Causes:
     last: I64
 
 
-def causes(g: Graph) -> Causes:
+def causes(g: Graph, edges: Edges) -> Causes:
     """What set each node's start and each collective's end, from the binding edges."""
     kind = np.full(g.n, NONE, dtype=np.int8)
     src = np.full(g.n, NONE, dtype=np.int64)
     t = np.full(g.n, NEG, dtype=np.int64)
     wait = np.zeros(g.n, dtype=np.int64)
-    b = np.flatnonzero(g.binding)
-    kind[g.dst[b]], src[g.dst[b]], t[g.dst[b]] = g.ekind[b], g.src[b], g.t[b]
-    wait[g.dst[b]] = g.wait[b]
+    b = np.flatnonzero(edges.binding)
+    dst = edges.dst[b]
+    kind[dst], src[dst], t[dst] = edges.ekind[b], edges.src[b], edges.t[b]
+    wait[dst] = edges.wait[b]
     return Causes(kind=kind, src=src, t=t, wait=wait, last=last_arrivers(g))
 
 

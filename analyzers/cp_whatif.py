@@ -31,6 +31,7 @@ from stepscope.analyzers.cp_graph import (
     NEG,
     RECOMPUTE,
     SYNC,
+    Edges,
     Graph,
 )
 
@@ -45,12 +46,12 @@ class Scaling:
     inst: F64
 
 
-def launch_latency(g: Graph) -> I64:
+def launch_latency(g: Graph, edges: Edges) -> I64:
     """Per node, the launch delay it would have if its launch set its start: the one
     observed when it did, else the median of its rank's launch-bound starts (0 if none)."""
     delay = np.where(g.launch_s > NEG, g.s - g.launch_s, 0)
-    b = np.flatnonzero(g.binding & np.isin(g.ekind, (LAUNCH_EDGE, SYNC)))
-    bound = g.dst[b]
+    b = np.flatnonzero(edges.binding & np.isin(edges.ekind, (LAUNCH_EDGE, SYNC)))
+    bound = edges.dst[b]
     typical = np.zeros(int(g.rank.max()) + 1 if g.n else 1, dtype=np.int64)
     if bound.size:  # the median per rank, by sorting
         r, dl = g.rank[bound], delay[bound]
@@ -67,12 +68,13 @@ def launch_latency(g: Graph) -> I64:
 @dataclass(frozen=True)
 class StepGraph:
     """The max-plus graph of one step: items (node starts, node ends, instances) with
-    constants c, durations d (instances only), and weighted edges src -> dst."""
+    constants c, durations d (instances only), and weighted edges src -> dst, ordered by
+    src (stable): the edges out of item x are edst[estart[x]:estart[x + 1]], weights ew."""
     nodes: I64        # global node ids of the step (the first `n_own`) and its end probes
     n_own: int
     inst: I64         # global instance ids
     c: I64
-    esrc: I64
+    estart: I64
     edst: I64
     ew: I64
     kernel_edges: I64  # the start -> end edges of kernels (weights: the durations)
@@ -95,7 +97,7 @@ def _local(g: Graph, steps: I64) -> tuple[I64, int, I64]:
     return nodes, own.size, loc
 
 
-def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
+def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     """The max-plus graph of the ops of `steps` (see the module docstring): what happened
     before them stays as observed."""
     nodes, n_own, loc = _local(g, steps)
@@ -112,14 +114,14 @@ def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
     pos[nodes] = np.arange(n_loc)
     # ---- edges into starts (arrays as long as the edges are dropped once used: on a
     # large job they are most of the report's memory, docs/scale.md "Memory")
-    take = np.flatnonzero(pos[g.dst] >= 0)
-    dst, kind, t = g.dst[take], g.ekind[take], g.t[take]
-    lag = np.where(g.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
+    take = np.flatnonzero(pos[edges.dst] >= 0)
+    dst, kind, t = edges.dst[take], edges.ekind[take], edges.t[take]
+    lag = np.where(edges.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
     lag = np.where(np.isin(kind, (LAUNCH_EDGE, SYNC)), delay[dst], lag)
     wait = np.zeros(g.n, dtype=np.int64)
     sync = kind == SYNC
-    np.maximum.at(wait, dst[sync], g.wait[take][sync])
-    src = g.src[take]
+    np.maximum.at(wait, dst[sync], edges.wait[take][sync])
+    src = edges.src[take]
     del take
     inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
     # constants: launches (the CPU floor after a wait), and causes outside the step
@@ -148,18 +150,25 @@ def step_graph(g: Graph, steps: I64, delay: I64) -> StepGraph:
     away = np.flatnonzero((g.inst >= 0) & (loc < 0) & (inst_item[np.maximum(g.inst, 0)] >= 0))
     np.maximum.at(c, inst_item[g.inst[away]], -(g.e[away] - g.s[away]))
     first_kernel_edge, base_d = es[0].size, ew[1].copy()
+    # ordered by source once (each evaluation walks the edges out of an item)
     esrc = np.concatenate(es)
     del es
-    edst = np.concatenate(ed)
+    order = np.argsort(esrc, kind="stable")
+    estart = np.searchsorted(esrc[order], np.arange(n_items + 1))
+    del esrc
+    edst = np.concatenate(ed)[order]
     del ed
-    weights = np.concatenate(ew)
+    weights = np.concatenate(ew)[order]
     del ew
+    at = np.empty_like(order)
+    at[order] = np.arange(order.size)  # where each edge went
+    del order
     # a start with no known cause stays where it was
     loose = np.flatnonzero((np.bincount(edst, minlength=n_items)[:n_loc] == 0) & (c[:n_loc] == NEG))
     c[loose] = g.s[nodes[loose]]
     return StepGraph(
-        nodes=nodes, n_own=n_own, inst=insts, c=c, esrc=esrc, edst=edst, ew=weights,
-        kernel_edges=first_kernel_edge + np.arange(kern.size),
+        nodes=nodes, n_own=n_own, inst=insts, c=c, estart=estart, edst=edst, ew=weights,
+        kernel_edges=at[first_kernel_edge + np.arange(kern.size)],
         kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
         base_d=base_d, base_t=np.asarray(g.inst_t[_first_member(g, insts)],
                                                 dtype=np.int64),
@@ -183,8 +192,15 @@ def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64,
     stuck item is then taken with the inputs known so far, and the count of such breaks
     is returned; without, the items on cycles stay NEG."""
     order = np.argsort(src, kind="stable")
-    src, dst, w = src[order], dst[order], w[order]
-    start = np.searchsorted(src, np.arange(n + 1))
+    start = np.searchsorted(src[order], np.arange(n + 1))
+    return evaluate_sorted(c, d, start, dst[order], w[order], hint)
+
+
+def evaluate_sorted(c: I64, d: I64, start: I64, dst: I64, w: I64,
+                    hint: I64 | None = None) -> tuple[I64, int]:
+    """evaluate() over edges already ordered by source: those out of item x are
+    dst[start[x]:start[x + 1]], weights w (no copy of the edges is made)."""
+    n = c.size
     indeg = np.bincount(dst, minlength=n)
     best = c.copy()
     value = np.full(n, NEG, dtype=np.int64)
@@ -215,14 +231,15 @@ def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64,
 def run_step(sg: StepGraph, scale: Scaling | None) -> tuple[I64, int]:
     """Every item's value with the what-if applied (None: the observed durations), and
     how many dependency cycles had to be broken."""
-    ew = sg.ew.copy()
+    ew = sg.ew
     d = np.zeros(sg.c.size, dtype=np.int64)
     if scale is None:
         d[sg.inst_items] = sg.base_t
     else:
+        ew = ew.copy()
         ew[sg.kernel_edges] = np.rint(sg.base_d * scale.node[sg.kernel_nodes]).astype(np.int64)
         d[sg.inst_items] = np.rint(sg.base_t * scale.inst[sg.inst]).astype(np.int64)
-    return evaluate(sg.c.size, sg.c, d, sg.esrc, sg.edst, ew, sg.hint)
+    return evaluate_sorted(sg.c, d, sg.estart, sg.edst, ew, sg.hint)
 
 
 def window_times(g: Graph, sg: StepGraph, values: I64) -> tuple[I64, I64]:

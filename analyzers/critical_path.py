@@ -18,7 +18,6 @@ import numpy as np
 
 from stepscope.analyzers.context import RunContext, no_gpu_timeline
 from stepscope.analyzers.cp_graph import (
-    INFERRED,
     KERNEL,
     NEG,
     PATH_CATEGORIES,
@@ -62,15 +61,21 @@ LABELS = {"cpu": "host (CPU before a launch)", "launch": "kernel launch",
 
 
 class Analysis:
-    """One run's graph, the path of each complete step, and what-ifs on it."""
+    """One run's graph, the path of each complete step, and what-ifs on it. The graph's
+    edges are read once, into what set each start (the paths) and the what-if's max-plus
+    graph, and not kept: on a large job they are the largest part (docs/scale.md,
+    "Memory")."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, run: str) -> None:
-        self.g: Graph = load(con, run)
-        self.why = causes(self.g)
-        self.parent = parents(self.g, self.why)
-        self.delay = launch_latency(self.g)
-        self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in self.g.w_step}))
-        self._graph: StepGraph | None = None
+        g, edges = load(con, run)
+        self.g: Graph = g
+        self.why = causes(g, edges)
+        self.parent = parents(g, self.why)
+        self.delay = launch_latency(g, edges)
+        self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in g.w_step}))
+        # every complete step together (a faster step k-1 moves where step k starts)
+        self._graph = step_graph(g, edges, np.asarray(self.steps, dtype=np.int64),
+                                 self.delay)
         self.cycles = 0  # dependency cycles the last evaluation broke
         self._observed: dict[int, dict[int, int]] | None = None
 
@@ -78,11 +83,7 @@ class Analysis:
         return step_path(self.g, self.why, self.parent, step)
 
     def graph(self) -> StepGraph:
-        """The max-plus graph of every complete step together (a faster step k-1 moves
-        where step k starts), built once."""
-        if self._graph is None:
-            self._graph = step_graph(self.g, np.asarray(self.steps, dtype=np.int64),
-                                     self.delay)
+        """The max-plus graph of every complete step together."""
         return self._graph
 
     def windows(self, spec: WhatIf | None) -> dict[int, dict[int, int]]:
@@ -322,7 +323,7 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
     if 0 < n_ranks < world:
         out.append(f"{n_ranks} of {world} ranks traced: a collective whose other members are "
                    "missing ends when observed, so the path cannot jump to untraced ranks")
-    inferred = int((g.ekind == INFERRED).sum())
+    inferred = g.n_inferred
     if inferred:
         out.append(f"{inferred} cross-stream waits inferred (a start within "
                    f"{XS_TOL_NS // 1000} us after another stream's op ended, that nothing "
@@ -394,8 +395,8 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
     return CriticalPath(
         steps=steps, path_ms=total / 1e6 / n, by_category_ms=cats,
         by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
-        top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=int(a.g.src.size),
-        inferred={"cross_stream_waits": int((a.g.ekind == INFERRED).sum()),
+        top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=a.g.n_edges,
+        inferred={"cross_stream_waits": a.g.n_inferred,
                   "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
                   "sync_calls": int(a.g.syncs.get("sync_call", 0)
                                     + a.g.syncs.get("blocking_copy", 0))},

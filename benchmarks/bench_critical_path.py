@@ -40,7 +40,7 @@ with stepscope.open(db) as store:
     t = time.perf_counter()
     a = Analysis(store.con, run)
     facts["graph_s"] = time.perf_counter() - t
-    facts["nodes"], facts["edges"] = a.g.n, int(a.g.src.size)
+    facts["nodes"], facts["edges"] = a.g.n, a.g.n_edges
     t = time.perf_counter()
     paths = [a.path(k) for k in a.steps]
     facts["paths_s"] = time.perf_counter() - t

@@ -64,11 +64,12 @@ def test_the_graph_one_rank_at_a_time_is_the_graph_of_all_ranks_at_once(
     """Every array of the graph, the names and ops dictionaries and the CPU waits found:
     the batches' node numbers, codes and collective instances are the run's."""
     with stepscope.open(sample_db) as store:
-        whole = cp_graph.load(store.con, run, ranks_per_batch=ALL_AT_ONCE)
-        one = cp_graph.load(store.con, run, ranks_per_batch=1)
+        whole, whole_edges = cp_graph.load(store.con, run, ranks_per_batch=ALL_AT_ONCE)
+        one, one_edges = cp_graph.load(store.con, run, ranks_per_batch=1)
     assert whole.n or run.startswith("cpu-")
-    for field in dataclasses.fields(whole):
-        a, b = getattr(whole, field.name), getattr(one, field.name)
+    pairs = [(whole, one), (whole_edges, one_edges)]
+    for field, got, want in [(f, p, q) for p, q in pairs for f in dataclasses.fields(p)]:
+        a, b = getattr(got, field.name), getattr(want, field.name)
         if isinstance(a, np.ndarray):
             assert a.dtype == b.dtype and np.array_equal(a, b), field.name
         else:

@@ -17,7 +17,7 @@ from conftest import SIM
 
 import stepscope
 from stepscope.analyzers.context import run_context
-from stepscope.analyzers.cp_graph import causes, chain
+from stepscope.analyzers.cp_graph import INFERRED, causes, chain, load
 from stepscope.analyzers.cp_whatif import WhatIf, evaluate
 from stepscope.analyzers.critical_path import Analysis, what_if
 from stepscope.analyzers.model import Report
@@ -221,10 +221,12 @@ def test_evaluate_is_max_plus_and_breaks_cycles() -> None:
 
 
 def test_causes_have_one_binding_edge_per_explained_node(sample_db: Path) -> None:
-    g = analysis(str(sample_db), "critical_path").g
-    bound = g.dst[g.binding]
+    with stepscope.open(sample_db) as store:
+        g, edges = load(store.con, "critical_path")
+    bound = edges.dst[edges.binding]
     assert np.unique(bound).size == bound.size
-    why = causes(g)
+    assert g.n_edges == edges.dst.size and g.n_inferred == (edges.ekind == INFERRED).sum()
+    why = causes(g, edges)
     members = g.inst >= 0
     assert (why.last[members] >= 0).all() and (why.last[~members] < 0).all()
 
