@@ -126,10 +126,6 @@ def _col(cols: Cols, name: str, fill: int = NONE) -> I64:
     return np.asarray(col, dtype=np.int64)
 
 
-def _code(cols: Cols, name: str) -> I8:
-    return np.asarray(_col(cols, name), dtype=np.int8)
-
-
 # A missing name or group reads '?', as it did when these columns came back as masked
 # object arrays (numpy's fill value for objects): the reports stay as they were.
 MISSING = "?"
@@ -154,7 +150,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
     def build() -> tuple[Graph, Edges]:
         run_script(con, "waits/macros.sql", {})
         run_script(con, "critical_path/keys.sql", {})
-        parts = _Parts()
+        parts = _Parts(con, run)
         for lo, hi in rank_batches(con, run, ranks_per_batch) or [(0, -1)]:
             run_script(con, "critical_path/graph.sql", {
                 "run": run, "lo": lo, "hi": hi, "base": parts.n_nodes,
@@ -169,6 +165,35 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
         run_script(con, "critical_path/drop.sql", {})
 
 
+# Each node has at most one edge of each kind into it (stream, issue, sync, launch,
+# inferred) but consume, and consume edges are at most one per receive (a node): the
+# edges are at most this many times the nodes. Reserved, not filled: the pages of an
+# array's unused tail are never touched, so they take no memory.
+EDGES_PER_NODE = len(EDGE_KINDS)
+
+
+class _Column:
+    """One column of the graph, filled batch by batch into an array reserved once (it
+    grows, copying, only past its reservation): no batch's part is kept, and no join of
+    the parts doubles the column at the end."""
+
+    def __init__(self, dtype: type[np.generic], capacity: int) -> None:
+        self.data: npt.NDArray[Any] = np.empty(max(capacity, 1), dtype=dtype)
+        self.size = 0
+
+    def append(self, values: npt.NDArray[Any]) -> None:
+        end = self.size + values.size
+        if end > self.data.size:
+            grown = np.empty(max(end, 2 * self.data.size), dtype=self.data.dtype)
+            grown[:self.size] = self.data[:self.size]
+            self.data = grown
+        self.data[self.size:end] = values
+        self.size = end
+
+    def values(self) -> npt.NDArray[Any]:
+        return self.data[:self.size]
+
+
 class _Parts:
     """The graph's arrays, gathered batch by batch. A batch's name and op codes number
     its own names and ops (critical_path/nodes.sql); graph() maps them to the codes of
@@ -176,28 +201,36 @@ class _Parts:
     Python by code point: the same order). Node numbers are the run's already: a batch
     numbers its nodes from the count before it, in rank order."""
 
-    def __init__(self) -> None:
-        self.cols: dict[str, list[npt.NDArray[Any]]] = {
-            c: [] for c in (*NODE_COLUMNS, *EDGE_COLUMNS, *WINDOW_COLUMNS)}
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str) -> None:
+        (nodes, windows), = con.execute(sql("critical_path/sizes.sql"), {"run": run}).fetchall()
+        room = {**{c: int(nodes) for c in NODE_COLUMNS},
+                **{c: EDGES_PER_NODE * int(nodes) for c in EDGE_COLUMNS},
+                **{c: int(windows) for c in WINDOW_COLUMNS}}
+        small = {"cat": np.int8, "kind": np.int8, "ekind": np.int8, "binding": np.bool_,
+                 "w_succ": np.bool_}
+        self.cols = {c: _Column(small.get(c, np.int64), n) for c, n in room.items()}
         self.names: list[list[str | None]] = []
         self.ops: list[list[str | None]] = []
+        self.batch_ends: list[int] = []  # the node count after each batch
         self.syncs: dict[str, int] = {}
         self.n_nodes = 0
 
     def add(self, con: duckdb.DuckDBPyConnection) -> None:
         nodes = con.execute(sql("critical_path/nodes.sql")).fetchnumpy()
-        edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
-        wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
         for name in NODE_COLUMNS:
             fill = NEG if name in ("launch_s", "launch_e") else NONE
-            col = _code(nodes, name) if name in ("cat", "kind") else _col(nodes, name, fill)
-            self.cols[name].append(col)
-        self.cols["src"].append(_col(edges, "src"))
-        self.cols["dst"].append(_col(edges, "dst"))
-        self.cols["ekind"].append(_code(edges, "kind"))
-        self.cols["t"].append(_col(edges, "t"))
+            self.cols[name].append(_col(nodes, name, fill))
+        self.n_nodes += int(nodes["node"].size)
+        self.batch_ends.append(self.n_nodes)
+        del nodes
+        edges = con.execute(sql("critical_path/edges.sql")).fetchnumpy()
+        for name in ("src", "dst", "t"):
+            self.cols[name].append(_col(edges, name))
+        self.cols["ekind"].append(_col(edges, "kind"))
         self.cols["binding"].append(np.asarray(edges["binding"], dtype=bool))
         self.cols["wait"].append(_col(edges, "wait", 0))
+        del edges
+        wins = con.execute(sql("critical_path/windows.sql")).fetchnumpy()
         for name in ("rank", "step", "ws", "we", "probe"):
             self.cols[f"w_{name}"].append(_col(wins, name))
         self.cols["w_succ"].append(np.asarray(wins["has_successor"], dtype=bool))
@@ -205,19 +238,18 @@ class _Parts:
         self.ops.append([v for (v,) in con.execute(sql("critical_path/ops.sql")).fetchall()])
         for how, n in con.execute(sql("critical_path/syncs.sql")).fetchall():
             self.syncs[str(how)] = self.syncs.get(str(how), 0) + int(n)
-        self.n_nodes += int(nodes["node"].size)
-
-    def _joined(self, name: str) -> npt.NDArray[Any]:
-        parts = self.cols.pop(name)  # each batch's part is freed once joined
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _recoded(self, name: str, batches: list[list[str | None]],
                  dictionary: list[str | None]) -> I64:
-        """The batches' codes of column `name` as codes of `dictionary` (-1 stays -1)."""
+        """Column `name`'s batch codes, in place, as codes of `dictionary` (-1 stays -1)."""
         where = {v: i for i, v in enumerate(dictionary)}
-        maps = [np.asarray([*(where[v] for v in b), NONE], dtype=np.int64) for b in batches]
-        parts = self.cols.pop(name)
-        return np.concatenate([m[p] for m, p in zip(maps, parts, strict=True)])
+        codes = self.cols[name].values()
+        lo = 0
+        for batch, hi in zip(batches, self.batch_ends, strict=True):
+            to = np.asarray([*(where[v] for v in batch), NONE], dtype=np.int64)
+            codes[lo:hi] = to[codes[lo:hi]]
+            lo = hi
+        return codes
 
     def graph(self, con: duckdb.DuckDBPyConnection) -> tuple[Graph, Edges]:
         names = _ordered({v for b in self.names for v in b})
@@ -229,20 +261,21 @@ class _Parts:
         members = con.execute(sql("critical_path/instances.sql")).fetchnumpy()
         node = _col(members, "node")
         inst[node], inst_t[node] = _col(members, "inst"), _col(members, "inst_t")
-        j = self._joined
-        edges = Edges(src=j("src"), dst=j("dst"), ekind=j("ekind"), t=j("t"),
-                      binding=j("binding"), wait=j("wait"))
-        w_rank, w_step = j("w_rank"), j("w_step")
-        order = np.lexsort((w_rank, w_step))  # windows by step, then rank
+        del members, node
+        v = {c: col.values() for c, col in self.cols.items()}
+        edges = Edges(src=v["src"], dst=v["dst"], ekind=v["ekind"], t=v["t"],
+                      binding=v["binding"], wait=v["wait"])
+        order = np.lexsort((v["w_rank"], v["w_step"]))  # windows by step, then rank
+        w = {c: v[c][order] for c in WINDOW_COLUMNS}
         return Graph(
-            rank=j("rank"), step=j("step"), stream=j("stream"), s=j("s"), e=j("e"),
-            cat=j("cat"), kind=j("kind"), launch_s=j("launch_s"), launch_e=j("launch_e"),
+            rank=v["rank"], step=v["step"], stream=v["stream"], s=v["s"], e=v["e"],
+            cat=v["cat"], kind=v["kind"], launch_s=v["launch_s"], launch_e=v["launch_e"],
             inst=inst, inst_t=inst_t, name_code=name_code, op_code=op_code,
             names=_dictionary(names), ops=_dictionary(ops),
             n_edges=int(edges.dst.size), n_inferred=int((edges.ekind == INFERRED).sum()),
-            w_rank=w_rank[order], w_step=w_step[order],
-            w_ws=j("w_ws")[order], w_we=j("w_we")[order], w_succ=j("w_succ")[order],
-            w_probe=j("w_probe")[order], syncs=dict(sorted(self.syncs.items()))), edges
+            w_rank=w["w_rank"], w_step=w["w_step"], w_ws=w["w_ws"], w_we=w["w_we"],
+            w_succ=w["w_succ"], w_probe=w["w_probe"],
+            syncs=dict(sorted(self.syncs.items()))), edges
 
 
 def _ordered(values: set[str | None]) -> list[str | None]:

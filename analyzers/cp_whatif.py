@@ -102,7 +102,7 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     before them stays as observed."""
     nodes, n_own, loc = _local(g, steps)
     n_loc = nodes.size
-    start_item = np.arange(n_loc)          # starts first, then ends, then instances
+    # items: the starts first (item i: the start of nodes[i]), then ends, then instances
     own_nodes = nodes[:n_own]
     is_member = g.inst[own_nodes] >= 0
     insts = np.unique(g.inst[own_nodes][is_member])
@@ -112,30 +112,22 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     c = np.full(n_items, NEG, dtype=np.int64)
     pos = np.full(g.n, -1, dtype=np.int64)
     pos[nodes] = np.arange(n_loc)
-    # ---- edges into starts (arrays as long as the edges are dropped once used: on a
-    # large job they are most of the report's memory, docs/scale.md "Memory")
-    take = np.flatnonzero(pos[edges.dst] >= 0)
-    dst, kind, t = edges.dst[take], edges.ekind[take], edges.t[take]
-    lag = np.where(edges.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
-    lag = np.where(np.isin(kind, (LAUNCH_EDGE, SYNC)), delay[dst], lag)
-    wait = np.zeros(g.n, dtype=np.int64)
-    sync = kind == SYNC
-    np.maximum.at(wait, dst[sync], edges.wait[take][sync])
-    src = edges.src[take]
-    del take
-    inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
-    # constants: launches (the CPU floor after a wait), and causes outside the step
-    floor = np.where(kind == LAUNCH_EDGE, t - wait[dst], t) + lag
-    del t, wait, kind
-    outside = ~inside
-    np.maximum.at(c, start_item[pos[dst[outside]]], floor[outside])
-    del floor, outside
-    w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
-    del lag, sync
-    es = [n_loc + loc[src[inside]]]
-    ed = [start_item[pos[dst[inside]]]]
-    ew = [w[inside]]
-    del src, dst, w, inside
+    # ---- edges into starts, a chunk of edges at a time: the temporaries are as long as
+    # a chunk, not as the edges (on a large job the edges are most of the report's
+    # memory, docs/scale.md "Memory"); the chunks' edges keep their order
+    wait = np.zeros(g.n, dtype=np.int64)  # first every CPU wait: a launch's floor reads it
+    for sl in _chunks(edges.dst.size):
+        dst = edges.dst[sl]
+        sync = (edges.ekind[sl] == SYNC) & (pos[dst] >= 0)
+        np.maximum.at(wait, dst[sync], edges.wait[sl][sync])
+    es, ed, ew = [], [], []
+    for sl in _chunks(edges.dst.size):
+        src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, delay, wait, c), n_loc)
+        es.append(src)
+        ed.append(dst)
+        ew.append(w)
+    del wait
+    es, ed, ew = [np.concatenate(es)], [np.concatenate(ed)], [np.concatenate(ew)]
     # ---- starts to ends: kernels by their duration, members through their instance
     kern = np.flatnonzero(~is_member)
     es.append(kern)
@@ -174,6 +166,39 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
                                                 dtype=np.int64),
         hint=np.concatenate([g.s[nodes], g.e[nodes],
                              g.e[_first_member(g, insts)]]).astype(np.int64))
+
+
+EDGE_CHUNK = 1 << 18  # edges handled together while a step graph is built
+
+
+def _chunks(n: int) -> list[slice]:
+    return [slice(lo, min(lo + EDGE_CHUNK, n)) for lo in range(0, n, EDGE_CHUNK)]
+
+
+def _edges_into_starts(g: Graph, edges: Edges, sl: slice,
+                       arrays: tuple[I64, I64, I64, I64, I64],
+                       n_loc: int) -> tuple[I64, I64, I64]:
+    """The edges of chunk `sl` into the starts of the step graph's nodes: those from a
+    node of the step as (source item, start item, weight); those from outside (and the
+    launches: the CPU floor after a wait) raise the start's constant in c, in place.
+    arrays: pos (item of each node, -1: none), loc (own node's position, -1: none),
+    delay, wait (the CPU wait before each node's launch), c."""
+    pos, loc, delay, wait, c = arrays
+    take = sl.start + np.flatnonzero(pos[edges.dst[sl]] >= 0)
+    dst, kind, t = edges.dst[take], edges.ekind[take], edges.t[take]
+    lag = np.where(edges.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
+    lag = np.where(np.isin(kind, (LAUNCH_EDGE, SYNC)), delay[dst], lag)
+    sync = kind == SYNC
+    src = edges.src[take]
+    del take
+    inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
+    floor = np.where(kind == LAUNCH_EDGE, t - wait[dst], t) + lag
+    del t, kind
+    outside = ~inside
+    np.maximum.at(c, pos[dst[outside]], floor[outside])  # start items are 0..n_loc-1
+    del floor, outside
+    w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
+    return n_loc + loc[src[inside]], pos[dst[inside]], w[inside]
 
 
 def _first_member(g: Graph, insts: I64) -> I64:

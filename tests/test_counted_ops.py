@@ -78,6 +78,19 @@ def test_the_graph_one_rank_at_a_time_is_the_graph_of_all_ranks_at_once(
         assert (whole.inst >= 0).any() and (whole.kind == cp_graph.NODE_KINDS.index("p2p")).any()
 
 
+def test_the_graph_is_the_same_when_its_reserved_arrays_grow(
+        sample_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no room reserved for edges, the edge arrays grow batch after batch (copying)
+    and hold the same edges."""
+    with stepscope.open(sample_db) as store:
+        _, reserved = cp_graph.load(store.con, "pipeline_imbalance", ranks_per_batch=1)
+        monkeypatch.setattr(cp_graph, "EDGES_PER_NODE", 0)
+        _, grown = cp_graph.load(store.con, "pipeline_imbalance", ranks_per_batch=1)
+    for field in dataclasses.fields(reserved):
+        assert np.array_equal(getattr(reserved, field.name), getattr(grown, field.name))
+    assert reserved.dst.size > 1
+
+
 def test_batches_cover_every_rank_once(sample_db: Path) -> None:
     with stepscope.open(sample_db) as store:
         batches = co.rank_batches(store.con, "hidden_straggler", 5)
