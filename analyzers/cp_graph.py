@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded
+from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded, release_freed_memory
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.attribution import SHORT_GAP_NS
 from stepscope.analyzers.counted_ops import rank_batches
@@ -159,10 +159,12 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
             parts.add(con)
         return parts.graph(con)
 
+    release_freed_memory(con)  # what the sections before freed, before the arrays grow
     try:  # DuckDB's part bounded (analyzers/_memory.py), its tables gone once read
         return bounded(con, GRAPH_MEMORY_LIMIT, build)
     finally:
         run_script(con, "critical_path/drop.sql", {})
+        release_freed_memory(con)  # the batches' working memory, before the what-if
 
 
 # Each node has at most one edge of each kind into it (stream, issue, sync, launch,

@@ -142,25 +142,27 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     away = np.flatnonzero((g.inst >= 0) & (loc < 0) & (inst_item[np.maximum(g.inst, 0)] >= 0))
     np.maximum.at(c, inst_item[g.inst[away]], -(g.e[away] - g.s[away]))
     first_kernel_edge, base_d = es[0].size, ew[1].copy()
-    # ordered by source once (each evaluation walks the edges out of an item)
+    # ordered by source once (each evaluation walks the edges out of an item); the
+    # kernels' start -> end edges have increasing sources (their starts), so they stay in
+    # their order, and where they went is where the order holds them
     esrc = np.concatenate(es)
     del es
     order = np.argsort(esrc, kind="stable")
-    estart = np.searchsorted(esrc[order], np.arange(n_items + 1))
+    estart = np.concatenate([[0], np.cumsum(np.bincount(esrc, minlength=n_items))])
     del esrc
     edst = np.concatenate(ed)[order]
     del ed
     weights = np.concatenate(ew)[order]
     del ew
-    at = np.empty_like(order)
-    at[order] = np.arange(order.size)  # where each edge went
+    kernel_edges = np.flatnonzero((order >= first_kernel_edge)
+                                  & (order < first_kernel_edge + kern.size))
     del order
     # a start with no known cause stays where it was
     loose = np.flatnonzero((np.bincount(edst, minlength=n_items)[:n_loc] == 0) & (c[:n_loc] == NEG))
     c[loose] = g.s[nodes[loose]]
     return StepGraph(
         nodes=nodes, n_own=n_own, inst=insts, c=c, estart=estart, edst=edst, ew=weights,
-        kernel_edges=at[first_kernel_edge + np.arange(kern.size)],
+        kernel_edges=kernel_edges,
         kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
         base_d=base_d, base_t=np.asarray(g.inst_t[_first_member(g, insts)],
                                                 dtype=np.int64),

@@ -69,13 +69,15 @@ class Analysis:
     def __init__(self, con: duckdb.DuckDBPyConnection, run: str) -> None:
         g, edges = load(con, run)
         self.g: Graph = g
-        self.why = causes(g, edges)
-        self.parent = parents(g, self.why)
         self.delay = launch_latency(g, edges)
         self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in g.w_step}))
-        # every complete step together (a faster step k-1 moves where step k starts)
+        # every complete step together (a faster step k-1 moves where step k starts),
+        # built before the rest so its temporaries meet as few arrays as can be
         self._graph = step_graph(g, edges, np.asarray(self.steps, dtype=np.int64),
                                  self.delay)
+        self.why = causes(g, edges)
+        del edges
+        self.parent = parents(g, self.why)
         self.cycles = 0  # dependency cycles the last evaluation broke
         self._observed: dict[int, dict[int, int]] | None = None
 
