@@ -105,20 +105,6 @@ def to_bytes(printed: str) -> str:
         return printed
 
 
-def release_freed_memory(con: duckdb.DuckDBPyConnection) -> None:
-    """Return the pages DuckDB's allocator holds free to the system, now. Its allocator
-    (jemalloc, on Linux) keeps freed pages for reuse for a while, and a loop of per-batch
-    statements (the counted ops, the graph, the roofline's kernels) frees and allocates
-    the working memory of each batch, so after it the process keeps far more than DuckDB
-    holds (at 1,024 simulated ranks, after the counted ops: 180 MB resident for 23 MB
-    DuckDB holds). No setting asks DuckDB to purge; it does whenever its thread count
-    changes (its scheduler flushes the allocator on relaunching its threads), so the
-    count is set one higher and back: the same threads after, a millisecond spent."""
-    (threads,), = con.execute(sql("report/threads_get.sql")).fetchall()
-    con.execute(sql("report/threads.sql"), {"threads": int(threads) + 1})
-    con.execute(sql("report/threads.sql"), {"threads": int(threads)})
-
-
 def bounded(con: duckdb.DuckDBPyConnection, limit: int, work: Callable[[], T]) -> T:
     """work() with DuckDB's memory limit at `limit` bytes, again at the limit before when
     it does not fit (Bound.fit)."""

@@ -20,7 +20,6 @@ from contextlib import contextmanager
 
 import duckdb
 
-from stepscope.analyzers._memory import release_freed_memory
 from stepscope.analyzers._sql import install_macros, run_script, sql
 
 RANKS_PER_BATCH = 64  # ranks whose counted ops are derived in one statement
@@ -57,11 +56,9 @@ def _release(con: duckdb.DuckDBPyConnection, run: str, held: Counter[str]) -> No
 
 
 def fill(con: duckdb.DuckDBPyConnection, run: str, ranks_per_batch: int) -> None:
-    """Add `run`'s counted ops to counted_ops, `ranks_per_batch` ranks per statement (the
-    batches' freed working memory returned to the system after)."""
+    """Add `run`'s counted ops to counted_ops, `ranks_per_batch` ranks per statement."""
     for lo, hi in rank_batches(con, run, ranks_per_batch):
         run_script(con, "counted_ops/fill.sql", {"run": run, "lo": lo, "hi": hi})
-    release_freed_memory(con)
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str,
