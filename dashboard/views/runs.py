@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.model import FailedFile
+from stepscope.analyzers.summary import RunSummary, summary_rows
 from stepscope.dashboard import data
 from stepscope.dashboard.context import PageContext, deep_link, go_to
 from stepscope.dashboard.render.format import pct, short_name
@@ -47,29 +47,28 @@ def runs_table(ctx: PageContext) -> pl.DataFrame:
     """One row per run as the page shows it (numbers from the summary and the report);
     few, short columns, so that none is cut at 1000 px (hosts and steps are in the
     selected run's details below)."""
-    summary = data.summary(ctx.config.db)
+    summary = summary_rows(data.summary(ctx.config.db))
     mfu = {run: data.report(ctx.config.db, run, ctx.dtype, ctx.peak_tflops).mfu.mfu
            for run in ctx.runs}
     rows = [{
-        "run": r["run"], "status": _status(r["status"], r["failed_files"]),
-        "ranks": f"{r['n_ranks']}/{r['world_size']}",
-        "device": device_label(r["devices"]),
-        "step ms": None if r["attributed_step_ms"] is None
-        else round(r["attributed_step_ms"], 2),
-        "MFU": pct(mfu.get(r["run"])),
+        "run": r.run, "status": _status(r.status, r.failed_files),
+        "ranks": f"{r.n_ranks}/{r.world_size}",
+        "device": device_label(r.devices),
+        "step ms": None if r.attributed_step_ms is None else round(r.attributed_step_ms, 2),
+        "MFU": pct(mfu.get(r.run)),
         "largest loss": _loss_cell(r),
-        "ingested": r["ingested_at"]}
-        for r in summary.iter_rows(named=True)]
+        "ingested": r.ingested_at}
+        for r in summary]
     frame = pl.DataFrame(rows).sort("ingested", descending=True, nulls_last=True)
     return frame.with_columns(pl.col("ingested").dt.strftime("%m-%d %H:%M"))
 
 
-def _loss_cell(r: dict[str, Any]) -> str:
+def _loss_cell(r: RunSummary) -> str:
     """The largest loss with its share; 'none' for an attributed run that loses nothing,
     '-' before attribution (as `stepscope summary`)."""
-    if r["top_loss"]:
-        return f"{SHORT_LOSS.get(r['top_loss'], r['top_loss'])} {pct(r['top_loss_share'], 0)}"
-    return NO_LOSS if r["attributed_step_ms"] is not None else "-"
+    if r.top_loss:
+        return f"{SHORT_LOSS.get(r.top_loss, r.top_loss)} {pct(r.top_loss_share, 0)}"
+    return NO_LOSS if r.attributed_step_ms is not None else "-"
 
 
 def render(ctx: PageContext) -> None:
