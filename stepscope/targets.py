@@ -18,6 +18,7 @@ from pathlib import Path
 from stepscope.analyzers.calibrate import calibrate
 from stepscope.analyzers.collectives import op_times
 from stepscope.analyzers.context import ReportOptions, run_context
+from stepscope.analyzers.counted_ops import counted_ops
 from stepscope.analyzers.diff import build_diff
 from stepscope.analyzers.expected import expected_for, spec_for
 from stepscope.analyzers.model import Diff, PlanResult, Report
@@ -165,6 +166,7 @@ def plan(target: str | Path, db: str | Path = DEFAULT_DB,
             ctx = run_context(t.store.con, t.run, ReportOptions(
                 spec=found[0], peak_tflops=options.peak_tflops if options else None,
                 dtype=options.dtype if options else None))
-        cal = calibrate(ctx, report_from_context(ctx), *found)
+        with counted_ops(ctx.con, ctx.run):  # the report and the calibration share them
+            cal = calibrate(ctx, report_from_context(ctx), *found)
         model = plan_from(cal, ctx.device.peak, constraints or Constraints(), top)
         return BuiltPlan(failures=t.failures, notes=t.notes, plan=model)

@@ -19,6 +19,7 @@ from stepscope.analyzers import counted_ops as co
 from stepscope.analyzers import cp_graph
 from stepscope.analyzers.report import build_report
 from stepscope.analyzers.roofline import kernel_table
+from stepscope.targets import plan
 
 # shaped ops on several ranks, recompute (two flavours), a pipeline, GPU-less CPU ops
 RUNS = ("recompute", "recompute_reentrant", "hidden_straggler", "diff_scaled",
@@ -116,4 +117,22 @@ def test_a_report_derives_the_ops_once_and_leaves_none(sample_db: Path,
         (left,), = store.con.execute("SELECT count(*) FROM counted_ops").fetchall()
     assert fills == ["recompute"]  # MFU, the bound, the roofline and the advisor share it
     assert left == 0
+    assert not co._holders
+
+
+def test_a_calibrated_plan_derives_the_ops_once(sample_db: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plan --from`: the report it calibrates on and the calibration's kernel rates read
+    the same counted ops, derived once; none are left after."""
+    fills: list[str] = []
+    real_fill = co.fill
+
+    def fill(con: duckdb.DuckDBPyConnection, run: str, per: int) -> None:
+        fills.append(run)
+        real_fill(con, run, per)
+
+    monkeypatch.setattr(co, "fill", fill)
+    built = plan("diff_base", db=sample_db)
+    assert built.plan.calibration is not None and built.plan.plans
+    assert fills == ["diff_base"]
     assert not co._holders
