@@ -19,10 +19,10 @@ fetch_rows = SQL.fetch_rows
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Create the analyzers' temporary macros in this connection: flops_claims and
     model_flops (analyzers/sql/mfu/flops.sql), cpu_self_time
-    (analyzers/sql/attribution/macros.sql), blocking_copies (analyzers/sql/waits/macros.sql)
-    and the collectives' group_label, group_hosts, crosses_nodes and bus_factor
-    (analyzers/sql/collectives/macros.sql); allowed on read-only connections, cheap to
-    repeat."""
+    (analyzers/sql/attribution/macros.sql), sync_calls and blocking_copies
+    (analyzers/sql/waits/macros.sql) and the collectives' group_label, group_hosts,
+    crosses_nodes and bus_factor (analyzers/sql/collectives/macros.sql); allowed on
+    read-only connections, cheap to repeat."""
     run_script(con, "mfu/flops.sql", {})
     run_script(con, "attribution/macros.sql", {})
     run_script(con, "waits/macros.sql", {})

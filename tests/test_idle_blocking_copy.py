@@ -15,6 +15,7 @@ import pytest
 from conftest import SHARED_TRACES, q, write_trace
 
 import stepscope
+from stepscope.analyzers import cp_graph
 from stepscope.analyzers.report import build_report
 
 CONTROL = Path("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz")
@@ -64,11 +65,15 @@ def _trace(copy_call_end_us: float) -> dict[str, Any]:
             "traceEvents": events}
 
 
-def _gaps(tmp_path: Path, copy_call_end_us: float) -> list[tuple[Any, ...]]:
+def _gaps(tmp_path: Path, copy_call_end_us: float,
+          extra: list[dict[str, Any]] | None = None) -> list[tuple[Any, ...]]:
     """The idle gaps longer than the launch overhead, in time order: (start, end, host,
-    launch, other, after_sync), start and end in ns from their step's start."""
-    name = f"copy_{int(copy_call_end_us)}"
-    trace = write_trace(tmp_path / name / "rank0.json", _trace(copy_call_end_us))
+    launch, other, after_sync), start and end in ns from their step's start. `extra`:
+    events added to the trace."""
+    name = f"copy_{int(copy_call_end_us)}" + ("_extra" if extra else "")
+    data = _trace(copy_call_end_us)
+    data["traceEvents"] += extra or []
+    trace = write_trace(tmp_path / name / "rank0.json", data)
     db = tmp_path / f"{name}.duckdb"
     stepscope.ingest_run(trace.parent, db=db, run=name)
     return q(db, """
@@ -94,6 +99,22 @@ def test_a_copy_that_only_queued_is_no_sync(tmp_path: Path) -> None:
     after_copy = (160_000, 410_000, 240_000, 10_000, 0, False)
     between = (500_000, 1_020_000, 510_000, 10_000, 0, False)
     assert _gaps(tmp_path, 135.0) == [after_copy, between, after_copy]
+
+
+def test_a_driver_synchronize_is_a_wait_for_the_idle_split_and_the_critical_path(
+        tmp_path: Path) -> None:
+    """The copy only queued (its call returns at 135 us), but the host then waits in the
+    driver's cuStreamSynchronize [140, 165) us: the gap after it follows a
+    synchronization, and the critical path counts the call as a CPU wait (one list of
+    synchronizing calls for both, waits/macros.sql)."""
+    syncs = [_x("cuda_driver", "cuStreamSynchronize", 1000.0 + 1000.0 * step + 140, 25.0)
+             for step in range(2)]
+    after_sync = (160_000, 410_000, 240_000, 10_000, 0, True)
+    between = (500_000, 1_020_000, 510_000, 10_000, 0, False)
+    assert _gaps(tmp_path, 135.0, syncs) == [after_sync, between, after_sync]
+    with stepscope.open(tmp_path / "copy_135_extra.duckdb") as store:
+        graph, _ = cp_graph.load(store.con, "copy_135_extra")
+    assert graph.syncs.get("sync_call") == 2 and "blocking_copy" not in graph.syncs
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 -- Idle split of the ranks $lo to $hi of run $run (docs/attribution.md, "Idle: why the GPU
 -- waited"): runs right after attribution.sql on the same batch of ranks and connection and
 -- reads its temp tables a_segments (the priority sweep; category 7 = idle) and a_windows,
--- plus gpu_ops and cpu_ops (through the macro blocking_copies of waits/macros.sql too).
+-- plus gpu_ops and cpu_ops (through the macros sync_calls and blocking_copies of
+-- waits/macros.sql too).
 -- Appends the batch's idle_gaps and host_activity and sets its step_attribution.
 -- idle_host_ns / idle_launch_ns / idle_other_ns. Parameters: $run, $lo, $hi (ranks,
 -- inclusive), $short_gap_ns (a gap this short, and this much of a longer gap after the
@@ -52,18 +53,14 @@ SELECT rank, step, s, e, next_launch_ns,
          ELSE least(e - s, greatest(0, coalesce(launch_point_ns, s) - s)) END AS host_bound_ns
 FROM nxt;
 
--- Synchronizing runtime calls (the host waits for the GPU): a gap that begins as one
--- returns follows a synchronization (.item(), .cpu(), torch.cuda.synchronize(), ...).
+-- Synchronizing runtime calls (the host waits for the GPU; waits/macros.sql, the
+-- critical path's list too): a gap that begins as one returns follows a synchronization
+-- (.item(), .cpu(), torch.cuda.synchronize(), ...).
 -- An async copy that returned only once its own copy had ended blocked the same way
 -- (into pageable host memory: .item(), .cpu() on real traces; waits/macros.sql, the
 -- critical path's rule).
 CREATE OR REPLACE TEMP TABLE i_syncs AS
-SELECT rank, start_ns, end_ns FROM cpu_ops
-WHERE run = $run AND rank BETWEEN $lo AND $hi
-  AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime')
-  AND (name LIKE '%Synchronize%'
-       OR name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemcpy2D', 'hipMemcpy2D', 'cuMemcpyDtoH',
-                   'cuMemcpyDtoH_v2', 'hipMemcpyDtoH'))
+SELECT rank, start_ns, end_ns FROM sync_calls($run) WHERE rank BETWEEN $lo AND $hi
 UNION ALL
 SELECT rank, start_ns, end_ns FROM blocking_copies($run) WHERE rank BETWEEN $lo AND $hi;
 

@@ -100,12 +100,9 @@ WITH step_thread AS (
     SELECT rank, mode(tid) AS tid FROM steps
     WHERE run = $run AND rank BETWEEN $lo AND $hi AND tid IS NOT NULL GROUP BY rank
 ), calls AS (
+    -- a synchronizing runtime or driver call (waits/macros.sql, the idle split's list too)
     SELECT rank, tid, start_ns AS wait_from, end_ns AS resumed, 'sync_call' AS how
-    FROM cpu_ops
-    WHERE run = $run AND rank BETWEEN $lo AND $hi AND category IN ('cuda_runtime', 'Runtime')
-      AND name IN ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
-                   'cudaMemcpy', 'hipDeviceSynchronize', 'hipStreamSynchronize',
-                   'hipEventSynchronize', 'hipMemcpy')
+    FROM sync_calls($run) WHERE rank BETWEEN $lo AND $hi
     UNION ALL
     -- an async copy that returned only once its own copy had ended (device to pageable
     -- host memory, .cpu() / .item() / .tolist() on real traces): it blocked like cudaMemcpy

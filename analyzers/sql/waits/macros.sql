@@ -1,5 +1,5 @@
--- When the CPU waited for the GPU inside an async copy: one definition, as a temporary
--- macro, for the idle split (attribution/idle.sql, at ingest) and the critical path
+-- When the CPU waited for the GPU inside a runtime call: one definition, as temporary
+-- macros, for the idle split (attribution/idle.sql, at ingest) and the critical path
 -- (critical_path/graph.sql), so both count the same calls as CPU waits. Installed by
 -- analyzers._sql.install_macros, analyzers.attribution.materialize and
 -- analyzers.cp_graph.load; allowed on read-only connections.
@@ -21,3 +21,16 @@ WHERE c.run = run_name AND c.category IN ('cuda_runtime', 'Runtime')
   AND EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = run_name AND g.rank = c.rank
               AND g.launch_op_id = c.op_id AND g.end_ns <= c.end_ns
               AND g.name NOT LIKE '%DtoD%' AND g.name NOT LIKE '%Device -> Device%');
+
+-- sync_calls(run_name): the synchronizing runtime and driver calls of run `run_name`, where
+-- the host waits for the GPU by definition: any *Synchronize* call (cudaDeviceSynchronize,
+-- cudaStreamSynchronize, cudaEventSynchronize, cuCtxSynchronize, their hip twins, ...)
+-- and the synchronous copies (cudaMemcpy, cudaMemcpy2D, cuMemcpyDtoH and hip twins). One
+-- row per call: rank, tid, op_id, start_ns, end_ns. Reads cpu_ops; callers filter ranks.
+CREATE OR REPLACE TEMP MACRO sync_calls(run_name) AS TABLE
+SELECT rank, tid, op_id, start_ns, end_ns
+FROM cpu_ops
+WHERE run = run_name AND category IN ('cuda_runtime', 'cuda_driver', 'Runtime')
+  AND (name LIKE '%Synchronize%'
+       OR name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemcpy2D', 'hipMemcpy2D', 'cuMemcpyDtoH',
+                   'cuMemcpyDtoH_v2', 'hipMemcpyDtoH'));
