@@ -146,8 +146,9 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
          ranks_per_batch: int = RANKS_PER_BATCH) -> tuple[Graph, Edges]:
     """Build the graph of `run` in DuckDB (critical_path/graph.sql), `ranks_per_batch`
     ranks at a time, and read it back; the temporary tables are dropped once read, so
-    they hold no memory afterwards. The macro it reads (blocking_copies, shared with the
-    idle split) is installed first: a caller may hand a bare connection."""
+    they hold no memory afterwards. The macros it reads (sync_calls and blocking_copies,
+    shared with the idle split) are installed first: a caller may hand a bare
+    connection."""
 
     def build() -> tuple[Graph, Edges]:
         run_script(con, "waits/macros.sql", {})
