@@ -1,7 +1,7 @@
 -- The rank ranges (lo, hi, both included) of the batches that the per-rank passes over
 -- run $run read it in (counted_ops/fill.sql, roofline/kernels_fill.sql,
--- critical_path/graph.sql): the ranks with
--- CPU or GPU ops, $per to a batch, in rank order. Parameters: $run, $per.
+-- critical_path/graph.sql): the ranks with CPU or GPU ops, $per to a batch, in rank
+-- order. Parameters: $run, $per.
 WITH r AS (
     SELECT rank FROM cpu_ops WHERE run = $run AND rank IS NOT NULL
     UNION
