@@ -174,7 +174,9 @@ EDGE_CHUNK = 1 << 18  # edges handled together while a step graph is built
 
 
 def _chunks(n: int) -> list[slice]:
-    return [slice(lo, min(lo + EDGE_CHUNK, n)) for lo in range(0, n, EDGE_CHUNK)]
+    """Slices of EDGE_CHUNK items covering 0..n-1; one empty slice when n is 0, so that
+    what is gathered over the chunks has its type even without edges."""
+    return [slice(lo, min(lo + EDGE_CHUNK, n)) for lo in range(0, max(n, 1), EDGE_CHUNK)]
 
 
 def _edges_into_starts(g: Graph, edges: Edges, sl: slice,

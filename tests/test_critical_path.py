@@ -220,6 +220,13 @@ def test_evaluate_is_max_plus_and_breaks_cycles() -> None:
     assert chain(np.array([1, 2, 3, 1, -1]), 0).tolist() == [0, 1, 2, 3]
 
 
+def test_a_run_without_gpu_ops_has_an_empty_analysis(sample_db: Path) -> None:
+    """No node, no edge (a CPU-only trace; Flight Recorder dumps alone are the same):
+    the analysis and its what-if graph build, empty, instead of failing."""
+    a = analysis(str(sample_db), "cpu-ckpt")
+    assert (a.g.n, a.g.n_edges, a.graph().edst.size, a.steps) == (0, 0, 0, ())
+
+
 def test_causes_have_one_binding_edge_per_explained_node(sample_db: Path) -> None:
     with stepscope.open(sample_db) as store:
         g, edges = load(store.con, "critical_path")
