@@ -72,7 +72,7 @@ class Analysis:
         self.delay = launch_latency(g, edges)
         self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in g.w_step}))
         # every complete step together (a faster step k-1 moves where step k starts),
-        # built before the rest so its temporaries meet as few arrays as can be
+        # built first, while the fewest other arrays are alive (its temporaries set the peak)
         self._graph = step_graph(g, edges, np.asarray(self.steps, dtype=np.int64),
                                  self.delay)
         self.why = causes(g, edges)
