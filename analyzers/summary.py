@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import duckdb
 
@@ -34,19 +34,22 @@ def summary_records(con: duckdb.DuckDBPyConnection,
     order, without polars: what `stepscope ingest` prints once its runs are in (polars
     takes longer to import than the summary takes to compute)."""
     params = _runs_param(runs)
-    ingested = fetch_rows(con, "summary/runs.sql", params, dict[str, Any])
+    ingested = fetch_rows(con, "summary/runs.sql", params, IngestedRow)
     attributed = {row["run"]: row
-                  for row in fetch_rows(con, "summary/attributed.sql", params, dict[str, Any])}
+                  for row in fetch_rows(con, "summary/attributed.sql", params, AttributedRow)}
     return [_record(row, attributed.get(row["run"])) for row in ingested]
 
 
-def _record(ingested: dict[str, Any], attributed: dict[str, Any] | None) -> RunSummary:
+def _record(ingested: IngestedRow, attributed: AttributedRow | None) -> RunSummary:
     """A RunSummary of a run's rows (summary/runs.sql, summary/attributed.sql); a run
     never attributed has None in the attributed columns. A query whose columns are not
     RunSummary's fails here (TypeError), not with a silently missing column."""
-    values: dict[str, Any] = {name: attributed[name] if attributed else None
-                              for name in ATTRIBUTED}
-    return RunSummary(**ingested, **values)
+    a = attributed
+    return RunSummary(**ingested,
+                      attributed_step_ms=a["attributed_step_ms"] if a else None,
+                      compute_share=a["compute_share"] if a else None,
+                      top_loss=a["top_loss"] if a else None,
+                      top_loss_share=a["top_loss_share"] if a else None)
 
 
 def _runs_param(runs: Sequence[str] | None) -> dict[str, object]:
@@ -90,6 +93,38 @@ class RunSummary:
 
 ATTRIBUTED = tuple(f.name for f in fields(RunSummary) if f.metadata.get("query") == "attributed")
 """The columns of summary/attributed.sql besides `run`."""
+
+
+class IngestedRow(TypedDict):
+    """A row of summary/runs.sql: RunSummary's fields but the attributed ones, in order
+    (tests/test_relational.py holds the query, this and RunSummary together)."""
+    run: str
+    status: str | None
+    world_size: int | None
+    n_ranks: int | None
+    hosts: int | None
+    devices: str | None
+    steps: int
+    median_step_ms: float | None
+    gpu_ops: int
+    compute_kernels: int
+    comm_kernels: int
+    memory_ops: int
+    collectives: int
+    p2p_ops: int
+    collective_types: str | None
+    process_groups: int
+    failed_files: int | None
+    ingested_at: datetime | None
+
+
+class AttributedRow(TypedDict):
+    """A row of summary/attributed.sql: `run` and the ATTRIBUTED fields."""
+    run: str
+    attributed_step_ms: float | None
+    compute_share: float | None
+    top_loss: str | None
+    top_loss_share: float | None
 
 
 def summary_rows(frame: pl.DataFrame) -> list[RunSummary]:

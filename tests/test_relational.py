@@ -4,6 +4,7 @@ attributed columns, an empty history), on small databases built in code."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
 
 import duckdb
@@ -15,6 +16,8 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.history import read_history
 from stepscope.analyzers.summary import (
     ATTRIBUTED,
+    AttributedRow,
+    IngestedRow,
     RunSummary,
     run_summary,
     summary_records,
@@ -107,4 +110,10 @@ def test_summary_columns_have_one_source(tmp_path: Path) -> None:
         attributed = con.execute(sql("summary/attributed.sql"), {"runs": None}).description
     assert [d[0] for d in runs] == [n for n in names if n not in ATTRIBUTED]
     assert [d[0] for d in attributed or []] == ["run", *ATTRIBUTED]
+    # the queries' typed rows name the same columns, with RunSummary's types
+    assert list(IngestedRow.__annotations__) == [d[0] for d in runs]
+    assert list(AttributedRow.__annotations__) == [d[0] for d in attributed or []]
+    types = typing.get_type_hints(RunSummary)
+    for row in (IngestedRow, AttributedRow):
+        assert all(types[k] == v for k, v in typing.get_type_hints(row).items()), row
     assert ATTRIBUTED == ("attributed_step_ms", "compute_share", "top_loss", "top_loss_share")
