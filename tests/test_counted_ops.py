@@ -68,7 +68,7 @@ def test_the_graph_one_rank_at_a_time_is_the_graph_of_all_ranks_at_once(
         whole, whole_edges = cp_graph.load(store.con, run, ranks_per_batch=ALL_AT_ONCE)
         one, one_edges = cp_graph.load(store.con, run, ranks_per_batch=1)
     assert whole.n or run.startswith("cpu-")
-    pairs = [(whole, one), (whole_edges, one_edges)]
+    pairs: list[tuple[Any, Any]] = [(whole, one), (whole_edges, one_edges)]
     for field, got, want in [(f, p, q) for p, q in pairs for f in dataclasses.fields(p)]:
         a, b = getattr(got, field.name), getattr(want, field.name)
         if isinstance(a, np.ndarray):
@@ -102,16 +102,22 @@ def test_batches_cover_every_rank_once(sample_db: Path) -> None:
     assert batches[0][0] == min(ranks) and batches[-1][1] == max(ranks)
 
 
-def test_a_report_derives_the_ops_once_and_leaves_none(sample_db: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    fills: list[str] = []
+@pytest.fixture
+def fills(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The runs whose counted ops are derived (counted_ops.fill), in order."""
+    seen: list[str] = []
     real_fill = co.fill
 
     def fill(con: duckdb.DuckDBPyConnection, run: str, per: int) -> None:
-        fills.append(run)
+        seen.append(run)
         real_fill(con, run, per)
 
     monkeypatch.setattr(co, "fill", fill)
+    return seen
+
+
+def test_a_report_derives_the_ops_once_and_leaves_none(sample_db: Path,
+                                                       fills: list[str]) -> None:
     with stepscope.open(sample_db) as store:
         build_report(store.con, "recompute")
         (left,), = store.con.execute("SELECT count(*) FROM counted_ops").fetchall()
@@ -120,18 +126,9 @@ def test_a_report_derives_the_ops_once_and_leaves_none(sample_db: Path,
     assert not co._holders
 
 
-def test_a_calibrated_plan_derives_the_ops_once(sample_db: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_calibrated_plan_derives_the_ops_once(sample_db: Path, fills: list[str]) -> None:
     """`plan --from`: the report it calibrates on and the calibration's kernel rates read
     the same counted ops, derived once; none are left after."""
-    fills: list[str] = []
-    real_fill = co.fill
-
-    def fill(con: duckdb.DuckDBPyConnection, run: str, per: int) -> None:
-        fills.append(run)
-        real_fill(con, run, per)
-
-    monkeypatch.setattr(co, "fill", fill)
     built = plan("diff_base", db=sample_db)
     assert built.plan.calibration is not None and built.plan.plans
     assert fills == ["diff_base"]
