@@ -27,7 +27,7 @@ from stepscope.ingest.db import MEMORY_ENV
 T = TypeVar("T")
 
 REPORT_MEMORY_LIMIT = 256 << 20  # bytes: the report's queries and DuckDB's block cache
-GRAPH_MEMORY_LIMIT = 128 << 20   # bytes: critical_path/graph.sql (its temporary tables)
+GRAPH_MEMORY_LIMIT = 64 << 20    # bytes: critical_path/graph.sql (its temporary tables)
 
 
 class Bound:
@@ -103,6 +103,20 @@ def to_bytes(printed: str) -> str:
         return f"{math.ceil((float(number) + 0.5 * 10.0**-decimals) * UNITS[unit])}B"
     except (KeyError, ValueError):
         return printed
+
+
+def release(con: duckdb.DuckDBPyConnection) -> None:
+    """Hand the memory DuckDB's allocator keeps cached back to the operating system, the
+    limit unchanged: setting the memory limit makes DuckDB flush those caches, so it is
+    set again to what it is (as to_bytes reads the printed value: the same limit to
+    within DuckDB's printing). A loop over batches of ranks calls it after each batch:
+    what one batch's statements freed is otherwise kept: after 16 batches at 1,024 ranks
+    the roofline's kernel table left about 60 MB more (docs/scale.md, "Memory"). With
+    `$STEPSCOPE_MEMORY_LIMIT` the user's limit is left as set."""
+    if os.environ.get(MEMORY_ENV):
+        return
+    (value,), = con.execute(sql("report/memory_limit_get.sql")).fetchall()
+    con.execute(sql("report/memory_limit.sql"), {"limit": to_bytes(str(value))})
 
 
 def bounded(con: duckdb.DuckDBPyConnection, limit: int, work: Callable[[], T]) -> T:

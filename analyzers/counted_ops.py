@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import duckdb
 
+from stepscope.analyzers._memory import release
 from stepscope.analyzers._sql import install_macros, run_script, sql
 
 RANKS_PER_BATCH = 64  # ranks whose counted ops are derived in one statement
@@ -59,6 +60,7 @@ def fill(con: duckdb.DuckDBPyConnection, run: str, ranks_per_batch: int) -> None
     """Add `run`'s counted ops to counted_ops, `ranks_per_batch` ranks per statement."""
     for lo, hi in rank_batches(con, run, ranks_per_batch):
         run_script(con, "counted_ops/fill.sql", {"run": run, "lo": lo, "hi": hi})
+        release(con)  # what the batch freed, not kept for the next (analyzers/_memory.py)
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str,

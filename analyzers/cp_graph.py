@@ -18,12 +18,13 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded
+from stepscope.analyzers._memory import GRAPH_MEMORY_LIMIT, bounded, release
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.attribution import SHORT_GAP_NS
 from stepscope.analyzers.counted_ops import rank_batches
 
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 I8 = npt.NDArray[np.int8]
 BOOL = npt.NDArray[np.bool_]
 OBJ = npt.NDArray[np.object_]
@@ -64,10 +65,11 @@ class Graph:
     member's duration). cat (PATH_CATEGORIES) and kind (NODE_KINDS) are codes; a node's
     name is names[name_code], its group or launching op ops[op_code] (-1: none, which
     reads MISSING, the dictionary's last entry). n_edges and n_inferred count the edges
-    and the inferred cross-stream waits among them."""
+    and the inferred cross-stream waits among them. A node's stream stays in DuckDB
+    (critical_path/graph.sql draws the stream edges from it; nothing after reads it),
+    and the codes are 32 bits: on a large job every array of nodes counts."""
     rank: I64
     step: I64          # -1: launched outside any step
-    stream: I64
     s: I64
     e: I64
     cat: I8
@@ -76,8 +78,8 @@ class Graph:
     launch_e: I64      # the launch call's end (NEG: none linked)
     inst: I64
     inst_t: I64
-    name_code: I64     # dense number of the name, by name
-    op_code: I64       # dense number of the group / launching op, by op; -1: none
+    name_code: I32     # dense number of the name, by name
+    op_code: I32       # dense number of the group / launching op, by op; -1: none
     names: OBJ         # name of each name_code
     ops: OBJ           # op of each op_code, then MISSING (what op_code -1 reads)
     n_edges: int
@@ -107,9 +109,11 @@ class Graph:
 class Edges:
     """The graph's edges, ordered by dst: src (-1 for a launch), dst, kind (EDGE_KINDS
     code), the time t it allowed the start (on dst's clock), binding (it set the start),
-    wait (syncs: how long the CPU waited)."""
-    src: I64
-    dst: I64
+    wait (syncs: how long the CPU waited). src and dst are node numbers, 32 bits: the
+    edges are the largest part of the graph (652 k at 1,024 ranks), and a node number
+    never nears 2**31."""
+    src: I32
+    dst: I32
     ekind: I8
     t: I64
     binding: BOOL
@@ -136,7 +140,7 @@ MISSING = "?"
 # 256: 300 MiB) in 13% less time than 64 (each batch's statements scan their tables).
 RANKS_PER_BATCH = 128
 
-NODE_COLUMNS = ("rank", "step", "stream", "s", "e", "cat", "kind", "launch_s", "launch_e",
+NODE_COLUMNS = ("rank", "step", "s", "e", "cat", "kind", "launch_s", "launch_e",
                 "name_code", "op_code")
 EDGE_COLUMNS = ("src", "dst", "ekind", "t", "binding", "wait")
 WINDOW_COLUMNS = ("w_rank", "w_step", "w_ws", "w_we", "w_succ", "w_probe")
@@ -160,6 +164,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
                 "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
                 "gap_min_ns": GAP_MIN_NS})
             parts.add(con)
+            release(con)  # what the batch freed, not kept while the arrays grow
         return parts.graph(con)
 
     try:  # DuckDB's part bounded (analyzers/_memory.py), its tables gone once read
@@ -210,7 +215,8 @@ class _Parts:
                 **{c: EDGES_PER_NODE * int(nodes) for c in EDGE_COLUMNS},
                 **{c: int(windows) for c in WINDOW_COLUMNS}}
         small = {"cat": np.int8, "kind": np.int8, "ekind": np.int8, "binding": np.bool_,
-                 "w_succ": np.bool_}
+                 "w_succ": np.bool_, "src": np.int32, "dst": np.int32,
+                 "name_code": np.int32, "op_code": np.int32}
         self.cols = {c: _Column(small.get(c, np.int64), n) for c, n in room.items()}
         self.names: list[list[str | None]] = []
         self.ops: list[list[str | None]] = []
@@ -243,7 +249,7 @@ class _Parts:
             self.syncs[str(how)] = self.syncs.get(str(how), 0) + int(n)
 
     def _recoded(self, name: str, batches: list[list[str | None]],
-                 dictionary: list[str | None]) -> I64:
+                 dictionary: list[str | None]) -> I32:
         """Column `name`'s batch codes, in place, as codes of `dictionary` (-1 stays -1)."""
         where = {v: i for i, v in enumerate(dictionary)}
         codes = self.cols[name].values()
@@ -271,7 +277,7 @@ class _Parts:
         order = np.lexsort((v["w_rank"], v["w_step"]))  # windows by step, then rank
         w = {c: v[c][order] for c in WINDOW_COLUMNS}
         return Graph(
-            rank=v["rank"], step=v["step"], stream=v["stream"], s=v["s"], e=v["e"],
+            rank=v["rank"], step=v["step"], s=v["s"], e=v["e"],
             cat=v["cat"], kind=v["kind"], launch_s=v["launch_s"], launch_e=v["launch_e"],
             inst=inst, inst_t=inst_t, name_code=name_code, op_code=op_code,
             names=_dictionary(names), ops=_dictionary(ops),
@@ -337,10 +343,39 @@ def last_arrivers(g: Graph) -> I64:
 
 
 # ------------------------------------------------------------------ chains
-def chain(parent: I64, start: int) -> I64:
+WALK_MAX = 1 << 14  # items a chain follows one by one before it turns to pointer doubling
+
+
+def chain(parent: I64, start: int, walk_max: int = WALK_MAX) -> I64:
     """The items start, parent[start], parent[parent[start]], ... up to the first -1, in
-    that order, by pointer doubling: O(n log depth) vectorized work. On a cycle (only
-    inconsistent matches make one) it stops before the first item seen twice."""
+    that order. On a cycle (only inconsistent matches make one) it stops before the
+    first item seen twice.
+
+    A step's path is a few hundred items of a graph of hundreds of thousands (233 k
+    nodes at 1,024 ranks, twice as many items): its first `walk_max` items are followed
+    one by one, and only a longer chain's rest by pointer doubling, whose log-depth
+    arrays of every item are then 26 MB at that size (docs/scale.md, "Memory")."""
+    walked: list[int] = []
+    seen: set[int] = set()
+    at = start
+    while at >= 0 and len(walked) < walk_max:
+        if at in seen:
+            return np.asarray(walked, dtype=np.int64)
+        walked.append(at)
+        seen.add(at)
+        at = int(parent[at])
+    head = np.asarray(walked, dtype=np.int64)
+    if at < 0:
+        return head
+    # the rest from `at`, cut at its own first repeat; together they are the chain up
+    # to (at least) its first repeat, so the distinct prefix cuts it as one chain
+    idx = np.concatenate([head, _doubled(parent, at)])
+    return idx[:np.unique(idx).size]
+
+
+def _doubled(parent: I64, start: int) -> I64:
+    """chain() by pointer doubling: O(n log depth) vectorized work, and log depth arrays
+    of n items alive at once."""
     n = parent.size
     up = np.append(np.where(parent < 0, n, parent), n)  # n: the sentinel root
     jumps = [up]

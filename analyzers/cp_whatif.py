@@ -18,13 +18,14 @@ longest chain of dependencies in items, the work linear in nodes and edges.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyzers.cp_graph import (
     COMPUTE,
+    I32,
     I64,
     KERNEL,
     LAUNCH_EDGE,
@@ -36,6 +37,7 @@ from stepscope.analyzers.cp_graph import (
 )
 
 F64 = npt.NDArray[np.float64]
+INT = npt.NDArray[np.signedinteger[Any]]  # item numbers and edge offsets, 32 or 64 bits
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,15 @@ def launch_latency(g: Graph, edges: Edges) -> I64:
 class StepGraph:
     """The max-plus graph of one step: items (node starts, node ends, instances) with
     constants c, durations d (instances only), and weighted edges src -> dst, ordered by
-    src (stable): the edges out of item x are edst[estart[x]:estart[x + 1]], weights ew."""
+    src (stable): the edges out of item x are edst[estart[x]:estart[x + 1]], weights ew.
+    Item numbers and edge offsets are 32 bits (items and edges are far below 2**31 even
+    at 1,024 ranks: 326 k and 461 k): the graph lives through every what-if."""
     nodes: I64        # global node ids of the step (the first `n_own`) and its end probes
     n_own: int
     inst: I64         # global instance ids
     c: I64
-    estart: I64
-    edst: I64
+    estart: I32
+    edst: I32
     ew: I64
     kernel_edges: I64  # the start -> end edges of kernels (weights: the durations)
     kernel_nodes: I64
@@ -117,9 +121,9 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     # memory, docs/scale.md "Memory"); the chunks' edges keep their order
     wait = np.zeros(g.n, dtype=np.int64)  # first every CPU wait: a launch's floor reads it
     for sl in _chunks(edges.dst.size):
-        dst = edges.dst[sl]
-        sync = (edges.ekind[sl] == SYNC) & (pos[dst] >= 0)
-        np.maximum.at(wait, dst[sync], edges.wait[sl][sync])
+        into = edges.dst[sl]
+        sync = (edges.ekind[sl] == SYNC) & (pos[into] >= 0)
+        np.maximum.at(wait, into[sync], edges.wait[sl][sync])
     es, ed, ew = [], [], []
     for sl in _chunks(edges.dst.size):
         src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, delay, wait, c), n_loc)
@@ -147,13 +151,20 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     # their order, and where they went is where the order holds them
     esrc = np.concatenate(es)
     del es
+    estart = np.concatenate([[0], np.cumsum(np.bincount(esrc, minlength=n_items))],
+                            dtype=np.int32)  # before the order: one less array alive
     order = np.argsort(esrc, kind="stable")
-    estart = np.concatenate([[0], np.cumsum(np.bincount(esrc, minlength=n_items))])
     del esrc
-    edst = np.concatenate(ed)[order]
+    # each list is joined and let go before it is put in order: two arrays of the step
+    # graph's edges alive at a time besides the order, not three
+    items = np.concatenate(ed, dtype=np.int32)
     del ed
-    weights = np.concatenate(ew)[order]
+    edst = items[order]
+    del items
+    joined = np.concatenate(ew)
     del ew
+    weights = joined[order]
+    del joined
     kernel_edges = np.flatnonzero((order >= first_kernel_edge)
                                   & (order < first_kernel_edge + kern.size))
     del order
@@ -225,7 +236,7 @@ def evaluate(n: int, c: I64, d: I64, src: I64, dst: I64, w: I64,
     return evaluate_sorted(c, d, start, dst[order], w[order], hint)
 
 
-def evaluate_sorted(c: I64, d: I64, start: I64, dst: I64, w: I64,
+def evaluate_sorted(c: I64, d: I64, start: INT, dst: INT, w: I64,
                     hint: I64 | None = None) -> tuple[I64, int]:
     """evaluate() over edges already ordered by source: those out of item x are
     dst[start[x]:start[x + 1]], weights w (no copy of the edges is made)."""

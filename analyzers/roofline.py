@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict, TypeVar
 
+from stepscope.analyzers._memory import release
 from stepscope.analyzers._sql import fetch_rows, run_script
 from stepscope.analyzers.context import no_gpu_timeline
 from stepscope.analyzers.counted_ops import RANKS_PER_BATCH, counted_ops, rank_batches
@@ -230,6 +231,7 @@ def kernel_table(con: duckdb.DuckDBPyConnection, run: str, max_rate: float | Non
         run_script(con, "roofline/kernels_create.sql", params)
         for lo, hi in rank_batches(con, run, ranks_per_batch):
             run_script(con, "roofline/kernels_fill.sql", {**params, "lo": lo, "hi": hi})
+            release(con)  # what the batch freed, not kept for the next
 
 
 def _most_lost(row: RoofRow) -> tuple[float, str, str]:

@@ -202,6 +202,34 @@ def test_chain_by_pointer_doubling_equals_walking() -> None:
             want.append(at)
             at = int(parent[at])
         assert chain(parent, start).tolist() == want
+        assert chain(parent, start, walk_max=0).tolist() == want  # all by doubling
+
+
+def _walked(parent: np.ndarray, start: int) -> list[int]:
+    """The chain from `start` one item at a time, up to -1 or the first repeat."""
+    out: list[int] = []
+    at = start
+    while at >= 0 and at not in out:
+        out.append(at)
+        at = int(parent[at])
+    return out
+
+
+def test_chain_is_the_same_wherever_the_walk_hands_over_to_doubling() -> None:
+    """A chain is followed item by item for its first walk_max items and by pointer
+    doubling after: on forests and on graphs with cycles (entered before, at and after
+    the hand-over) every hand-over point gives the walked chain."""
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        n = int(rng.integers(1, 60))
+        parent = rng.integers(-1, n, size=n).astype(np.int64)  # any links: cycles too
+        if trial % 2:
+            parent[int(rng.integers(0, n))] = -1
+        for start in range(n):
+            want = _walked(parent, start)
+            for walk_max in (0, 1, 2, 3, 5, len(want) - 1, len(want), len(want) + 1):
+                got = chain(parent, start, walk_max=max(walk_max, 0)).tolist()
+                assert got == want, (trial, start, walk_max)
 
 
 def test_evaluate_is_max_plus_and_breaks_cycles() -> None:

@@ -103,3 +103,36 @@ def test_the_limit_before_comes_back_unchanged_however_often(
         with _memory.Bound(con, 64 << 20):
             assert _limit(con) == _printed(64 << 20)
     assert _limit(con) == before
+
+
+@pytest.mark.parametrize("limit", [None, "1GB", "777.7 MiB", "64MiB"])
+def test_releasing_memory_leaves_the_limit_as_it_was(
+        limit: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """release() sets the limit again to flush DuckDB's allocator: after any number of
+    batches the limit prints as before (it never creeps down as a printed value set back
+    would), and a user's $STEPSCOPE_MEMORY_LIMIT is never touched."""
+    monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT", raising=False)
+    con = duckdb.connect()
+    if limit is not None:
+        con.execute("SET memory_limit = $limit", {"limit": limit})
+    before = _limit(con)
+    for _ in range(20):
+        _memory.release(con)
+    assert _limit(con) == before
+    spy = _Statements(con)
+    _memory.release(spy)  # type: ignore[arg-type]
+    assert spy.sets == 1
+    monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", "2GB")
+    _memory.release(spy)  # type: ignore[arg-type]
+    assert spy.sets == 1  # the user's limit: not set again
+
+
+class _Statements:
+    """A connection that counts the SET statements run on it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con, self.sets = con, 0
+
+    def execute(self, query: str, *args: object) -> duckdb.DuckDBPyConnection:
+        self.sets += "SET memory_limit" in query
+        return self.con.execute(query, *args)

@@ -4,7 +4,7 @@
 -- batch's names and op_code its groups / launching ops (dense, in the order of
 -- critical_path/names.sql and ops.sql over the same batch; -1: no op), which cp_graph.py
 -- maps to the run's codes. Reads cp_nodes; writes nothing.
-SELECT n.node, n.rank, n.step, n.stream, n.s, n.e,
+SELECT n.node, n.rank, n.step, n.s, n.e,
     list_position(['compute', 'recompute', 'memory', 'collective', 'p2p'], n.cat) - 1
         AS cat,
     list_position(['kernel', 'coll', 'p2p'], n.kind) - 1 AS kind,
