@@ -354,7 +354,7 @@ def chain(parent: I64, start: int, walk_max: int = WALK_MAX) -> I64:
     A step's path is a few hundred items of a graph of hundreds of thousands (233 k
     nodes at 1,024 ranks, twice as many items): its first `walk_max` items are followed
     one by one, and only a longer chain's rest by pointer doubling, whose log-depth
-    arrays of every item are then 26 MB at that size (docs/scale.md, "Memory")."""
+    arrays of every item are then 26 MB at that size (docs/critical_path.md)."""
     walked: list[int] = []
     seen: set[int] = set()
     at = start
