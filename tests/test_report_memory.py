@@ -89,15 +89,23 @@ def test_a_bound_too_small_gives_the_same_report(
     assert got == want
 
 
+def _connection_at(limit: str | None, monkeypatch: pytest.MonkeyPatch
+                   ) -> duckdb.DuckDBPyConnection:
+    """A fresh connection at DuckDB's memory limit `limit` (None: its default), with no
+    $STEPSCOPE_MEMORY_LIMIT set."""
+    monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT", raising=False)
+    con = duckdb.connect()
+    if limit is not None:
+        con.execute("SET memory_limit = $limit", {"limit": limit})
+    return con
+
+
 @pytest.mark.parametrize("limit", [None, "1GB", "777.7 MiB"])
 def test_the_limit_before_comes_back_unchanged_however_often(
         limit: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """DuckDB prints a limit with one decimal, cut: set back as printed it would shrink a
     little on every report of a long-lived connection (the dashboard's)."""
-    monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT", raising=False)
-    con = duckdb.connect()
-    if limit is not None:
-        con.execute("SET memory_limit = $limit", {"limit": limit})
+    con = _connection_at(limit, monkeypatch)
     before = _limit(con)
     for _ in range(5):
         with _memory.Bound(con, 64 << 20):
@@ -111,10 +119,7 @@ def test_releasing_memory_leaves_the_limit_as_it_was(
     """release() sets the limit again to flush DuckDB's allocator: after any number of
     batches the limit prints as before (it never creeps down as a printed value set back
     would), and a user's $STEPSCOPE_MEMORY_LIMIT is never touched."""
-    monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT", raising=False)
-    con = duckdb.connect()
-    if limit is not None:
-        con.execute("SET memory_limit = $limit", {"limit": limit})
+    con = _connection_at(limit, monkeypatch)
     before = _limit(con)
     for _ in range(20):
         _memory.release(con)
