@@ -23,27 +23,39 @@ CREATE OR REPLACE TEMP TABLE a_lib_groups AS
 WITH roles AS (
     SELECT DISTINCT rank, coalesce(comm_role, '') AS role FROM collectives
     WHERE run = $run AND source = 'comm_kernel'
+), groups AS (
+    -- every group of several ranks, its sorted member list numbered (member_id: one
+    -- number per distinct list), so the steps below carry the number, not the list: a
+    -- rank's copy of every group list it is in grows as ranks squared (a 2,048-rank
+    -- group: 4M list items), past the writer's memory
+    SELECT pg_desc, members, dense_rank() OVER (ORDER BY members) AS member_id
+    FROM (SELECT pg_desc, list_sort(ranks) AS members FROM process_groups
+          WHERE run = $run AND len(ranks) > 1 AND NOT coalesce(ranks_truncated, false))
 ), member AS (
-    -- only the ranks with such kernels (every rank's copy of a 1,024-rank group's member
-    -- list: 60 ms on 1,024 ranks, for nothing when no rank has any)
-    SELECT DISTINCT r.rank, r.world_size, p.pg_desc, list_sort(p.ranks) AS members
-    FROM ranks r JOIN process_groups p ON p.run = r.run AND list_contains(p.ranks, r.rank)
-    WHERE r.run = $run AND len(p.ranks) > 1 AND NOT coalesce(p.ranks_truncated, false)
-      AND r.rank IN (SELECT rank FROM roles)
+    -- only the ranks with such kernels (none: nothing to do), joined to the groups they
+    -- are in on the rank (the groups' members unnested, not a list test of every rank
+    -- against every group)
+    SELECT DISTINCT r.rank, r.world_size, g.pg_desc, g.member_id, g.size
+    FROM (SELECT unnest(members) AS rank, pg_desc, member_id, len(members) AS size
+          FROM groups) g
+    JOIN ranks r ON r.run = $run AND r.rank = g.rank
+    WHERE r.rank IN (SELECT rank FROM roles)
 ), markers(role, marker) AS (
     VALUES ('expert_exchange', 'EXPERT'), ('tensor_parallel', 'TENSOR')
 ), labelled AS (
-    SELECT m.rank, k.role, any_value(m.members) AS members
+    SELECT m.rank, k.role, any_value(m.member_id) AS member_id
     FROM member m JOIN markers k ON upper(coalesce(m.pg_desc, '')) LIKE '%' || k.marker || '%'
-    GROUP BY m.rank, k.role HAVING count(DISTINCT m.members) = 1
+    GROUP BY m.rank, k.role HAVING count(DISTINCT m.member_id) = 1
 ), only_one AS (
-    SELECT rank, any_value(members) AS members FROM member GROUP BY rank
-    HAVING count(DISTINCT members) = 1 AND len(any_value(members)) = max(world_size)
+    SELECT rank, any_value(member_id) AS member_id FROM member GROUP BY rank
+    HAVING count(DISTINCT member_id) = 1 AND any_value(size) = max(world_size)
 )
-SELECT r.rank, r.role, coalesce(l.members, o.members) AS members
+SELECT r.rank, r.role, g.members
 FROM roles r
 LEFT JOIN labelled l ON l.rank = r.rank AND l.role = r.role
-LEFT JOIN only_one o ON o.rank = r.rank;
+LEFT JOIN only_one o ON o.rank = r.rank
+LEFT JOIN (SELECT DISTINCT member_id, members FROM groups) g
+    ON g.member_id = coalesce(l.member_id, o.member_id);
 
 -- One instance of such kernels: (group, library, op, step, order of the call on the rank
 -- within the step), only where every member of the group traced the step with the same
