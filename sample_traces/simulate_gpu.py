@@ -224,8 +224,9 @@ BENCH_SETS: dict[str, Config] = {
     # 64 ranks, ~1,100 GPU ops per step per rank, 10 steps
     "bench64": Config("bench64", tp=8, pp=4, dp=2, microbatches=16, layers_per_stage=4,
                       steps=10, gpus_per_node=8),
-    # benchmarks/bench_scale.py: the same TP8 x PP2 layout at 64, 256, 1,024 and 2,048 ranks
-    # (~300 GPU ops per step per rank, 3 steps), so cost growth with rank count shows
+    # benchmarks/bench_scale.py: the same TP8 x PP2 layout at 64, 256 and 1,024 ranks
+    # (~300 GPU ops per step per rank, 3 steps), so cost growth with rank count shows;
+    # 2,048 for the writer's memory past 1,024 ranks (benchmarks/README.md)
     **{f"scale{n}": Config(f"scale{n}", tp=8, pp=2, dp=n // 16, microbatches=4,
                            layers_per_stage=1, steps=3, gpus_per_node=8)
        for n in (64, 256, 1024, 2048)},
