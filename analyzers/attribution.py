@@ -6,6 +6,7 @@ collective_waits and step_attribution); the readers work on read-only connection
 
 from __future__ import annotations
 
+import tempfile
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -27,7 +28,7 @@ SHORT_GAP_NS = 30_000
 
 # The per-rank attribution runs on batches of consecutive ranks: at most this many ranks
 # and, past the first rank, about this many trace events (a 35 MB real trace has ~110k),
-# so its temporary tables hold one batch whatever the job's size; the writer's memory
+# so its scratch holds one batch whatever the job's size; the writer's memory
 # limit is sized to the largest batch (ingest.db.fit_memory_limit).
 BATCH_RANKS = 64
 BATCH_EVENTS = 1_000_000
@@ -41,7 +42,9 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     First the cross-rank part over every rank's collectives (attribution/
     collective_match.sql: the instances and their shortest durations, a few rows per
     call), then per batch of ranks the rest (attribution.sql), and the split of its idle
-    time (idle.sql, which reads attribution.sql's temp tables). Every step of the batch
+    time (idle.sql, which reads attribution.sql's scratch). A batch's intermediate results
+    are Parquet files in a private temporary folder (attribution/scratch.sql says why),
+    overwritten by the next batch. Every step of the batch
     part is per rank, so the results do not depend on the batching. Only the macros the
     attribution uses (cpu_self_time; blocking_copies, the idle split's CPU waits shared
     with the critical path) are installed: the analyzers' others cost 10 ms here for
@@ -49,12 +52,16 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     run_script(con, "attribution/macros.sql", {})
     run_script(con, "waits/macros.sql", {})
     batches = rank_batches(con, run, batch_ranks, batch_events)
-    with fit_memory_limit(con, max((events for _, _, events in batches), default=0)):
+    largest = max((events for _, _, events in batches), default=0)
+    with tempfile.TemporaryDirectory(prefix="stepscope-attribution-") as scratch, \
+            fit_memory_limit(con, largest):
+        run_script(con, "attribution/scratch.sql", {"dir": scratch})
         run_script(con, "attribution/collective_match.sql", {"run": run})
         for lo, hi, _ in batches:
             params = {"run": run, "lo": lo, "hi": hi}
             run_script(con, "attribution/attribution.sql", params)
             run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
+        run_script(con, "attribution/scratch_reset.sql", {})
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,

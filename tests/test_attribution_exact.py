@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -26,18 +27,31 @@ from stepscope.ingest.queries import execute_statements
 RUN = "r"
 
 
-def _db() -> duckdb.DuckDBPyConnection:
+def _db(scratch: Path) -> duckdb.DuckDBPyConnection:
+    """A migrated in-memory database whose attribution scratch folder is `scratch`."""
     con = connect()
     schema.migrate(con, None)
+    execute_statements(con, SQL.statements("attribution/scratch.sql"), {"dir": str(scratch)})
     return con
+
+
+def _scratch(con: duckdb.DuckDBPyConnection, ddl: str, rows: list[tuple[int | str, ...]]) -> None:
+    """Write `rows` as the scratch file the statements read, e.g. `a_windows (rank
+    INTEGER, ...)`, as the batch's earlier statements would."""
+    name = ddl.split()[0]
+    con.execute(f"CREATE TEMP TABLE {ddl}")
+    if rows:
+        marks = ", ".join("?" * len(rows[0]))
+        con.executemany(f"INSERT INTO {name} VALUES ({marks})", rows)
+    con.execute(f"COPY {name} TO (a_scratch_file('{name}')) (FORMAT parquet)")
 
 
 def _statements(script: str, first: str, last: str) -> tuple[str, ...]:
     """The statements of `script` from the one that writes `first` to the one that
-    writes `last` (temp tables or variables), in order."""
+    writes `last` (a scratch file, a variable or a table), in order."""
     stmts = SQL.statements(script)
     def index(name: str) -> int:
-        pattern = re.compile(rf"(TEMP TABLE|VARIABLE) {name}\b")
+        pattern = re.compile(rf"a_scratch_file\('{name}'\)|(VARIABLE|INSERT INTO) {name}\b")
         return next(i for i, s in enumerate(stmts)
                     if pattern.search(re.sub(r"--[^\n]*", "", s)))
     return stmts[index(first): index(last) + 1]
@@ -62,7 +76,7 @@ def _sweep_reference(intervals: list[tuple[int, int, int, int]],
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_sweep_is_the_priority_rule(seed: int) -> None:
+def test_the_sweep_is_the_priority_rule(seed: int, tmp_path: Path) -> None:
     rnd = random.Random(seed)
     intervals, windows = [], []
     for rank in range(3):
@@ -74,15 +88,13 @@ def test_the_sweep_is_the_priority_rule(seed: int) -> None:
         for _ in range(rnd.randint(1, 4)):  # windows may overlap each other
             ws = base + rnd.randint(-100, 2000)
             windows.append((rank, ws, ws + rnd.randint(0, 1500)))
-    con = _db()
-    con.execute("CREATE TEMP TABLE a_intervals (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER)")
-    con.executemany("INSERT INTO a_intervals VALUES (?, ?, ?, ?)", intervals)
-    con.execute("CREATE TEMP TABLE a_windows (rank INTEGER, window_start_ns BIGINT, "
-                "window_end_ns BIGINT)")
-    con.executemany("INSERT INTO a_windows VALUES (?, ?, ?)", windows)
+    con = _db(tmp_path)
+    _scratch(con, "a_intervals (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER)", intervals)
+    _scratch(con, "a_windows (rank INTEGER, window_start_ns BIGINT, window_end_ns BIGINT)",
+             windows)
     execute_statements(con, _statements("attribution/attribution.sql", "a_segments",
                                         "a_segments"), {})
-    got = con.execute("SELECT rank, s, e, cat, CAST(n_cat AS BIGINT) FROM a_segments "
+    got = con.execute("SELECT rank, s, e, cat, n_cat FROM a_scratch('a_segments') "
                       "ORDER BY ALL").fetchall()
     assert got == _sweep_reference(intervals, windows)
 
@@ -130,9 +142,9 @@ def _recompute_reference(ops: list[Op]) -> set[int]:
 
 
 @pytest.mark.parametrize(("seed", "deep"), [(0, False), (1, False), (2, False), (3, True)])
-def test_the_recompute_walk_is_the_recursion(seed: int, deep: bool) -> None:
+def test_the_recompute_walk_is_the_recursion(seed: int, deep: bool, tmp_path: Path) -> None:
     rnd = random.Random(seed)
-    con = _db()
+    con = _db(tmp_path)
     expected = set()
     for rank in range(2):
         ops = _random_forest(rnd, 400, deep)
@@ -144,22 +156,28 @@ def test_the_recompute_walk_is_the_recursion(seed: int, deep: bool) -> None:
         expected |= {(rank, op_id) for op_id in _recompute_reference(ops)}
     execute_statements(con, _statements("attribution/attribution.sql", "a_tree", "a_tree"),
                        {"run": RUN, "lo": 0, "hi": 1})
-    got = set(con.execute("SELECT rank, op_id FROM a_tree").fetchall())
+    got = set(con.execute("SELECT rank, op_id FROM a_scratch('a_tree')").fetchall())
     assert got == expected and (deep or expected)
 
 
 # ---------------------------------------------------------------- what the host ran
 
 def _host_reference(ops: list[tuple[int, int, int, int]],
-                    gaps: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int, int]]:
-    """(rank, step, window start, op_id, overlap) for every op overlapping a host window."""
-    return sorted((r, step, s, op_id, min(e, s + hb) - max(a, s))
-                  for r, step, s, hb in gaps if hb > 0
-                  for rank, op_id, a, e in ops if rank == r and a < s + hb and e > s)
+                    gaps: list[tuple[int, int, int, int]]) -> list[tuple[int, int, str, int]]:
+    """(rank, step, op name, time): each op's overlap with the host windows of a step,
+    summed over the step's windows (the ops have no children, so it is their self time;
+    each op has its own name, so a pair the join misses or finds twice shows)."""
+    acc: dict[tuple[int, int, str], int] = {}
+    for r, step, s, hb in gaps:
+        for rank, op_id, a, e in ops:
+            if hb > 0 and rank == r and a < s + hb and e > s:
+                key = (r, step, f"op{op_id}")
+                acc[key] = acc.get(key, 0) + min(e, s + hb) - max(a, s)
+    return sorted((*k, v) for k, v in acc.items() if v > 0)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_bucket_join_finds_every_overlap(seed: int) -> None:
+def test_the_bucket_join_finds_every_overlap(seed: int, tmp_path: Path) -> None:
     rnd = random.Random(seed)
     ops, gaps = [], []
     for rank in range(3):
@@ -174,16 +192,15 @@ def test_the_bucket_join_finds_every_overlap(seed: int) -> None:
             s = base + rnd.randint(0, span)
             gaps.append((rank, step % 3, s, rnd.choice([0, rnd.randint(1, 50),
                                                         rnd.randint(1, span // 3)])))
-    con = _db()
+    con = _db(tmp_path)
     con.executemany("INSERT INTO cpu_ops (run, rank, op_id, start_ns, end_ns, name, category,"
-                    " tid) VALUES (?, ?, ?, ?, ?, 'op', 'cpu_op', 1)",
-                    [(RUN, *op) for op in ops])
-    con.execute("CREATE TEMP TABLE i_gaps (rank INTEGER, step INTEGER, s BIGINT, "
-                "host_bound_ns BIGINT)")
-    con.executemany("INSERT INTO i_gaps VALUES (?, ?, ?, ?)", gaps)
-    execute_statements(con, _statements("attribution/idle.sql", "i_hwin", "i_host_ops"),
+                    " tid) VALUES (?, ?, ?, ?, ?, ?, 'cpu_op', 1)",
+                    [(RUN, *op, f"op{op[1]}") for op in ops])
+    _scratch(con, "i_gaps (rank INTEGER, step INTEGER, s BIGINT, host_bound_ns BIGINT)", gaps)
+    execute_statements(con, _statements("attribution/idle.sql", "i_hwin", "host_activity"),
                        {"run": RUN, "lo": 0, "hi": 2})
-    got = con.execute("SELECT rank, step, hs, op_id, ov FROM i_host_ops ORDER BY ALL").fetchall()
+    got = con.execute("SELECT rank, step, name, self_ns FROM host_activity WHERE run = ? "
+                      "ORDER BY ALL", [RUN]).fetchall()
     assert got == _host_reference(ops, gaps)
 
 
@@ -209,7 +226,7 @@ def _exposure_reference(parts: list[tuple[int, int, int, int, int]],
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_exposure_join_shares_every_overlap(seed: int) -> None:
+def test_the_exposure_join_shares_every_overlap(seed: int, tmp_path: Path) -> None:
     rnd = random.Random(seed)
     parts, segments, windows = [], [], []
     for rank in range(3):
@@ -227,23 +244,19 @@ def test_the_exposure_join_shares_every_overlap(seed: int) -> None:
         for step in range(rnd.randint(1, 3)):
             ws = base + rnd.randint(0, max(1, t - base))
             windows.append((rank, step, ws, ws + rnd.randint(0, t - base + 1)))
-    con = _db()
-    for ddl, rows in (
-        ("a_coll_parts (rank INTEGER, coll_id BIGINT, s BIGINT, e BIGINT, cat INTEGER)", parts),
-        ("a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER, n_cat HUGEINT)", segments),
-        ("a_windows (rank INTEGER, step INTEGER, window_start_ns BIGINT, "
-         "window_end_ns BIGINT)", windows),
-    ):
-        con.execute(f"CREATE TEMP TABLE {ddl}")
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            con.executemany(f"INSERT INTO {ddl.split()[0]} VALUES ({marks})", rows)
+    con = _db(tmp_path)
+    _scratch(con, "a_coll_parts (rank INTEGER, coll_id BIGINT, s BIGINT, e BIGINT, cat INTEGER)",
+             parts)
+    _scratch(con, "a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER, n_cat BIGINT)",
+             segments)
+    _scratch(con, "a_windows (rank INTEGER, step INTEGER, window_start_ns BIGINT, "
+             "window_end_ns BIGINT)", windows)
     execute_statements(con, _statements("attribution/attribution.sql",
-                                        "stepscope_comm_bucket_ns", "a_coll_exposure"), {})
+                                        "stepscope_comm_bucket_ns", "collective_exposure"),
+                       {"run": RUN})
     got = con.execute(
-        "SELECT rank, coll_id, step, CAST(coalesce(exposed_ns, 0) AS BIGINT), "
-        "CAST(coalesce(straggler_wait_ns, 0) AS BIGINT), CAST(coalesce(bubble_ns, 0) AS BIGINT),"
-        " CAST(coalesce(exposed_claim_ns, 0) AS BIGINT) FROM a_coll_exposure ORDER BY ALL"
+        "SELECT rank, coll_id, step, exposed_ns, straggler_wait_ns, bubble_ns, "
+        "exposed_claim_ns FROM collective_exposure WHERE run = ? ORDER BY ALL", [RUN]
     ).fetchall()
     assert got == _exposure_reference(parts, segments, windows)
 
@@ -251,7 +264,7 @@ def test_the_exposure_join_shares_every_overlap(seed: int) -> None:
 # ---------------------------------------------------------------- the gaps
 
 @pytest.mark.parametrize("seed", range(6))
-def test_gaps_are_the_maximal_runs_of_idle_segments(seed: int) -> None:
+def test_gaps_are_the_maximal_runs_of_idle_segments(seed: int, tmp_path: Path) -> None:
     rnd = random.Random(seed)
     segments, windows, expected = [], [], []
     for rank in range(2):
@@ -276,14 +289,11 @@ def test_gaps_are_the_maximal_runs_of_idle_segments(seed: int) -> None:
                 run = [s, e] if cat == 7 else []
             if run:
                 expected.append((rank, step, run[0], run[1]))
-    con = _db()
-    con.execute("CREATE TEMP TABLE a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER)")
-    if segments:
-        con.executemany("INSERT INTO a_segments VALUES (?, ?, ?, ?)", segments)
-    con.execute("CREATE TEMP TABLE a_windows (rank INTEGER, step INTEGER, timeline VARCHAR, "
-                "window_start_ns BIGINT, window_end_ns BIGINT)")
-    con.executemany("INSERT INTO a_windows VALUES (?, ?, ?, ?, ?)", windows)
+    con = _db(tmp_path)
+    _scratch(con, "a_segments (rank INTEGER, s BIGINT, e BIGINT, cat INTEGER)", segments)
+    _scratch(con, "a_windows (rank INTEGER, step INTEGER, timeline VARCHAR, "
+             "window_start_ns BIGINT, window_end_ns BIGINT)", windows)
     execute_statements(con, _statements("attribution/idle.sql", "i_gaps", "i_gaps"),
                        {"run": RUN, "lo": 0, "hi": 1, "short_gap_ns": 30_000})
-    got = con.execute("SELECT rank, step, s, e FROM i_gaps ORDER BY ALL").fetchall()
+    got = con.execute("SELECT rank, step, s, e FROM a_scratch('i_gaps') ORDER BY ALL").fetchall()
     assert got == sorted(expected)

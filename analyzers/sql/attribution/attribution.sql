@@ -3,9 +3,11 @@
 -- attribution/collective_match.sql matched the collectives of every rank (its temp table
 -- a_waits). Everything here is per rank, so a batch's results do not depend on the
 -- others and memory holds one batch's intervals, whatever the job's size.
--- Reads the raw tables; appends the batch's rows of recompute_ops, step_attribution and
--- collective_exposure. Needs the macros of attribution/macros.sql
--- (analyzers._sql.install_macros). Parameters: $run, $lo, $hi (ranks, inclusive).
+-- Reads the raw tables; writes the batch's scratch files (a_tree, a_timeline,
+-- a_intervals, a_windows, a_segments, a_coll_parts: attribution/scratch.sql) and appends
+-- its rows of recompute_ops, step_attribution and collective_exposure. Needs the macros
+-- of attribution/macros.sql (analyzers._sql.install_macros) and attribution/scratch.sql.
+-- Parameters: $run, $lo, $hi (ranks, inclusive).
 
 -- ------------------------------------------------------------------ recompute
 -- Forward ops re-executed inside a backward node: an op under an
@@ -27,7 +29,7 @@
 -- is longer than the deepest op's depth: when some op is 200 deep (or has no depth), the
 -- walk starts at the roots instead, as deep as the original recursion's 200 levels.
 -- a_tree holds the recomputed ops only.
-CREATE OR REPLACE TEMP TABLE a_tree AS
+COPY (
 WITH RECURSIVE a_ops AS MATERIALIZED (
     SELECT rank, op_id, parent_id, depth,
         coalesce(name LIKE 'autograd::engine::evaluate_function:%', false) AS is_bwd_node,
@@ -49,29 +51,31 @@ WITH RECURSIVE a_ops AS MATERIALIZED (
     FROM t JOIN a_ops c ON c.rank = t.rank AND c.parent_id = t.op_id
     WHERE t.lvl < 200
 )
-SELECT DISTINCT rank, op_id FROM t WHERE is_rc;
+SELECT DISTINCT rank, op_id FROM t WHERE is_rc
+) TO (a_scratch_file('a_tree')) (FORMAT parquet, COMPRESSION uncompressed);
 
-INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_tree;
+INSERT INTO recompute_ops SELECT $run, rank, op_id FROM a_scratch('a_tree');
 
 -- ------------------------------------------------------------------ timelines
 -- GPU ranks are attributed on their GPU ops; CPU-only ranks on the CPU ops of their
 -- training threads.
-CREATE OR REPLACE TEMP TABLE a_timeline AS
+COPY (
 SELECT r.rank,
     CASE WHEN EXISTS (SELECT 1 FROM gpu_ops g WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi
                  AND g.rank = r.rank)
          THEN 'gpu' ELSE 'cpu' END AS timeline
-FROM ranks r WHERE r.run = $run AND r.rank BETWEEN $lo AND $hi;
+FROM ranks r WHERE r.run = $run AND r.rank BETWEEN $lo AND $hi
+) TO (a_scratch_file('a_timeline')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble, 6 memory.
-CREATE OR REPLACE TEMP TABLE a_intervals AS
+COPY (
 -- GPU: kernels and memory ops (communication comes from the collectives below)
 SELECT g.rank, g.start_ns AS s, g.end_ns AS e,
     CASE WHEN g.kind IN ('memcpy', 'memset') THEN 6
          WHEN rc.op_id IS NOT NULL THEN 2 ELSE 1 END AS cat
 FROM gpu_ops g
-JOIN a_timeline tl ON tl.rank = g.rank AND tl.timeline = 'gpu'
-LEFT JOIN a_tree rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id
+JOIN a_scratch('a_timeline') tl ON tl.rank = g.rank AND tl.timeline = 'gpu'
+LEFT JOIN a_scratch('a_tree') rc ON rc.rank = g.rank AND rc.op_id = g.launch_op_id
 WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi AND g.kind <> 'comm'
 UNION ALL
 -- communication (GPU kernels, or gloo spans on CPU ranks): wait part, then the rest
@@ -86,28 +90,28 @@ WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
 UNION ALL
 SELECT c.rank, c.work_start_ns, c.work_end_ns, 5
 FROM collectives c WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p
-  AND c.work_start_ns IS NOT NULL;
-
+  AND c.work_start_ns IS NOT NULL
+UNION ALL
 -- CPU ranks: the self time of each compute op (the cpu_self_time macro,
 -- attribution/macros.sql), every op of the rank.
-INSERT INTO a_intervals
 SELECT rank, s, e, cat FROM cpu_self_time($run, (
     SELECT list({'rank': rank, 'ws': NULL::BIGINT, 'we': NULL::BIGINT})
-    FROM a_timeline WHERE timeline = 'cpu'));
+    FROM a_scratch('a_timeline') WHERE timeline = 'cpu'))
+) TO (a_scratch_file('a_intervals')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- ------------------------------------------------------------------ step windows
 -- GPU: from the first GPU start of the ops launched in step k to that of step k+1; the
 -- last step ends at the last GPU end of its own ops. CPU: the same on ProfilerStep starts.
 -- A GPU step whose graph launch no GPU op is linked to (its GPU side is visibly missing)
 -- takes its CPU step as the window instead (window_source 'cpu_step').
-CREATE OR REPLACE TEMP TABLE a_windows AS
+COPY (
 WITH s AS (
     SELECT st.rank, st.step, tl.timeline,
         CASE WHEN tl.timeline = 'cpu' THEN 'cpu'
              WHEN coalesce(st.graph_launches_unlinked, 0) > 0 THEN 'cpu_step'
              ELSE 'gpu' END AS window_source,
         st.gpu_start_ns, st.gpu_end_ns, st.start_ns, st.end_ns
-    FROM steps st JOIN a_timeline tl ON tl.rank = st.rank
+    FROM steps st JOIN a_scratch('a_timeline') tl ON tl.rank = st.rank
     WHERE st.run = $run AND st.rank BETWEEN $lo AND $hi
 ), e AS (
     SELECT *,
@@ -124,7 +128,8 @@ SELECT rank, step, timeline, window_source, ws AS window_start_ns,
          WHEN next_ws IS NOT NULL AND next_step = step + 1 THEN next_ws ELSE own_end END
         AS window_end_ns,
     next_ws IS NOT NULL AND next_step = step + 1 AS has_successor
-FROM n WHERE own_end IS NOT NULL;
+FROM n WHERE own_end IS NOT NULL
+) TO (a_scratch_file('a_windows')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- ------------------------------------------------------------------ priority sweep
 -- Every boundary (interval ends and window edges) cuts the rank's timeline into
@@ -139,12 +144,12 @@ FROM n WHERE own_end IS NOT NULL;
 -- the whole batch gives each rank its own counts. Points at the same time are not
 -- grouped first: only the last of them has a later next point, and its running sums
 -- include all of them; the others are segments of zero length, dropped.
-CREATE OR REPLACE TEMP TABLE a_segments AS
+COPY (
 WITH pts AS (
-    SELECT rank, s AS t, cat, 1 AS d FROM a_intervals WHERE e > s
-    UNION ALL SELECT rank, e, cat, -1 FROM a_intervals WHERE e > s
-    UNION ALL SELECT rank, window_start_ns, 0, 0 FROM a_windows
-    UNION ALL SELECT rank, window_end_ns, 0, 0 FROM a_windows
+    SELECT rank, s AS t, cat, 1 AS d FROM a_scratch('a_intervals') WHERE e > s
+    UNION ALL SELECT rank, e, cat, -1 FROM a_scratch('a_intervals') WHERE e > s
+    UNION ALL SELECT rank, window_start_ns, 0, 0 FROM a_scratch('a_windows')
+    UNION ALL SELECT rank, window_end_ns, 0, 0 FROM a_scratch('a_windows')
 ), packed AS (
     SELECT rank, t,
         CASE cat WHEN 1 THEN d WHEN 2 THEN d * 2147483648 ELSE 0 END AS d12,
@@ -167,12 +172,15 @@ WITH pts AS (
 SELECT rank, t AS s, t_next AS e,
     CASE WHEN n1 > 0 THEN 1 WHEN n2 > 0 THEN 2 WHEN n3 > 0 THEN 3 WHEN n4 > 0 THEN 4
          WHEN n5 > 0 THEN 5 WHEN n6 > 0 THEN 6 ELSE 7 END AS cat,
-    -- how many intervals of the segment's own category run in it (shares it out below)
-    CASE WHEN n1 > 0 THEN n1 WHEN n2 > 0 THEN n2 WHEN n3 > 0 THEN n3 WHEN n4 > 0 THEN n4
-         WHEN n5 > 0 THEN n5 WHEN n6 > 0 THEN n6 ELSE 0 END AS n_cat
-FROM counts;
+    -- how many intervals of the segment's own category run in it (shares it out below;
+    -- the running sums are HUGEINT, which Parquet has no type for)
+    CAST(CASE WHEN n1 > 0 THEN n1 WHEN n2 > 0 THEN n2 WHEN n3 > 0 THEN n3 WHEN n4 > 0 THEN n4
+              WHEN n5 > 0 THEN n5 WHEN n6 > 0 THEN n6 ELSE 0 END AS BIGINT) AS n_cat
+FROM counts
+) TO (a_scratch_file('a_segments')) (FORMAT parquet, COMPRESSION uncompressed);
 
-CREATE OR REPLACE TEMP TABLE a_attr AS
+INSERT INTO step_attribution BY NAME
+WITH a_attr AS (
 SELECT w.rank, w.step, w.timeline, w.window_source, w.window_start_ns, w.window_end_ns, w.has_successor,
     w.window_end_ns - w.window_start_ns AS step_ns,
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 1), 0) AS compute_ns,
@@ -181,11 +189,11 @@ SELECT w.rank, w.step, w.timeline, w.window_source, w.window_start_ns, w.window_
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 4), 0) AS straggler_wait_ns,
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 5), 0) AS bubble_ns,
     coalesce(sum(g.e - g.s) FILTER (WHERE g.cat = 6), 0) AS memory_ns
-FROM a_windows w
-LEFT JOIN a_segments g ON g.rank = w.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
-GROUP BY ALL;
-
-INSERT INTO step_attribution BY NAME
+FROM a_scratch('a_windows') w
+LEFT JOIN a_scratch('a_segments') g
+       ON g.rank = w.rank AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
+GROUP BY ALL
+)
 SELECT $run AS run, *,
     step_ns - compute_ns - recompute_ns - exposed_comm_ns - straggler_wait_ns - bubble_ns
         - memory_ns AS idle_ns
@@ -198,7 +206,7 @@ FROM a_attr;
 -- point-to-point ops; when several run at once they share it equally. So summed over
 -- collectives, each column is exactly its category in step_attribution, and the rest of
 -- a collective's time (under compute, or under another collective) is overlapped.
-CREATE OR REPLACE TEMP TABLE a_coll_parts AS
+COPY (
 SELECT c.rank, c.coll_id, c.work_start_ns AS s, c.work_start_ns + w.wait_ns AS e, 4 AS cat
 FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
 WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p AND w.wait_ns > 0
@@ -210,7 +218,8 @@ WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
 UNION ALL
 SELECT c.rank, c.coll_id, c.work_start_ns, c.work_end_ns, 5
 FROM collectives c
-WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p AND c.work_start_ns IS NOT NULL;
+WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p AND c.work_start_ns IS NOT NULL
+) TO (a_scratch_file('a_coll_parts')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- Which segments each part overlaps (same rank and category, g.s < p.e AND g.e > p.s),
 -- as an equi-join on time buckets, as for the host windows in attribution/idle.sql: the
@@ -223,19 +232,19 @@ WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND c.is_p2p AND c.work_start_
 -- is 2^62 ns.
 SET VARIABLE stepscope_comm_bucket_ns = (
     SELECT CAST(coalesce(greatest(1, sum(span) // sum(n)), 4611686018427387904) AS BIGINT)
-    FROM (SELECT max(e) - min(s) AS span, count(*) AS n FROM a_coll_parts WHERE e > s
+    FROM (SELECT max(e) - min(s) AS span, count(*) AS n FROM a_scratch('a_coll_parts') WHERE e > s
           GROUP BY rank));
 
-CREATE OR REPLACE TEMP TABLE a_coll_exposure AS
+INSERT INTO collective_exposure BY NAME
 WITH g AS (
     SELECT rank, cat, s, e, n_cat,
         unnest(range(s // getvariable('stepscope_comm_bucket_ns'),
                      e // getvariable('stepscope_comm_bucket_ns') + 1)) AS bk
-    FROM a_segments WHERE cat IN (3, 4, 5)
+    FROM a_scratch('a_segments') WHERE cat IN (3, 4, 5)
 ), p AS NOT MATERIALIZED (
     SELECT *, s // getvariable('stepscope_comm_bucket_ns') AS first_bk,
         e // getvariable('stepscope_comm_bucket_ns') AS last_bk
-    FROM a_coll_parts WHERE e > s
+    FROM a_scratch('a_coll_parts') WHERE e > s
 ), p_buckets AS (
     SELECT p.*, first_bk AS bk FROM p
     UNION ALL
@@ -250,16 +259,16 @@ WITH g AS (
 ), shares AS (
     SELECT c.rank, c.coll_id, w.step, c.cat, c.ns, c.claim_ns
     FROM claims c
-    JOIN a_windows w ON w.rank = c.rank AND c.s >= w.window_start_ns AND c.e <= w.window_end_ns
+    JOIN a_scratch('a_windows') w
+      ON w.rank = c.rank AND c.s >= w.window_start_ns AND c.e <= w.window_end_ns
+), a_coll_exposure AS (
+    SELECT rank, coll_id, step,
+        round(sum(ns) FILTER (WHERE cat = 3)) AS exposed_ns,
+        round(sum(ns) FILTER (WHERE cat = 4)) AS straggler_wait_ns,
+        round(sum(ns) FILTER (WHERE cat = 5)) AS bubble_ns,
+        sum(claim_ns) FILTER (WHERE cat = 3) AS exposed_claim_ns
+    FROM shares GROUP BY rank, coll_id, step
 )
-SELECT rank, coll_id, step,
-    round(sum(ns) FILTER (WHERE cat = 3)) AS exposed_ns,
-    round(sum(ns) FILTER (WHERE cat = 4)) AS straggler_wait_ns,
-    round(sum(ns) FILTER (WHERE cat = 5)) AS bubble_ns,
-    sum(claim_ns) FILTER (WHERE cat = 3) AS exposed_claim_ns
-FROM shares GROUP BY rank, coll_id, step;
-
-INSERT INTO collective_exposure BY NAME
 SELECT $run AS run, rank, coll_id, step,
     coalesce(exposed_ns, 0) AS exposed_ns, coalesce(straggler_wait_ns, 0) AS straggler_wait_ns,
     coalesce(bubble_ns, 0) AS bubble_ns, coalesce(exposed_claim_ns, 0) AS exposed_claim_ns

@@ -1,6 +1,6 @@
 -- Idle split of the ranks $lo to $hi of run $run (docs/attribution.md, "Idle: why the GPU
 -- waited"): runs right after attribution.sql on the same batch of ranks and connection and
--- reads its temp tables a_segments (the priority sweep; category 7 = idle) and a_windows,
+-- reads its scratch files a_segments (the priority sweep; category 7 = idle) and a_windows,
 -- plus gpu_ops and cpu_ops (through the macros sync_calls and blocking_copies of
 -- waits/macros.sql too).
 -- Appends the batch's idle_gaps and host_activity and sets its step_attribution.
@@ -19,13 +19,13 @@
 -- of them); a run starts where the previous idle segment of the window ends earlier and
 -- ends where the next starts later. Most runs are one segment (that is its gap); only
 -- the segments of longer runs are numbered into runs and grouped.
-CREATE OR REPLACE TEMP TABLE i_gaps AS
+COPY (
 WITH seg AS (
     SELECT g.rank, w.step, g.s, g.e,
         coalesce(lag(g.e) OVER win <> g.s, true) AS run_start,
         coalesce(lead(g.s) OVER win <> g.e, true) AS run_end
-    FROM a_segments g
-    JOIN a_windows w ON w.rank = g.rank AND w.timeline = 'gpu'
+    FROM a_scratch('a_segments') g
+    JOIN a_scratch('a_windows') w ON w.rank = g.rank AND w.timeline = 'gpu'
                     AND g.s >= w.window_start_ns AND g.e <= w.window_end_ns
     WHERE g.cat = 7
     WINDOW win AS (PARTITION BY g.rank, w.step ORDER BY g.s)
@@ -51,7 +51,8 @@ WITH seg AS (
 SELECT rank, step, s, e, next_launch_ns,
     CASE WHEN e - s <= $short_gap_ns THEN 0
          ELSE least(e - s, greatest(0, coalesce(launch_point_ns, s) - s)) END AS host_bound_ns
-FROM nxt;
+FROM nxt
+) TO (a_scratch_file('i_gaps')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- Synchronizing runtime calls (the host waits for the GPU; waits/macros.sql, the
 -- critical path's list too): a gap that begins as one returns follows a synchronization
@@ -59,19 +60,20 @@ FROM nxt;
 -- An async copy that returned only once its own copy had ended blocked the same way
 -- (into pageable host memory: .item(), .cpu() on real traces; waits/macros.sql, the
 -- critical path's rule).
-CREATE OR REPLACE TEMP TABLE i_syncs AS
-SELECT rank, start_ns, end_ns FROM sync_calls($run) WHERE rank BETWEEN $lo AND $hi
-UNION ALL
-SELECT rank, start_ns, end_ns FROM blocking_copies($run) WHERE rank BETWEEN $lo AND $hi;
-
-CREATE OR REPLACE TEMP TABLE i_loader AS
-SELECT rank, start_ns, end_ns FROM cpu_ops
-WHERE run = $run AND rank BETWEEN $lo AND $hi AND name LIKE 'enumerate(DataLoader)%';
-
+-- The data loader's spans (i_loader) likewise.
 -- after_sync and loader_ns only concern gaps with a host-bound part (a tenth of them on
 -- real ranks; 0 / false for the others), so only those meet the runtime calls.
 INSERT INTO idle_gaps BY NAME
-WITH host AS (
+WITH i_syncs AS MATERIALIZED (
+    SELECT rank, start_ns, end_ns FROM sync_calls($run) WHERE rank BETWEEN $lo AND $hi
+    UNION ALL
+    SELECT rank, start_ns, end_ns FROM blocking_copies($run) WHERE rank BETWEEN $lo AND $hi
+), i_loader AS MATERIALIZED (
+    SELECT rank, start_ns, end_ns FROM cpu_ops
+    WHERE run = $run AND rank BETWEEN $lo AND $hi AND name LIKE 'enumerate(DataLoader)%'
+), i_gaps AS MATERIALIZED (
+    FROM a_scratch('i_gaps')
+), host AS (
     SELECT rank, step, s, host_bound_ns FROM i_gaps WHERE host_bound_ns > 0
 ), sync AS (
     SELECT DISTINCT h.rank, h.step, h.s
@@ -121,8 +123,10 @@ WHERE step_attribution.run = $run AND step_attribution.rank BETWEEN $lo AND $hi
 -- children's) of every CPU op, annotation, Python frame and runtime call, per thread.
 -- The host windows, [gap start, gap start + host_bound_ns), from i_gaps (the same rows
 -- as the batch's idle_gaps).
-CREATE OR REPLACE TEMP TABLE i_hwin AS
-SELECT rank, step, s AS ws, s + host_bound_ns AS we FROM i_gaps WHERE host_bound_ns > 0;
+COPY (
+SELECT rank, step, s AS ws, s + host_bound_ns AS we
+FROM a_scratch('i_gaps') WHERE host_bound_ns > 0
+) TO (a_scratch_file('i_hwin')) (FORMAT parquet, COMPRESSION uncompressed);
 
 -- Which ops overlap which window (o.start_ns < we AND o.end_ns > ws), as equi-joins on
 -- time buckets instead of a range join over every op: time is cut into buckets of
@@ -137,17 +141,19 @@ SELECT rank, step, s AS ws, s + host_bound_ns AS we FROM i_gaps WHERE host_bound
 -- is 2^62 ns (no op spans two).
 SET VARIABLE stepscope_host_bucket_ns = (
     SELECT CAST(coalesce(greatest(1, sum(span) // sum(n)), 4611686018427387904) AS BIGINT)
-    FROM (SELECT max(we) - min(ws) AS span, count(*) AS n FROM i_hwin GROUP BY rank));
-
-CREATE OR REPLACE TEMP TABLE i_hspan AS
-SELECT rank, min(ws) // getvariable('stepscope_host_bucket_ns') AS first_bk,
-    max(we) // getvariable('stepscope_host_bucket_ns') AS last_bk
-FROM i_hwin GROUP BY rank;
+    FROM (SELECT max(we) - min(ws) AS span, count(*) AS n FROM a_scratch('i_hwin')
+          GROUP BY rank));
 
 -- `o` is read twice, NOT MATERIALIZED: scanning cpu_ops twice is cheaper than a copy of
--- it with its names.
-CREATE OR REPLACE TEMP TABLE i_host_ops AS
-WITH o AS NOT MATERIALIZED (
+-- it with its names. i_host_ops, the overlaps, is read twice (each op and its children).
+INSERT INTO host_activity BY NAME
+WITH i_hwin AS MATERIALIZED (
+    FROM a_scratch('i_hwin')
+), i_hspan AS (
+    SELECT rank, min(ws) // getvariable('stepscope_host_bucket_ns') AS first_bk,
+        max(we) // getvariable('stepscope_host_bucket_ns') AS last_bk
+    FROM i_hwin GROUP BY rank
+), o AS NOT MATERIALIZED (
     SELECT rank, op_id, parent_id, tid, name, category, start_ns, end_ns,
         start_ns // getvariable('stepscope_host_bucket_ns') AS first_bk,
         end_ns // getvariable('stepscope_host_bucket_ns') AS last_bk
@@ -167,12 +173,11 @@ WITH o AS NOT MATERIALIZED (
     SELECT o.* EXCLUDE (first_bk, last_bk, bk), w.step, w.ws, w.we
     FROM o_later o
     JOIN i_hwin w ON w.rank = o.rank AND w.ws // getvariable('stepscope_host_bucket_ns') = o.bk
+), i_host_ops AS MATERIALIZED (
+    SELECT rank, step, ws AS hs, op_id, parent_id, tid, name, category,
+        least(end_ns, we) - greatest(start_ns, ws) AS ov
+    FROM pairs WHERE start_ns < we AND end_ns > ws
 )
-SELECT rank, step, ws AS hs, op_id, parent_id, tid, name, category,
-    least(end_ns, we) - greatest(start_ns, ws) AS ov
-FROM pairs WHERE start_ns < we AND end_ns > ws;
-
-INSERT INTO host_activity BY NAME
 SELECT $run AS run, p.rank, p.step, p.tid, p.name, p.category,
     sum(greatest(0, p.ov - coalesce(k.kids, 0))) AS self_ns
 FROM i_host_ops p
