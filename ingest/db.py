@@ -33,15 +33,22 @@ from stepscope.ingest.queries import sql
 DEFAULT_DB = "stepscope.duckdb"
 MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
 # The writer's DuckDB memory limit when $STEPSCOPE_MEMORY_LIMIT is not set: 1GB for what a
-# write connection does besides ingesting (nightly reports, merges); an ingest runs at
-# the floor while it appends (a batch streams from Parquet), then at a limit sized to the
-# largest batch of the attribution (`fit_memory_limit`), so the uncommitted run and the
-# dropped temporary tables of earlier batches spill to disk instead of filling memory
-# (docs/scale.md).
+# write connection does besides ingesting (nightly reports, merges). An ingest sets it
+# as working room on top of what the uncommitted run holds in memory when the step
+# starts (`fit_memory_limit`): the floor while it appends (a batch streams from
+# Parquet), then room sized to the largest batch of the attribution, so the run's
+# written blocks spill to disk instead of filling memory (docs/scale.md). The floor: at
+# 64 MiB the appends of 1,024 simulated ranks peaked 30 MB higher than at 32
+# (benchmarks/README.md).
 DEFAULT_MEMORY_LIMIT = "1GB"
-MEMORY_FLOOR_BYTES = 64 << 20
+MEMORY_FLOOR_BYTES = 32 << 20
 MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace event
 MEMORY_CEILING_BYTES = 4 << 30
+# Rows per row group in what a writer appends (catalog/attach_writer.sql): the
+# uncommitted run's partly filled last group of every table stays in memory until the
+# commit; at DuckDB's default of 122,880 rows that tail grew the writer by 46 MB at 1,024
+# simulated ranks (benchmarks/README.md). The file is ~5% larger.
+WRITE_ROW_GROUP_ROWS = 16_384
 NO_EXTENSION_DOWNLOADS: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 DUCKDB_MAGIC = b"DUCK"      # bytes 8-11 of every DuckDB database file
@@ -99,12 +106,28 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     _check_utf8_name(path)
     _check_duckdb_file(path)
     try:
-        con = connect(path, read_only=read_only,
-                      config=None if read_only else _memory_config())
+        con = connect(path, read_only=True) if read_only else _connect_writer(path)
     except duckdb.Error as exc:
         raise _open_error(path, exc) from None
     with _closing_on_error(con, path):
         _check_complete(con, path)
+    return con
+
+
+def _connect_writer(path: Path) -> duckdb.DuckDBPyConnection:
+    """A connection in memory with the database file attached as its default database
+    (`stepscope`), its row groups WRITE_ROW_GROUP_ROWS long, and the temp folder beside
+    the file (`<db>.tmp`), where DuckDB would put it for a file it opened itself. DuckDB's
+    cache of external files is off: the writer reads each stage Parquet file once."""
+    con = connect(config={**_memory_config(), "temp_directory": f"{path}.tmp",
+                          "enable_external_file_cache": False})
+    try:
+        con.execute(sql("catalog/attach_writer.sql"),
+                    {"path": str(path), "rows": WRITE_ROW_GROUP_ROWS})
+        con.execute(sql("catalog/use_writer.sql"))
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -181,8 +204,10 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
                           f"{os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_LIMIT)!r} ({first[:160]}); "
                           f"give a size such as 2GB (default {DEFAULT_MEMORY_LIMIT})")
     # another process holds the write lock, or this process has the file open with the
-    # other mode (read-only vs read-write): both clear once that connection closes
-    if re.search(r"\block", text.lower()) or "different configuration" in text.lower():
+    # other mode (read-only vs read-write, or attached by a writer): all clear once that
+    # connection closes
+    if re.search(r"\block", text.lower()) or "different configuration" in text.lower() \
+            or isinstance(exc, duckdb.ResourceInUseException):
         return DatabaseBusyError(
             f"{db}: the database is locked by another stepscope process "
             "(an ingest in progress?); wait for it to finish or use another --db")
@@ -211,22 +236,34 @@ def memory_limit_for(events: int) -> int | None:
     return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
 
 
+def run_memory_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The bytes of DuckDB's buffers that hold rows not yet in the database file (the
+    uncommitted run: catalog/run_memory.sql); the commit needs them pinned."""
+    (held,), = con.execute(sql("catalog/run_memory.sql")).fetchall()
+    return int(held)
+
+
 @contextmanager
 def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[None]:
-    """Within the block, the connection's DuckDB memory limit is sized to a step that
+    """Within the block, the connection's DuckDB memory limit is room for a step that
     works on `events` trace events at once (the attribution's largest batch of ranks; 0:
-    the floor, as an ingest appends its ranks):
-    enough for that batch's queries, not the whole run, which DuckDB would otherwise keep
-    cached up to the limit.
+    the floor, as an ingest appends its ranks) on top of what the uncommitted run holds in
+    memory as the block starts (`run_memory_bytes`): enough for that batch's queries, not
+    the whole run, which DuckDB would otherwise keep cached up to the limit. (A fixed
+    32 MiB ran out of memory in the attribution and the commit of 2,048 simulated ranks,
+    whose appended rows took 31.9 of it. Measured once, at the start: raised after every
+    append instead, the limit fed the run's buffers, which grew into it, 13.6 → 31.6 MB
+    at 1,024 ranks.)
 
     Afterwards the limit before is restored when that raises it; a lower one is left
     for the enclosing block to restore when it ends: lowering it again (the ingest's
     floor, after its attribution) would make DuckDB evict, to its temp folder, what the
     commit that follows writes to the file anyway (0.1 s of CPU on 8 real ranks)."""
-    limit = memory_limit_for(events)
-    if limit is None:
+    room = memory_limit_for(events)
+    if room is None:
         yield
         return
+    limit = room + run_memory_bytes(con)
     (before,), = con.execute(sql("catalog/memory_limit_get.sql")).fetchall()
     con.execute(sql("catalog/memory_limit.sql"), {"limit": f"{limit}B"})
     try:

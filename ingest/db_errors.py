@@ -16,7 +16,7 @@ import errno
 import os
 from pathlib import Path
 
-from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV
+from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV, MEMORY_FLOOR_BYTES
 from stepscope.ingest.errors import StepscopeError, UsageError, one_line, quote_name
 
 
@@ -56,8 +56,8 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     text = str(exc).lower()
     if kind == "OutOfMemoryException" or "out of memory" in text:
         limit = os.environ.get(MEMORY_ENV) or (
-            f"{DEFAULT_MEMORY_LIMIT}; an ingest appends at 64MiB and attributes at a limit "
-            "sized to its batches")
+            f"{DEFAULT_MEMORY_LIMIT}; an ingest appends at {MEMORY_FLOOR_BYTES >> 20}MiB and "
+            "attributes at a limit sized to its batches, each above what the run holds")
         return DatabaseProblem(
             f"out of memory in the database (its limit is {limit}, from ${MEMORY_ENV} or "
             f"the default); raise ${MEMORY_ENV} (e.g. 2GB) or free "
