@@ -37,11 +37,14 @@ MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
 # as working room on top of what the uncommitted run holds in memory when the step
 # starts (`fit_memory_limit`): the floor while it appends (a batch streams from
 # Parquet), then room sized to the largest batch of the attribution, so the run's
-# written blocks spill to disk instead of filling memory (docs/scale.md). The floor: at
+# written blocks spill to disk instead of filling memory (docs/scale.md). The floors: at
 # 64 MiB the appends of 1,024 simulated ranks peaked 30 MB higher than at 32
-# (benchmarks/README.md).
+# (benchmarks/README.md); the attribution's queries need more than 32 MiB whatever the
+# batch's size (DuckDB's per-thread sort, hash and Parquet buffers: the 4 ranks and 22k
+# CPU ops of sample_traces/cpu/ckpt ran out of memory at 34.7 MiB, on 2 threads).
 DEFAULT_MEMORY_LIMIT = "1GB"
-MEMORY_FLOOR_BYTES = 32 << 20
+MEMORY_FLOOR_BYTES = 32 << 20         # while an ingest appends its ranks
+QUERY_FLOOR_BYTES = 64 << 20          # while it attributes them
 MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace event
 MEMORY_CEILING_BYTES = 4 << 30
 # Rows per row group in what a writer appends (catalog/attach_writer.sql): the
@@ -228,12 +231,15 @@ def _memory_config() -> Config:
 
 
 def memory_limit_for(events: int) -> int | None:
-    """The writer's memory limit in bytes for work on `events` trace events at once
-    (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling); None when
+    """The writer's memory limit in bytes for queries on `events` trace events at once
+    (MEMORY_PER_EVENT_BYTES each, between QUERY_FLOOR_BYTES and the ceiling), or for the
+    appends (`events` 0: MEMORY_FLOOR_BYTES, they stream); None when
     $STEPSCOPE_MEMORY_LIMIT is set: the user's limit holds as given."""
     if os.environ.get(MEMORY_ENV):
         return None
-    return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
+    if events <= 0:
+        return MEMORY_FLOOR_BYTES
+    return min(max(QUERY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
 
 
 def run_memory_bytes(con: duckdb.DuckDBPyConnection) -> int:
