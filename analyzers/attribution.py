@@ -6,6 +6,7 @@ collective_waits and step_attribution); the readers work on read-only connection
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ import duckdb
 
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.model import CATEGORIES
-from stepscope.ingest.db import fit_memory_limit
+from stepscope.ingest.db import fit_memory_limit, threads_for, threads_limit
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,7 +45,8 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     call), then per batch of ranks the rest (attribution.sql), and the split of its idle
     time (idle.sql, which reads attribution.sql's scratch). A batch's intermediate results
     are Parquet files in a private temporary folder (attribution/scratch.sql says why),
-    overwritten by the next batch. Every step of the batch
+    overwritten by the next batch. The memory limit and the thread count are sized to the
+    largest batch (ingest.db.fit_memory_limit, threads_for). Every step of the batch
     part is per rank, so the results do not depend on the batching. Only the macros the
     attribution uses (cpu_self_time; blocking_copies, the idle split's CPU waits shared
     with the critical path) are installed: the analyzers' others cost 10 ms here for
@@ -53,8 +55,10 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     run_script(con, "waits/macros.sql", {})
     batches = rank_batches(con, run, batch_ranks, batch_events)
     largest = max((events for _, _, events in batches), default=0)
+    threads = threads_for(largest)
     with tempfile.TemporaryDirectory(prefix="stepscope-attribution-") as scratch, \
-            fit_memory_limit(con, largest):
+            fit_memory_limit(con, largest), \
+            threads_limit(con, threads) if threads else contextlib.nullcontext():
         run_script(con, "attribution/scratch.sql", {"dir": scratch})
         run_script(con, "attribution/collective_match.sql", {"run": run})
         for lo, hi, _ in batches:

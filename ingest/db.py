@@ -39,13 +39,17 @@ MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
 # Parquet), then room sized to the largest batch of the attribution, so the run's
 # written blocks spill to disk instead of filling memory (docs/scale.md). The floors: at
 # 64 MiB the appends of 1,024 simulated ranks peaked 30 MB higher than at 32
-# (benchmarks/README.md); the attribution's queries need more than 32 MiB whatever the
-# batch's size (DuckDB's per-thread sort, hash and Parquet buffers: the 4 ranks and 22k
-# CPU ops of sample_traces/cpu/ckpt ran out of memory at 34.7 MiB, on 2 threads).
+# (benchmarks/README.md), and at 64 MiB of room the attribution of 1,024 ranks peaked
+# 25 MB higher than at 32 (a small run never fills that room; the large one's cached
+# blocks do).
 DEFAULT_MEMORY_LIMIT = "1GB"
-MEMORY_FLOOR_BYTES = 32 << 20         # while an ingest appends its ranks
-QUERY_FLOOR_BYTES = 64 << 20          # while it attributes them
+MEMORY_FLOOR_BYTES = 32 << 20
 MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace event
+# The attribution's queries get one DuckDB thread per this much of their room: each
+# thread holds its own sort, hash and Parquet buffers, and the 4 ranks and 22k CPU ops
+# of sample_traces/cpu/ckpt ran out of memory at 32 MiB of room on 2 threads (4 tries
+# in 5; 36 MiB or 1 thread: none in 5).
+ROOM_PER_THREAD_BYTES = 32 << 20
 MEMORY_CEILING_BYTES = 4 << 30
 # Rows per row group in what a writer appends (catalog/attach_writer.sql): the
 # uncommitted run's partly filled last group of every table stays in memory until the
@@ -231,15 +235,21 @@ def _memory_config() -> Config:
 
 
 def memory_limit_for(events: int) -> int | None:
-    """The writer's memory limit in bytes for queries on `events` trace events at once
-    (MEMORY_PER_EVENT_BYTES each, between QUERY_FLOOR_BYTES and the ceiling), or for the
-    appends (`events` 0: MEMORY_FLOOR_BYTES, they stream); None when
+    """The writer's memory limit in bytes for work on `events` trace events at once
+    (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling); None when
     $STEPSCOPE_MEMORY_LIMIT is set: the user's limit holds as given."""
     if os.environ.get(MEMORY_ENV):
         return None
-    if events <= 0:
-        return MEMORY_FLOOR_BYTES
-    return min(max(QUERY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
+    return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
+
+
+def threads_for(events: int) -> int | None:
+    """The DuckDB threads for queries on `events` trace events at once: one per
+    ROOM_PER_THREAD_BYTES of their room (`memory_limit_for`; at least one), so that a
+    machine's many cores do not split the room into buffers too small for each; None
+    when $STEPSCOPE_MEMORY_LIMIT is set (every thread, under the user's limit)."""
+    room = memory_limit_for(events)
+    return None if room is None else max(1, room // ROOM_PER_THREAD_BYTES)
 
 
 def run_memory_bytes(con: duckdb.DuckDBPyConnection) -> int:

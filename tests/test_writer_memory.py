@@ -20,12 +20,13 @@ from stepscope.ingest.db import (
     MEMORY_ENV,
     MEMORY_FLOOR_BYTES,
     MEMORY_PER_EVENT_BYTES,
-    QUERY_FLOOR_BYTES,
+    ROOM_PER_THREAD_BYTES,
     connect_write,
     fit_memory_limit,
     memory_limit_for,
     run_memory_bytes,
     size_bytes,
+    threads_for,
 )
 
 pytestmark = pytest.mark.slow  # ingests runs under memory limits
@@ -44,11 +45,21 @@ def _limit_bytes(con: duckdb.DuckDBPyConnection) -> float:
 def test_limit_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     assert memory_limit_for(0) == MEMORY_FLOOR_BYTES
-    assert memory_limit_for(1) == QUERY_FLOOR_BYTES
     assert memory_limit_for(1_000_000) == 1_000_000 * MEMORY_PER_EVENT_BYTES
     assert memory_limit_for(10**12) == MEMORY_CEILING_BYTES
     monkeypatch.setenv(MEMORY_ENV, "2GB")
     assert memory_limit_for(1_000_000) is None  # the user's limit holds
+
+
+def test_threads_for_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One DuckDB thread per ROOM_PER_THREAD_BYTES of a query's room: the floor's room
+    runs on one thread, a batch of a million events (305 MiB) on nine."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert ROOM_PER_THREAD_BYTES == MEMORY_FLOOR_BYTES
+    assert threads_for(0) == threads_for(50_000) == 1
+    assert threads_for(1_000_000) == 1_000_000 * MEMORY_PER_EVENT_BYTES // (32 << 20) == 9
+    monkeypatch.setenv(MEMORY_ENV, "2GB")
+    assert threads_for(1_000_000) is None  # every thread, under the user's limit
 
 
 def test_writer_opens_at_1gb_and_an_ingest_runs_at_the_floor(
@@ -108,13 +119,15 @@ def test_the_limit_is_room_above_what_the_run_holds(
         con.close()
 
 
-def _spy_limits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
-    """Record the connection's memory limit at every attribution script."""
-    seen: list[tuple[str, float]] = []
+def _spy_limits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, int]]:
+    """Record the connection's memory limit and thread count at every attribution
+    script."""
+    seen: list[tuple[str, float, int]] = []
     original: Callable[..., None] = attribution.run_script
 
     def spy(con: duckdb.DuckDBPyConnection, name: str, params: object = None) -> None:
-        seen.append((name, _limit_bytes(con)))
+        (threads,), = con.execute("SELECT current_setting('threads')").fetchall()
+        seen.append((name, _limit_bytes(con), int(threads)))
         original(con, name, params)
 
     monkeypatch.setattr(attribution, "run_script", spy)
@@ -124,8 +137,8 @@ def _spy_limits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
 def test_attribution_runs_at_its_batch_limit(
         make_run: Callable[..., Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ingest's attribution runs with the room of its largest batch (here the query
-    floor: a small job) on top of what the run pins, and the rows are those of an ingest with a
+    """The ingest's attribution runs with the room of its largest batch (here the floor:
+    a small job) on top of what the run pins, and the rows are those of an ingest with a
     generous limit."""
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     monkeypatch.setenv("STEPSCOPE_JOBS", "1")
@@ -137,12 +150,15 @@ def test_attribution_runs_at_its_batch_limit(
     con.close()
     expected = memory_limit_for(int(events))
     assert expected is not None and seen
-    assert {name for name, _ in seen} >= {"attribution/collective_match.sql",
-                                          "attribution/attribution.sql"}
+    assert {name for name, _, _ in seen} >= {"attribution/collective_match.sql",
+                                             "attribution/attribution.sql"}
     # room for the batch on top of what the uncommitted 3-rank run pins (well under 4 MiB)
-    # for every query (the macros, installed before, read no rows)
-    queries = [(name, limit) for name, limit in seen if not name.endswith("/macros.sql")]
-    assert all(expected <= limit <= expected + (4 << 20) for _, limit in queries), seen
+    # for every query (the macros, installed before, read no rows), on the one thread
+    # that the floor's room gives
+    queries = [(limit, n) for name, limit, n in seen if not name.endswith("/macros.sql")]
+    assert all(expected <= limit <= expected + (4 << 20) for limit, _ in queries), seen
+    assert threads_for(int(events)) == 1
+    assert {n for _, n in queries} == {1}, seen
     monkeypatch.setenv(MEMORY_ENV, "2GB")
     stepscope.ingest_run(folder, db=tmp_path / "big.duckdb", run="r", executor="inline")
     tables = ("step_attribution", "collective_waits", "collective_exposure", "idle_gaps",
