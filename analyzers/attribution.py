@@ -6,7 +6,6 @@ collective_waits and step_attribution); the readers work on read-only connection
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from typing import TYPE_CHECKING
 
@@ -55,10 +54,8 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     run_script(con, "waits/macros.sql", {})
     batches = rank_batches(con, run, batch_ranks, batch_events)
     largest = max((events for _, _, events in batches), default=0)
-    threads = threads_for(largest)
     with tempfile.TemporaryDirectory(prefix="stepscope-attribution-") as scratch, \
-            fit_memory_limit(con, largest), \
-            threads_limit(con, threads) if threads else contextlib.nullcontext():
+            fit_memory_limit(con, largest), threads_limit(con, threads_for(largest)):
         run_script(con, "attribution/scratch.sql", {"dir": scratch})
         run_script(con, "attribution/collective_match.sql", {"run": run})
         for lo, hi, _ in batches:

@@ -302,16 +302,17 @@ def size_bytes(text: str) -> float | None:
 
 
 @contextmanager
-def threads_limit(con: duckdb.DuckDBPyConnection, threads: int) -> Iterator[None]:
-    """Within the block, the connection's DuckDB runs on at most `threads` threads; the
-    count before is restored afterwards.
+def threads_limit(con: duckdb.DuckDBPyConnection, threads: int | None) -> Iterator[None]:
+    """Within the block, the connection's DuckDB runs on at most `threads` threads (None:
+    as many as before, e.g. `threads_for` under the user's memory limit); the count
+    before is restored afterwards.
 
     The writer appends its batches of ranks on one thread: a parallel INSERT into a table
     of the file costs more CPU in all (each thread compresses and writes its own row
     groups: 1.6x the CPU of one thread for a real 8-rank `cpu_ops`, measured), and the
     appends run while the workers parse the next files on the other cores."""
     (before,), = con.execute(sql("catalog/threads_get.sql")).fetchall()
-    if int(before) <= threads:
+    if threads is None or int(before) <= threads:
         yield
         return
     con.execute(sql("catalog/threads.sql"), {"threads": threads})
