@@ -22,7 +22,7 @@ __all__ = ["run_summary"]
 
 def __getattr__(name: str) -> Any:
     """`run_summary` loads (with polars) on first use: the ingest imports
-    analyzers.attribution, whose SQL needs neither."""
+    analyzers.breakdown.attribution, whose SQL needs neither."""
     if name == "run_summary":
         from stepscope.analyzers.summary import run_summary
 

@@ -1,5 +1,5 @@
 """The analyzers' SQL files (analyzers/sql/<domain>/<name>.sql), read and run through the
-ingest layer's one loader (`stepscope.ingest.queries.SqlFiles`)."""
+ingest layer's one loader (`stepscope.ingest.sql_files.SqlFiles`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from stepscope.ingest.queries import Params, SqlFiles, as_frame
+from stepscope.ingest.sql_files import Params, SqlFiles, as_frame
 
 SQL = SqlFiles(Path(__file__).parent / "sql")
 

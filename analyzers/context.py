@@ -13,7 +13,8 @@ import duckdb
 import msgspec
 
 from stepscope.analyzers._sql import install_macros, sql
-from stepscope.analyzers.layout import layout
+from stepscope.analyzers.flops.model_spec import ModelSpec
+from stepscope.analyzers.flops.peaks import DTYPES, RunDevice, run_device
 from stepscope.analyzers.model import (
     CATEGORIES,
     Breakdown,
@@ -24,9 +25,8 @@ from stepscope.analyzers.model import (
     RunInfo,
     StepTimes,
 )
-from stepscope.analyzers.peaks import DTYPES, RunDevice, run_device
-from stepscope.analyzers.pipeline import PipelineTopology, topology
-from stepscope.analyzers.spec import ModelSpec
+from stepscope.analyzers.parallel.layout import layout
+from stepscope.analyzers.parallel.pipeline import PipelineTopology, topology
 from stepscope.ingest.errors import UsageError
 
 
@@ -35,7 +35,7 @@ class ReportOptions:
     """What the user chose: a model spec, a peak override, the dtype of the peak."""
     spec: ModelSpec | None = None
     peak_tflops: float | None = None
-    dtype: str | None = None  # None: inferred from the traces (analyzers.mfu.choose_dtype)
+    dtype: str | None = None  # None: inferred from the traces (analyzers.flops.mfu.choose_dtype)
 
     def __post_init__(self) -> None:
         if self.dtype is not None and self.dtype not in DTYPES:

@@ -251,7 +251,7 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     link_source: str = "assumed"        # assumed (by host span) | nccl_log (measured)
     link_peak_gbs: float | None
     link_utilization: float | None
-    role: str = "unknown"               # what it is for (analyzers/roles.py)
+    role: str = "unknown"               # what it is for (analyzers/comm/roles.py)
     role_source: str = "guess"          # label (group description) | kernel_table | guess
     library: str = "nccl"               # nccl | rccl | gloo | deepep | torch_symm_mem | ...
     op: str | None = None               # the library's operation (dispatch, combine, ...)
@@ -331,7 +331,7 @@ class MeasuredOps(Model, frozen=True, kw_only=True):
 
 class NcclSection(Model, frozen=True, kw_only=True):
     """What NCCL's own evidence (Flight Recorder dumps, NCCL_DEBUG logs) says about the
-    job (analyzers/nccl.py)."""
+    job (analyzers/comm/nccl.py)."""
     versions: list[str]
     sources: list[NcclSource]
     hosts: dict[str, list[int]]         # host -> global ranks (NCCL logs)

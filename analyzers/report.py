@@ -12,22 +12,22 @@ import duckdb
 
 from stepscope.analyzers._memory import REPORT_MEMORY_LIMIT, Bound
 from stepscope.analyzers._sql import sql
-from stepscope.analyzers.advisor import gather, recommendations
-from stepscope.analyzers.alltoall import alltoall_section
-from stepscope.analyzers.collectives import collective_stats
+from stepscope.analyzers.advice.recommend import gather, recommendations
+from stepscope.analyzers.breakdown.idle import idle_section
+from stepscope.analyzers.breakdown.stragglers import stragglers
+from stepscope.analyzers.comm.alltoall import alltoall_section
+from stepscope.analyzers.comm.collectives import collective_stats
+from stepscope.analyzers.comm.nccl import build_nccl_section
+from stepscope.analyzers.comm.roles import assign_roles
 from stepscope.analyzers.context import ReportOptions, RunContext, no_gpu_timeline, run_context
-from stepscope.analyzers.counted_ops import counted_ops
-from stepscope.analyzers.critical_path import critical_path_section
-from stepscope.analyzers.idle import idle_section
-from stepscope.analyzers.memory import memory_section
-from stepscope.analyzers.mfu import mfu_section
+from stepscope.analyzers.critical_path.analysis import critical_path_section
+from stepscope.analyzers.device_memory import memory_section
+from stepscope.analyzers.flops.counted_ops import counted_ops
+from stepscope.analyzers.flops.mfu import mfu_section
+from stepscope.analyzers.flops.model_spec import ModelSpec
+from stepscope.analyzers.flops.roofline import roofline_section
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
-from stepscope.analyzers.nccl import build_nccl_section
-from stepscope.analyzers.pipeline import pipeline
-from stepscope.analyzers.roles import assign_roles
-from stepscope.analyzers.roofline import roofline_section
-from stepscope.analyzers.spec import ModelSpec
-from stepscope.analyzers.stragglers import stragglers
+from stepscope.analyzers.parallel.pipeline import pipeline
 
 __all__ = ["REPORT_SCHEMA_VERSION", "ReportOptions", "build_report", "report_from_context"]
 
@@ -51,7 +51,7 @@ def report_from_context(ctx: RunContext) -> Report:
 
 def _sections(ctx: RunContext, bound: Bound) -> Report:
     """Every section, the run's counted ops derived once for all that read them
-    (analyzers/counted_ops.py); the advisor sees only finished sections."""
+    (analyzers/flops/counted_ops.py); the advisor sees only finished sections."""
     with counted_ops(ctx.con, ctx.run):
         return _built(ctx, bound)
 

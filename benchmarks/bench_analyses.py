@@ -31,12 +31,12 @@ import json, sys, time
 sys.path.insert(0, {repo!r})
 import duckdb
 import stepscope
-from stepscope.analyzers.alltoall import alltoall_section
+from stepscope.analyzers.comm.alltoall import alltoall_section
 from stepscope.analyzers.context import run_context
-from stepscope.analyzers.memory import memory_section
-from stepscope.analyzers.mfu import mfu_section
+from stepscope.analyzers.device_memory import memory_section
+from stepscope.analyzers.flops.mfu import mfu_section
 from stepscope.analyzers.report import build_report
-from stepscope.analyzers.roofline import roofline_section
+from stepscope.analyzers.flops.roofline import roofline_section
 name, db, out, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 timings = {{}}
 with stepscope.open(db) as store:

@@ -1,6 +1,6 @@
 """Per-statement profile of the step-time attribution on an ingested database.
 
-Re-runs `stepscope.analyzers.attribution.materialize` on a copy of DB inside a
+Re-runs `stepscope.analyzers.breakdown.attribution.materialize` on a copy of DB inside a
 transaction that is rolled back, REPEAT times, and prints per SQL statement the median
 wall time and the median CPU time of this process (time.process_time: DuckDB's threads
 included, so it does not move with the load of a shared machine the way wall time
@@ -26,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import stepscope.ingest.queries as queries  # noqa: E402
-from stepscope.analyzers.attribution import materialize  # noqa: E402
+import stepscope.ingest.sql_files as queries  # noqa: E402
+from stepscope.analyzers.breakdown.attribution import materialize  # noqa: E402
 from stepscope.ingest.db import connect_write  # noqa: E402
 
 TABLES = ("recompute_ops", "collective_waits", "step_attribution", "collective_exposure",

@@ -32,8 +32,8 @@ import json, sys, time
 sys.path.insert(0, {repo!r})
 import stepscope
 from stepscope.analyzers.context import run_context
-from stepscope.analyzers.cp_whatif import WhatIf
-from stepscope.analyzers.critical_path import Analysis, _mean_step, critical_path_section
+from stepscope.analyzers.critical_path.whatif import WhatIf
+from stepscope.analyzers.critical_path.analysis import Analysis, _mean_step, critical_path_section
 db, run, out = sys.argv[1], sys.argv[2], sys.argv[3]
 facts = {{}}
 with stepscope.open(db) as store:

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from stepscope.dashboard.uploads import ingest_staged  # noqa: E402
-from stepscope.dashboard.views import PAGES  # noqa: E402
+from stepscope.dashboard.app.uploads import ingest_staged  # noqa: E402
+from stepscope.dashboard.app.views import PAGES  # noqa: E402
 
 RUN = "bench64"
 

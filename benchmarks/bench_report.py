@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 import duckdb  # noqa: E402
 
-from stepscope.analyzers.attribution import materialize  # noqa: E402
+from stepscope.analyzers.breakdown.attribution import materialize  # noqa: E402
 from stepscope.analyzers.report import build_report  # noqa: E402
 from stepscope.dashboard.render.report import report_json, report_markdown  # noqa: E402
 from stepscope.ingest import ingest  # noqa: E402

@@ -19,16 +19,16 @@ if TYPE_CHECKING:
         TraceFileError,
         UsageError,
     )
-    from stepscope.ingest.loader import IngestResult, ingest
     from stepscope.ingest.reader import RankTables, read_trace
     from stepscope.ingest.runs import relabel_files, run_exists, run_names, run_tokens
+    from stepscope.ingest.writer import IngestResult, ingest
 
 # name -> the submodule that defines it
 _LAZY = {
     "DEFAULT_DB": "db", "connect_read_only": "db",
     "DatabaseBusyError": "errors", "NothingIngestedError": "errors",
     "StepscopeError": "errors", "TraceFileError": "errors", "UsageError": "errors",
-    "IngestResult": "loader", "ingest": "loader",
+    "IngestResult": "writer", "ingest": "writer",
     "RankTables": "reader", "read_trace": "reader",
     "relabel_files": "runs", "run_exists": "runs", "run_names": "runs", "run_tokens": "runs",
 }

@@ -22,7 +22,7 @@ import msgspec
 
 from stepscope.ingest.db import connect
 from stepscope.ingest.errors import UsageError
-from stepscope.ingest.queries import sql
+from stepscope.ingest.sql_files import sql
 
 # What a pattern may say a kernel does (canonical collective names, ingest/sql/macros.sql).
 COLLECTIVES = frozenset({

@@ -28,7 +28,7 @@ import duckdb
 
 from stepscope.ingest import schema
 from stepscope.ingest.errors import DatabaseBusyError, UsageError, quote_name
-from stepscope.ingest.queries import sql
+from stepscope.ingest.sql_files import sql
 
 DEFAULT_DB = "stepscope.duckdb"
 MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"

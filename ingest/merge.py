@@ -20,9 +20,9 @@ import duckdb
 
 from stepscope.ingest.db import connect_write, delete_run_rows, insert_by_name
 from stepscope.ingest.errors import DatabaseBusyError, UsageError
-from stepscope.ingest.queries import transaction
 from stepscope.ingest.runs import run_exists
 from stepscope.ingest.schema import owned_run_tables
+from stepscope.ingest.sql_files import transaction
 
 T = TypeVar("T")
 

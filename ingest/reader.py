@@ -43,7 +43,7 @@ from stepscope.ingest.comm_kernels import CommPattern, any_pattern, comm_pattern
 from stepscope.ingest.db import DUCKDB_MAGIC, SQLITE_MAGIC, connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import format_size, max_trace_bytes
-from stepscope.ingest.queries import execute_statements, run_script, sql, statements
+from stepscope.ingest.sql_files import execute_statements, run_script, sql, statements
 
 if TYPE_CHECKING:
     import pyarrow as pa

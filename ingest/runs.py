@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest.db import connect_write
-from stepscope.ingest.queries import run_script, sql, transaction
+from stepscope.ingest.sql_files import run_script, sql, transaction
 
 
 def run_names(con: duckdb.DuckDBPyConnection) -> list[str]:

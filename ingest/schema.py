@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest.errors import UsageError
-from stepscope.ingest.queries import run_script, sql, transaction
+from stepscope.ingest.sql_files import run_script, sql, transaction
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stepscope.ingest import IngestResult, StepscopeError, UsageError
-    from stepscope.ingest.loader import ProgressFn
     from stepscope.ingest.ranksets import RankSet
+    from stepscope.ingest.writer import ProgressFn
     from stepscope.store import Store
 
 __version__ = "0.1.0"
@@ -57,7 +57,7 @@ def ingest_run(
     and which ranks (docs/scale.md).
     `comm_kernels` is a JSON file of communication-kernel patterns read before the bundled
     table (docs/attribution.md, "Communication kernels that are not NCCL")."""
-    from stepscope.analyzers.attribution import materialize
+    from stepscope.analyzers.breakdown.attribution import materialize
     from stepscope.ingest import ingest as _ingest
     from stepscope.ingest.comm_kernels import comm_patterns
     from stepscope.ingest.ranksets import parse_ranks

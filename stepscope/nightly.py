@@ -18,14 +18,19 @@ from typing import Literal
 import duckdb
 
 from stepscope import ingest_run
-from stepscope.analyzers import history
-from stepscope.analyzers.checks import Threshold, evaluate
-from stepscope.analyzers.collectives import op_times
-from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.comm.collectives import op_times
+from stepscope.analyzers.diff.build import build_diff
+from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.model import BaselineInfo, NightlyReport
-from stepscope.analyzers.nightly import build_nightly, history_row, iso_utc, with_pruned
+from stepscope.analyzers.nightly import history
+from stepscope.analyzers.nightly.checks import Threshold, evaluate
+from stepscope.analyzers.nightly.night import (
+    build_nightly,
+    history_row,
+    iso_utc,
+    with_pruned,
+)
 from stepscope.analyzers.report import build_report
-from stepscope.analyzers.spec import ModelSpec
 from stepscope.dashboard.render.html_nightly import nightly_html
 from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
 from stepscope.ingest import (
@@ -76,7 +81,7 @@ class NightlyOutcome:
     out_dir: Path
     files: list[Path]
     replaced: bool = False
-    warnings: tuple[str, ...] = ()  # the ingest's (ingest.loader.IngestResult.warnings)
+    warnings: tuple[str, ...] = ()  # the ingest's (ingest.writer.IngestResult.warnings)
 
 
 def _check_options(opts: NightlyOptions) -> None:

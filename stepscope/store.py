@@ -11,7 +11,7 @@ import duckdb
 from stepscope.analyzers import run_summary
 from stepscope.analyzers.summary import RunSummary, summary_records
 from stepscope.ingest import UsageError, connect_read_only, run_names
-from stepscope.ingest.queries import as_frame
+from stepscope.ingest.sql_files import as_frame
 
 if TYPE_CHECKING:
     import polars as pl

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
-from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.analyzers.breakdown.attribution import CATEGORIES
 from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, to_builtins
 from stepscope.analyzers.report import build_report
 

@@ -22,7 +22,7 @@ import pytest
 from stepscope.analyzers._sql import SQL
 from stepscope.ingest import schema
 from stepscope.ingest.db import connect
-from stepscope.ingest.queries import execute_statements
+from stepscope.ingest.sql_files import execute_statements
 
 RUN = "r"
 

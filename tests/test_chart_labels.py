@@ -1,10 +1,10 @@
-"""Labels beside the Plan scatter's points (dashboard/charts.py label_positions): a
+"""Labels beside the Plan scatter's points (dashboard/app/charts.py label_positions): a
 label goes where it overlaps no label placed before it and no point, else it is left
 out (the hover still names every layout)."""
 
 from __future__ import annotations
 
-from stepscope.dashboard.charts import (
+from stepscope.dashboard.app.charts import (
     CHAR_WIDTH,
     LABEL_HEIGHT,
     LABEL_PLACES,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from stepscope.analyzers.checks import evaluate_json, metric_catalog, metric_value, parse_threshold
+from stepscope.analyzers.nightly.checks import (
+    evaluate_json,
+    metric_catalog,
+    metric_value,
+    parse_threshold,
+)
 from stepscope.ingest import UsageError
 
 REPORT = {

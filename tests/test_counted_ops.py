@@ -1,4 +1,4 @@
-"""The per-rank passes the report reads in batches of ranks (analyzers/counted_ops.py,
+"""The per-rank passes the report reads in batches of ranks (analyzers/flops/counted_ops.py,
 docs/scale.md "Memory"): the counted ops (mfu/flops.sql), the roofline's kernels
 (roofline/kernels.sql) and the critical-path graph (critical_path/graph.sql) one rank at a
 time are row for row those of every rank at once, a report leaves counted_ops empty, and
@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.analyzers import counted_ops as co
-from stepscope.analyzers import cp_graph
+from stepscope.analyzers.critical_path import graph as cp_graph
+from stepscope.analyzers.flops import counted_ops as co
+from stepscope.analyzers.flops.roofline import kernel_table
 from stepscope.analyzers.report import build_report
-from stepscope.analyzers.roofline import kernel_table
 from stepscope.targets import plan
 
 # shaped ops on several ranks, recompute (two flavours), a pipeline, GPU-less CPU ops

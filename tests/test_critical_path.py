@@ -17,9 +17,9 @@ from conftest import SIM
 
 import stepscope
 from stepscope.analyzers.context import run_context
-from stepscope.analyzers.cp_graph import INFERRED, causes, chain, load
-from stepscope.analyzers.cp_whatif import WhatIf, evaluate
-from stepscope.analyzers.critical_path import Analysis, what_if
+from stepscope.analyzers.critical_path.analysis import Analysis, what_if
+from stepscope.analyzers.critical_path.graph import INFERRED, causes, chain, load
+from stepscope.analyzers.critical_path.whatif import WhatIf, evaluate
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
 from stepscope.cli import main

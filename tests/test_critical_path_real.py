@@ -15,7 +15,7 @@ import pytest
 from conftest import SHARED_TRACES
 
 import stepscope
-from stepscope.analyzers.critical_path import Analysis
+from stepscope.analyzers.critical_path.analysis import Analysis
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
 

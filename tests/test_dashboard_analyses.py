@@ -13,9 +13,9 @@ from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
 
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.dashboard.app.uploads import ingest_staged
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.memory import NO_EVENTS
-from stepscope.dashboard.uploads import ingest_staged
 
 pytestmark = pytest.mark.slow  # renders the analyses pages of ingested runs
 
@@ -111,7 +111,7 @@ def test_kernels_whose_names_start_alike_stay_separate_bars() -> None:
     """Plotly merges bars that share a label: two GEMMs differing only past the 60th
     character once showed as one bar at the sum of their shares (150% of the roof)."""
     from stepscope.analyzers.model import RoofRow
-    from stepscope.dashboard.charts_analyses import roof_shares
+    from stepscope.dashboard.app.charts_analyses import roof_shares
 
     stem = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1_"
     rows = tuple(RoofRow(name=stem + tail, kind="gemm", dtype="bf16", time_ms=1.0,

@@ -28,7 +28,7 @@ import pytest
 from dashboard_helpers import REPO
 from playwright.sync_api import sync_playwright
 
-from stepscope.dashboard.views import PAGES, RUN_PAGES
+from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"

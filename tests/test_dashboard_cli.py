@@ -18,7 +18,7 @@ from dashboard_helpers import REPO
 
 from stepscope.cli import main
 from stepscope.commands.dashboard_cmd import STREAMLIT_OPTIONS, streamlit_command
-from stepscope.dashboard.config import DashboardConfig
+from stepscope.dashboard.app.config import DashboardConfig
 
 
 def test_bad_options_exit_2(tmp_path, capsys):

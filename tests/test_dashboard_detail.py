@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.analyzers.breakdown.attribution import CATEGORIES
 from stepscope.analyzers.detail import rank_step_grid, step_timeline, timeline_ranks, top_kernels
 
 

@@ -1,5 +1,5 @@
 """Names from the traces and from the user reach the dashboard's Markdown as written
-(dashboard/widgets.py plain / code over render/format.py md_text / md_code).
+(dashboard/app/widgets.py plain / code over render/format.py md_text / md_code).
 
 Two small runs whose kernel, op, group, host, run and file names carry every character
 Markdown and Streamlit act on (`<` a tag, `*`/`_` emphasis, `|` a table, a backtick a code
@@ -23,9 +23,9 @@ from streamlit.testing.v1 import AppTest
 from test_markdown_escaping import CODE_SPAN, GFM, _nodes, _text
 
 import stepscope
+from stepscope.dashboard.app.views import PAGES
+from stepscope.dashboard.app.widgets import code, plain
 from stepscope.dashboard.render.format import chart_text
-from stepscope.dashboard.views import PAGES
-from stepscope.dashboard.widgets import code, plain
 
 pytestmark = pytest.mark.slow  # ingests two runs, renders every page
 

@@ -16,14 +16,14 @@ import pytest
 from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
 from streamlit.testing.v1 import AppTest
 
-from stepscope.analyzers.collectives import op_times
-from stepscope.analyzers.diff import build_diff
+from stepscope.analyzers.comm.collectives import op_times
+from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.dashboard.app.uploads import ingest_staged
+from stepscope.dashboard.app.views import PAGES, compare
+from stepscope.dashboard.app.widgets import MISSING
 from stepscope.dashboard.render.format import mfu_points, pct
-from stepscope.dashboard.uploads import ingest_staged
-from stepscope.dashboard.views import PAGES, compare
-from stepscope.dashboard.widgets import MISSING
 
 pytestmark = pytest.mark.slow  # ingests four bundled runs, every page
 

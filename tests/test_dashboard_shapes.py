@@ -13,7 +13,7 @@ from dashboard_helpers import SIMULATED, app_test, no_exception, texts
 from streamlit.testing.v1 import AppTest
 
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.uploads import ingest_staged
+from stepscope.dashboard.app.uploads import ingest_staged
 
 pytestmark = pytest.mark.slow  # renders pages of ingested runs
 
@@ -92,7 +92,7 @@ TILES = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x{}x64_warpgroupsi
 def test_distinct_kernels_are_never_merged(tmp_path: Path) -> None:
     """Two `(anonymous namespace)` kernels and two GEMMs differing in a tile size keep
     their full names in the diff's op times (JSON), and stay distinct when shortened."""
-    from stepscope.analyzers.collectives import op_times
+    from stepscope.analyzers.comm.collectives import op_times
     from stepscope.dashboard.render.format import short_name, short_names
 
     trace = kineto_trace(rank=0, world_size=1, steps=3)

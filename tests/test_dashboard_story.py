@@ -17,16 +17,16 @@ import pytest
 from dashboard_helpers import app_test, no_exception, texts
 from streamlit.testing.v1 import AppTest
 
-from stepscope.analyzers.bubble import bubble_excess
-from stepscope.analyzers.collectives import op_times
+from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.detail import rank_step_grid
 from stepscope.analyzers.model import Report
+from stepscope.analyzers.parallel.bubble import bubble_excess
 from stepscope.analyzers.report import build_report
-from stepscope.dashboard.baseline import MODEL_TOLERANCE
+from stepscope.dashboard.app.baseline import MODEL_TOLERANCE
+from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 from stepscope.dashboard.render.format import pct, points, share
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
-from stepscope.dashboard.views import PAGES, RUN_PAGES
 from stepscope.ingest import run_tokens
 
 
@@ -250,7 +250,7 @@ def test_compare_defaults_to_a_comparable_run_and_warns(monkeypatch, sample_db):
     assert "Work per GPU" in text and "0.50×" in text and "so MFU fell" in text
     # the CLI diff's recommendations, communication table and stragglers
     con = duckdb.connect(str(sample_db), read_only=True)
-    from stepscope.analyzers.diff import build_diff
+    from stepscope.analyzers.diff.build import build_diff
     diff = build_diff(cli(sample_db, want), cli(sample_db, "diff_scaled"),
                       op_times(con, want), op_times(con, "diff_scaled"))
     con.close()
@@ -333,7 +333,7 @@ def test_plan_starts_from_the_runs_facts_and_marks_what_it_assumes(monkeypatch, 
 
 def test_every_run_page_offers_the_whole_report(monkeypatch, sample_db):
     """The sidebar's downloads are the CLI's renderers of the same report."""
-    from stepscope.dashboard import data
+    from stepscope.dashboard.app import data
 
     html, markdown = data.report_files(sample_db, "straggler")
     report = cli(sample_db, "straggler")

@@ -15,7 +15,7 @@ from conftest import kineto_trace
 from dashboard_helpers import app_test, button, no_exception, tar_gz, texts
 from streamlit.testing.v1 import AppTest
 
-from stepscope.dashboard.uploads import (
+from stepscope.dashboard.app.uploads import (
     default_run_name,
     ingest_staged,
     resolve_under,

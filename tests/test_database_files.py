@@ -18,8 +18,8 @@ import pytest
 from conftest import REPO
 
 from stepscope.cli import main
-from stepscope.dashboard import data
-from stepscope.dashboard.uploads import ingest_staged
+from stepscope.dashboard.app import data
+from stepscope.dashboard.app.uploads import ingest_staged
 from stepscope.ingest import UsageError
 from stepscope.ingest.db import connect, connect_read_only, connect_write
 from stepscope.ingest.merge import delete_run

@@ -338,7 +338,7 @@ def test_shapes_beyond_any_integer_never_crash_a_command(two_runs: Path, tmp_pat
         rc, out, err = cli(*argv, "--db", db)
         assert rc == 0, (argv, err)
     from stepscope.analyzers.report import build_report
-    from stepscope.dashboard.data import with_connection
+    from stepscope.dashboard.app.data import with_connection
     report = with_connection(db, lambda con: build_report(con, "huge", None, None, None))
     assert report.mfu.mfu is not None and 0 < report.mfu.mfu <= 1
 
@@ -349,7 +349,7 @@ def test_the_dashboard_shows_a_run_with_absurd_shapes(two_runs: Path, tmp_path: 
     overview's MFU is the report's (within 100%)."""
     from dashboard_helpers import app_test, no_exception, texts
 
-    from stepscope.dashboard.views import RUN_PAGES
+    from stepscope.dashboard.app.views import RUN_PAGES
 
     folder = _two_ranks_with_matmul_of(tmp_path / "huge", 2**62)
     db = _copy_db(two_runs, tmp_path)
@@ -699,7 +699,7 @@ def test_the_dashboard_upload_names_a_bad_member_and_announces_a_replace(
     from dashboard_helpers import app_test, no_exception, texts
     from test_dashboard_upload import upload
 
-    from stepscope.dashboard.widgets import plain
+    from stepscope.dashboard.app.widgets import plain
 
     archive = _zip_with_bad_member(tmp_path / "job.zip", "z/rank1.json", flag=1)
     stray = json.dumps(kineto_trace(rank=9, world_size=16, base_ns=START - 400 * DAY_NS))

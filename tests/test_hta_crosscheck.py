@@ -16,7 +16,7 @@ import pytest
 from conftest import SHARED_TRACES
 
 import stepscope
-from stepscope.analyzers.attribution import trace_breakdown
+from stepscope.analyzers.breakdown.attribution import trace_breakdown
 
 pytestmark = pytest.mark.slow  # real traces, through HTA too
 

@@ -22,7 +22,7 @@ from filelock import FileLock
 from identity import fingerprint, report_text, simulated_sets
 
 import stepscope
-from stepscope.analyzers.attribution import materialize, rank_batches
+from stepscope.analyzers.breakdown.attribution import materialize, rank_batches
 
 SNAPSHOT = REPO / "tests" / "snapshots" / "identity.json"
 
@@ -68,7 +68,7 @@ BATCHED = ("straggler", "pipeline_imbalance", "moe_ep", "recompute_reentrant", "
 @pytest.mark.parametrize("batch_ranks", [1, 3])
 def test_batched_attribution_is_identical(batch_ranks: int, sample_db: Path,
                                           tmp_path: Path) -> None:
-    """The per-rank attribution on batches of 1 or 3 ranks (analyzers/attribution.py)
+    """The per-rank attribution on batches of 1 or 3 ranks (analyzers/breakdown/attribution.py)
     gives the recorded rows and report of sets with stragglers, pipelines, expert
     all-to-alls, recompute and groups across nodes: nothing in a batch depends on another
     (the cross-rank part runs once over every rank's collectives)."""

@@ -15,7 +15,7 @@ import pytest
 from conftest import SHARED_TRACES, q, write_trace
 
 import stepscope
-from stepscope.analyzers import cp_graph
+from stepscope.analyzers.critical_path import graph as cp_graph
 from stepscope.analyzers.report import build_report
 
 CONTROL = Path("HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz")

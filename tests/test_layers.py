@@ -18,7 +18,7 @@ LAYERS = ("ingest", "analyzers", "dashboard", "stepscope")
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the code by import name (stepscope.analyzers.mfu -> its file)."""
+    """Every module of the code by import name (stepscope.analyzers.flops.mfu -> its file)."""
     out = {}
     for layer in LAYERS:
         for path in (REPO / layer).rglob("*.py"):  # rglob does not follow stepscope/'s links
@@ -102,7 +102,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_between_modules() -> None:
     """E.g. the run context carries the model spec and the MFU analyzer reads the context:
-    the spec has its own module (analyzers/spec.py) so the two do not import each other."""
+    the spec has its own module (analyzers/flops/model_spec.py) so the two do not import
+    each other."""
     graph = {name: {d for d in _imported(path, everywhere=False) if d in MODULES} - {name}
              for name, path in MODULES.items()}
     assert _cycles(graph) == []

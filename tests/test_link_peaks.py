@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import stepscope
-from stepscope.analyzers.collectives import over_peak_warning
+from stepscope.analyzers.comm.collectives import over_peak_warning
 from stepscope.analyzers.model import CollectiveStat
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.report import collective_lines

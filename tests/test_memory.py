@@ -14,10 +14,10 @@ import pytest
 from conftest import SHARED_TRACES, SIM
 
 import stepscope
-from stepscope.analyzers.advisor import gather
-from stepscope.analyzers.advisor_memory import recompute_memory_note, zero_memory_note
+from stepscope.analyzers.advice.memory import recompute_memory_note, zero_memory_note
+from stepscope.analyzers.advice.recommend import gather
 from stepscope.analyzers.context import ReportOptions, run_context
-from stepscope.analyzers.mfu import ModelSpec
+from stepscope.analyzers.flops.mfu import ModelSpec
 from stepscope.analyzers.model import MemorySection, MemoryStep, RankMemory, Report
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.report import report_markdown

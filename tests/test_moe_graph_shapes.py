@@ -17,7 +17,7 @@ import pytest
 from conftest import SIM, shared_trace_files
 
 import stepscope
-from stepscope.analyzers.attribution import CATEGORIES
+from stepscope.analyzers.breakdown.attribution import CATEGORIES
 from stepscope.analyzers.model import Report, to_builtins
 from stepscope.analyzers.report import build_report
 

@@ -315,7 +315,7 @@ def test_events_sharing_one_id_pair_in_linear_time(tmp_path: Path,
 def test_count_of_2_62_does_not_break_the_report(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """A profiler op of Count 2^62 next to normal ones and a Kineto rank: the report
-    measures the others (it was a TypeError in analyzers/nccl.py)."""
+    measures the others (it was a TypeError in analyzers/comm/nccl.py)."""
     root = tmp_path / "job"
     for rank in range(2):
         events = _profiler_events(5, same_id=False)

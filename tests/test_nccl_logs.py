@@ -15,8 +15,8 @@ import duckdb
 import pytest
 from conftest import REPO
 
+from stepscope.analyzers.comm.nccl import build_nccl_section
 from stepscope.analyzers.model import Report, from_json
-from stepscope.analyzers.nccl import build_nccl_section
 from stepscope.cli import main
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.ingest import TraceFileError, ingest

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 
 import stepscope
-from stepscope.analyzers.nccl import build_nccl_section, measured_links
+from stepscope.analyzers.comm.nccl import build_nccl_section, measured_links
 from stepscope.ingest.nccl import debug_log, log_stream
 from stepscope.ingest.nccl.debug_log import read_nccl_log
 

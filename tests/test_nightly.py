@@ -281,7 +281,7 @@ def test_history_record_binds_every_history_row_field() -> None:
     from dataclasses import fields
 
     from stepscope.analyzers._sql import sql
-    from stepscope.analyzers.history import HistoryRow
+    from stepscope.analyzers.nightly.history import HistoryRow
 
     body = "\n".join(line for line in sql("history/record.sql").splitlines()
                      if not line.lstrip().startswith("--"))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from stepscope.analyzers.peaks import lookup
-from stepscope.analyzers.planner import Job, bubble_theory, evaluate, plan, rank_of
+from stepscope.analyzers.flops.peaks import lookup
+from stepscope.analyzers.plan.layouts import Job, bubble_theory, evaluate, plan, rank_of
 from stepscope.cli import main
 from stepscope.ingest.exit_codes import EXIT_NOTHING
 

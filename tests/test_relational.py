@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLES
 
 from stepscope.analyzers._sql import sql
-from stepscope.analyzers.history import read_history
+from stepscope.analyzers.nightly.history import read_history
 from stepscope.analyzers.summary import (
     ATTRIBUTED,
     AttributedRow,

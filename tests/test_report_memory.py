@@ -12,7 +12,9 @@ import pytest
 from identity import report_text
 
 import stepscope
-from stepscope.analyzers import _memory, cp_graph, critical_path, report
+from stepscope.analyzers import _memory, report
+from stepscope.analyzers.critical_path import graph as cp_graph
+from stepscope.analyzers.critical_path import analysis as critical_path
 
 RUN = "pipeline_imbalance"
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import SIM, kineto_trace, write_trace
 
 import stepscope
+from stepscope.analyzers.flops.peaks import lookup
 from stepscope.analyzers.model import Report, Roofline
-from stepscope.analyzers.peaks import lookup
 from stepscope.analyzers.report import build_report
 from stepscope.dashboard.render.report import report_markdown
 
@@ -140,7 +140,7 @@ def test_a_row_above_its_roof_is_flagged_not_shown() -> None:
     """Counted FLOPs above the peak (a Winograd convolution counted as the direct one)
     give no roof share and no lost time, never >100% or a negative loss; the claimed
     share is kept as `above_roof`. Just under the roof is an ordinary row."""
-    from stepscope.analyzers.roofline import Roofs, _row, _Sums, above_roof_reason
+    from stepscope.analyzers.flops.roofline import Roofs, _row, _Sums, above_roof_reason
 
     roofs = Roofs(peaks={"fp32": 15.7e12}, default_peak=15.7e12, hbm=900e9, dtype="fp32")
     over = _row("conv", "conv", "fp32", _Sums(time_ns=1e6, flops=19.6e9, bytes=None,

@@ -18,7 +18,7 @@ import pytest
 from conftest import SIM, kineto_trace, write_trace
 
 import stepscope
-import stepscope.ingest.loader
+import stepscope.ingest.writer
 from stepscope.cli import main
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.executors import (
@@ -82,7 +82,7 @@ def test_small_batches_store_what_one_batch_stores(inline_db: Path, tmp_path: Pa
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Appending 3 ranks at a time (process groups deduplicated across batches) changes
     nothing."""
-    monkeypatch.setattr(stepscope.ingest.loader, "BATCH_RANKS", 3)
+    monkeypatch.setattr(stepscope.ingest.writer, "BATCH_RANKS", 3)
     db = tmp_path / "b.duckdb"
     stepscope.ingest_run([JOB], db=db, run="job", executor="inline")
     assert run_tables(db) == run_tables(inline_db)

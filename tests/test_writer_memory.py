@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 import stepscope
-from stepscope.analyzers import attribution
+from stepscope.analyzers.breakdown import attribution
 from stepscope.ingest import db as ingest_db
 from stepscope.ingest.db import (
     MEMORY_CEILING_BYTES,

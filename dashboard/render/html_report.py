@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stepscope.analyzers.flops.peaks import peak_label
 from stepscope.analyzers.model import (
     Breakdown,
     FailedFile,
@@ -18,7 +19,6 @@ from stepscope.analyzers.model import (
     Recommendation,
     Report,
 )
-from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import html
 from stepscope.dashboard.render.critical_path import critical_path_html

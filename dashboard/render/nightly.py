@@ -11,8 +11,8 @@ from datetime import datetime
 
 import polars as pl
 
-from stepscope.analyzers.history import HistoryNight, history_nights
 from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
+from stepscope.analyzers.nightly.history import HistoryNight, history_nights
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.format import md_code, md_text, num, pct, points

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stepscope.analyzers.flops.peaks import peak_label
 from stepscope.analyzers.model import (
     Breakdown,
     CollectiveStat,
@@ -21,7 +22,6 @@ from stepscope.analyzers.model import (
     Straggler,
     to_json,
 )
-from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import markdown
 from stepscope.dashboard.render.critical_path import critical_path_markdown

@@ -4,8 +4,8 @@ the kernel-efficiency stage by op, the GEMM shapes that lose the most, the top k
 
 from __future__ import annotations
 
+from stepscope.analyzers.flops.peaks import peak_label, roof_dtype
 from stepscope.analyzers.model import Roofline, RoofRow
-from stepscope.analyzers.peaks import peak_label, roof_dtype
 from stepscope.dashboard.render.blocks import Section, Table, num, pct, rows
 
 SHAPES_SHOWN = 10

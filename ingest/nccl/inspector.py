@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
-from stepscope.ingest.queries import sql
+from stepscope.ingest.sql_files import sql
 
 
 def read_inspector(path: Path, display: str, max_bytes: int | None = None) -> pa.Table:

@@ -20,7 +20,7 @@ import duckdb
 from stepscope.ingest.db import insert_by_name
 from stepscope.ingest.errors import StepscopeError, TraceFileError
 from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
-from stepscope.ingest.queries import run_script, sql
+from stepscope.ingest.sql_files import run_script, sql
 from stepscope.ingest.tasks import NcclParsed
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",

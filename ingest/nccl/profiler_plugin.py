@@ -23,7 +23,7 @@ from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.log_stream import text_chunks
-from stepscope.ingest.queries import sql
+from stepscope.ingest.sql_files import sql
 
 # A private connection's memory: DuckDB spills past it to a temporary folder.
 READER_MEMORY = "512MB"

@@ -1,5 +1,5 @@
 """`stepscope dashboard [--db FILE] [--host H] [--port N] [--traces-root DIR]
-[--max-upload-mb N]`: the Streamlit app (dashboard/app.py), headless, private."""
+[--max-upload-mb N]`: the Streamlit app (dashboard/app/main.py), headless, private."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from stepscope.commands import COMMAND_HELP
-from stepscope.dashboard.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
+from stepscope.dashboard.app.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
 HELP = COMMAND_HELP["dashboard"]
-APP = Path(__file__).parents[1] / "dashboard" / "app.py"
+APP = Path(__file__).parents[1] / "dashboard" / "app" / "main.py"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_S = 10
 # what stops the server: Ctrl-C, `kill`, the terminal closing

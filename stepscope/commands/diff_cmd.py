@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from stepscope.analyzers.context import ReportOptions
-from stepscope.analyzers.peaks import DTYPES
-from stepscope.analyzers.spec import load_spec
+from stepscope.analyzers.flops.model_spec import load_spec
+from stepscope.analyzers.flops.peaks import DTYPES
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stepscope.analyzers.history import jobs, read_history
+from stepscope.analyzers.nightly.history import jobs, read_history
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.nightly import history_json, history_markdown, history_text
 from stepscope.ingest import DEFAULT_DB, UsageError

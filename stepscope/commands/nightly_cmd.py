@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from stepscope.analyzers.checks import check_line, metric_catalog, parse_threshold
-from stepscope.analyzers.peaks import DTYPES
-from stepscope.analyzers.spec import load_spec
+from stepscope.analyzers.flops.model_spec import load_spec
+from stepscope.analyzers.flops.peaks import DTYPES
+from stepscope.analyzers.nightly.checks import check_line, metric_catalog, parse_threshold
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands.ingest_cmd import add_comm_kernels

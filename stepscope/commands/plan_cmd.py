@@ -7,10 +7,11 @@ import argparse
 from pathlib import Path
 
 from stepscope.analyzers.context import ReportOptions
+from stepscope.analyzers.flops.model_spec import load_spec
+from stepscope.analyzers.flops.peaks import resolve_device
 from stepscope.analyzers.model import PlanResult
-from stepscope.analyzers.peaks import resolve_device
-from stepscope.analyzers.plan_from import Constraints
-from stepscope.analyzers.planner import (
+from stepscope.analyzers.plan.from_run import Constraints
+from stepscope.analyzers.plan.layouts import (
     DEFAULT_EFFICIENCY,
     DEFAULT_NETWORK_GBS,
     MAX_PLAN_GPUS,
@@ -18,7 +19,6 @@ from stepscope.analyzers.planner import (
     make_job,
     plan_result,
 )
-from stepscope.analyzers.spec import load_spec
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from stepscope.analyzers.context import run_context
-from stepscope.analyzers.cp_whatif import WhatIf
-from stepscope.analyzers.critical_path import what_if
+from stepscope.analyzers.critical_path.analysis import what_if
+from stepscope.analyzers.critical_path.whatif import WhatIf
 from stepscope.analyzers.model import to_json
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks

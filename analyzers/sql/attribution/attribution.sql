@@ -1,5 +1,5 @@
 -- Step-time attribution of the ranks $lo to $hi of run $run, as defined in
--- docs/attribution.md: one batch of ranks (analyzers/attribution.py), after
+-- docs/attribution.md: one batch of ranks (analyzers/breakdown/attribution.py), after
 -- attribution/collective_match.sql matched the collectives of every rank (its temp table
 -- a_waits). Everything here is per rank, so a batch's results do not depend on the
 -- others and memory holds one batch's intervals, whatever the job's size.

@@ -4,7 +4,7 @@
 -- process_groups and collectives (a few rows per collective call, whatever the ops);
 -- writes collective_waits for every rank, and clears the run's rows of the per-rank
 -- attribution tables, which attribution/attribution.sql then fills batch by batch of
--- ranks (analyzers/attribution.py). Leaves the temp table a_waits for those batches.
+-- ranks (analyzers/breakdown/attribution.py). Leaves the temp table a_waits for those batches.
 -- Parameters: $run.
 
 DELETE FROM recompute_ops WHERE run = $run;

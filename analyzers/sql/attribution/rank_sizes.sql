@@ -1,5 +1,5 @@
 -- The ranks of run $run in rank order with their trace's event count, from which
--- analyzers/attribution.py cuts the batches of ranks that attribution/attribution.sql
+-- analyzers/breakdown/attribution.py cuts the batches of ranks that attribution/attribution.sql
 -- works on. Reads ranks. Parameters: $run.
 SELECT rank, coalesce(n_events, 0) AS n_events
 FROM ranks WHERE run = $run

@@ -1,4 +1,4 @@
--- The attribution's per-batch scratch (analyzers/attribution.py): attribution.sql and
+-- The attribution's per-batch scratch (analyzers/breakdown/attribution.py): attribution.sql and
 -- idle.sql write each intermediate result a later statement of the batch reads (a_tree,
 -- a_timeline, a_intervals, a_windows, a_segments, a_coll_parts, i_gaps, i_hwin) as a
 -- Parquet file in the folder $dir, `COPY (...) TO (a_scratch_file('a_windows'))`, and

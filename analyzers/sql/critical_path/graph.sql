@@ -1,5 +1,5 @@
 -- The dependency graph of ranks $lo..$hi of run $run for the critical path and what-if
--- (docs/critical_path.md), one batch of ranks at a time (analyzers/cp_graph.py): every
+-- (docs/critical_path.md), one batch of ranks at a time (analyzers/critical_path/graph.py): every
 -- join below is within a rank, so a batch's tables are that batch's part of the run's
 -- graph; the only cross-rank part, the collective instances, is critical_path/instances.sql
 -- over the keys each batch adds to cp_keys. Reads gpu_ops, cpu_ops, collectives,

@@ -1,5 +1,5 @@
 -- The critical-path graph's nodes of one batch of ranks (temporary table cp_nodes of
--- critical_path/graph.sql), in node order. Strings travel as codes (analyzers/cp_graph.py):
+-- critical_path/graph.sql), in node order. Strings travel as codes (analyzers/critical_path/graph.py):
 -- cat is the position in PATH_CATEGORIES, kind in NODE_KINDS; name_code numbers the
 -- batch's names and op_code its groups / launching ops (dense, in the order of
 -- critical_path/names.sql and ops.sql over the same batch; -1: no op), which cp_graph.py

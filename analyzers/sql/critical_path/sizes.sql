@@ -1,4 +1,4 @@
--- Upper bounds of the critical-path graph's size for run $run, so analyzers/cp_graph.py
+-- Upper bounds of the critical-path graph's size for run $run, so analyzers/critical_path/graph.py
 -- can reserve its arrays once instead of joining the batches' parts: nodes (every GPU op
 -- but a comm kernel, and every collective call: critical_path/graph.sql's cp_raw has at
 -- most these) and windows (the GPU timeline's step windows). Parameters: $run.

@@ -1,5 +1,5 @@
 -- Records one night: inserts the history row of ($job, $run), replacing the row of a re-run
--- of the same night. Writes history; one parameter per column (analyzers.history.HistoryRow,
+-- of the same night. Writes history; one parameter per column (analyzers.nightly.history.HistoryRow,
 -- whose fields are exactly these columns: tests/test_nightly.py checks it).
 INSERT OR REPLACE INTO history (
     job, run, trace_start, ingested_at, status, checks, checks_failed, world_size, n_ranks,

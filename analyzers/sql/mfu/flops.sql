@@ -13,7 +13,7 @@
 --                                   levels down; NULL when none). Reads cpu_ops, gpu_ops
 --                                   and recompute_ops; the rank range is in every part,
 --                                   so a batch of ranks costs the memory of those ranks
---                                   (analyzers/counted_ops.py fills counted_ops with it);
+--                                   (analyzers/flops/counted_ops.py fills counted_ops with it);
 --   model_flops(run_name, max_rate) the ops of counted_ops whose FLOPs their kernels could
 --                                   have done at `max_rate` FLOP/s (docs/mfu.md,
 --                                   "Implausible shapes"); NULL max_rate keeps every op.
@@ -124,7 +124,7 @@ LEFT JOIN kernel_time k ON k.rank = f.rank AND k.op_id = f.op_id
 WHERE f.model_flops IS NOT NULL AND f.model_flops > 0;
 
 -- counted_ops: the counted ops of the runs being reported, with their run; empty until
--- analyzers/counted_ops.py fills it (counted_ops/fill.sql) and empty again after (the
+-- analyzers/flops/counted_ops.py fills it (counted_ops/fill.sql) and empty again after (the
 -- macro over no rank gives the columns their types).
 CREATE TEMP TABLE IF NOT EXISTS counted_ops AS
 SELECT ''::VARCHAR AS run, * FROM flops_claims('', 1, 0);

@@ -4,7 +4,7 @@
 -- instance's duration without waiting for late ranks; docs/attribution.md), the time
 -- attributed to exposed_comm (as each collective claims it in full: exposed_claim_ns, so
 -- the planner can charge time shared by two classes to the one the compute waits for),
--- straggler_wait and bubble, and whether the group crosses nodes. The planner scales each class to another layout (analyzers/calibrate.py).
+-- straggler_wait and bubble, and whether the group crosses nodes. The planner scales each class to another layout (analyzers/plan/calibrate.py).
 -- Reads collectives, collective_waits, collective_exposure, process_groups, ranks,
 -- run_nodes, complete_steps and the collectives' macros (collectives/macros.sql).
 -- Parameter: $run.

@@ -1,6 +1,6 @@
 -- Compute-kernel time and model FLOPs of run $run by what the kernels compute, per rank
 -- and complete step (mean over ranks of each rank's mean over its complete steps), for
--- the planner's calibration (analyzers/calibrate.py, docs/planner.md). A kernel's kind:
+-- the planner's calibration (analyzers/plan/calibrate.py, docs/planner.md). A kernel's kind:
 --   recompute  launched by a recompute op (recompute_ops);
 --   gemm, attention, conv  launched by an op the model_flops macro counts (mfu/flops.sql);
 --   optimizer  launched inside an `Optimizer.step#...` annotation, or an Adam /
@@ -10,7 +10,7 @@
 -- kernels once); flops the counted model FLOPs of the kind's ops.
 -- Reads gpu_ops, cpu_ops, recompute_ops, complete_steps and the model_flops macro.
 -- Parameters: $run; $max_rate, the most FLOP/s an op's kernels may be credited with
--- (analyzers/flops_bound.py: ops claiming more are left out, as for MFU; NULL: no bound).
+-- (analyzers/flops/bound.py: ops claiming more are left out, as for MFU; NULL: no bound).
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = $run
 ), n_steps AS (

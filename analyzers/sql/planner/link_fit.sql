@@ -6,7 +6,7 @@
 -- all_to_all, 1 broadcast / reduce) and ring hops 2(n-1) for all_reduce, n-1 otherwise.
 -- Returns per tier the fit (ns per hop, ns per byte), the calls and distinct message
 -- sizes behind it, and the median bus bandwidth (bytes/ns = GB/s) for reference; the
--- caller decides whether the fit is usable (analyzers/calibrate.py). Point-to-point ops
+-- caller decides whether the fit is usable (analyzers/plan/calibrate.py). Point-to-point ops
 -- are left out (their time includes the wait for the peer).
 -- Reads collectives, collective_waits, process_groups, ranks, run_nodes, complete_steps
 -- and the collectives' macros (collectives/macros.sql).

@@ -2,11 +2,11 @@
 -- complete step with the shaped op it belongs to, as the temp table macro
 -- rf_batch(run_name, max_rate, lo, hi) over the ranks lo..hi (both included), which
 -- roofline/kernels_create.sql and kernels_fill.sql gather into the temp table rf_kernels a
--- batch of ranks at a time (analyzers/roofline.py): every join is within a rank, so the
+-- batch of ranks at a time (analyzers/flops/roofline.py): every join is within a rank, so the
 -- rows are those of the whole run, in the memory of one batch. Reads gpu_ops, cpu_ops,
 -- complete_steps, recompute_ops, the model_flops macro (mfu/flops.sql, over counted_ops:
--- analyzers/counted_ops.py) and roofline/macros.sql. max_rate: the most FLOP/s an op's
--- kernels may be credited with (analyzers/flops_bound.py; NULL: no bound).
+-- analyzers/flops/counted_ops.py) and roofline/macros.sql. max_rate: the most FLOP/s an op's
+-- kernels may be credited with (analyzers/flops/bound.py; NULL: no bound).
 --
 -- A kernel belongs to the nearest of its CPU op (the op with its External id), that op's
 -- parent and grandparent that is a shaped op of a known kind (rf_kind): a GEMM, attention

@@ -1,4 +1,4 @@
--- Macros of the roofline analysis (docs/roofline.md, analyzers/roofline.py): the op kind
+-- Macros of the roofline analysis (docs/roofline.md, analyzers/flops/roofline.py): the op kind
 -- of a CPU op name, the bytes of one element of an `Input type`, the elements of one
 -- `Input Dims` entry, and the dtype of an op's first tensor. Temporary; reads nothing.
 

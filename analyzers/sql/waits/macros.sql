@@ -1,8 +1,8 @@
 -- When the CPU waited for the GPU inside a runtime call: one definition, as temporary
 -- macros, for the idle split (attribution/idle.sql, at ingest) and the critical path
 -- (critical_path/graph.sql), so both count the same calls as CPU waits. Installed by
--- analyzers._sql.install_macros, analyzers.attribution.materialize and
--- analyzers.cp_graph.load; allowed on read-only connections.
+-- analyzers._sql.install_macros, analyzers.breakdown.attribution.materialize and
+-- analyzers.critical_path.graph.load; allowed on read-only connections.
 
 -- blocking_copies(run_name): the async copies of run `run_name` that blocked the CPU: a
 -- cudaMemcpyAsync / cudaMemcpy2DAsync (or a hip twin) that returned only once its own

@@ -1,4 +1,4 @@
--- Appends one batch of parsed ranks to the run (ingest/loader.py, after ingest/tasks.py).
+-- Appends one batch of parsed ranks to the run (ingest/writer.py, after ingest/tasks.py).
 -- Reads:  the Parquet files of the batch, one per table and accepted rank (written by
 --         ingest/reader.py from the out_* tables);
 --         $staged_files and $staged_ranks: every Parquet path of the batch (as in the

@@ -1,0 +1,2 @@
+"""What changed between two runs and what it cost in MFU (docs/diff.md).
+"""

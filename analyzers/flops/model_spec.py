@@ -1,0 +1,124 @@
+"""The model spec of `--model FILE` (JSON or YAML): the sizes MFU's model FLOPs come
+from (analyzers/flops/mfu.py has the formulas; docs/mfu.md the fields).
+
+Its own module, below both the run context (analyzers/context.py, which carries the
+user's spec) and the MFU analyzer (which reads the context), so neither imports the
+other to name it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stepscope.ingest.errors import UsageError
+
+CONVENTIONS = ("palm", "megatron", "torchtitan")
+ATTENTION = ("full", "causal")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    n_params: float
+    n_layers: int
+    hidden: int
+    seq_len: int
+    global_batch_tokens: float
+    n_active_params: float | None = None
+    attention: str = "full"
+    convention: str = "palm"
+    vocab: int = 0
+
+
+def load_spec(path: Path) -> ModelSpec:
+    """Read a model spec (JSON or YAML); errors name the file and the field."""
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{path}: the model spec is not a regular file")
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the model spec ({exc.strerror})") from None
+    except UnicodeError:
+        raise UsageError(f"{path}: the model spec is not UTF-8 text") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            raw = yaml.safe_load(text)
+        else:
+            raw = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse error is the user's file
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        kind = path.suffix.lstrip(".").upper() or "JSON"
+        raise UsageError(f"{path}: not valid {kind} ({first})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: the model spec must be a mapping of fields")
+    return spec_from_mapping(raw, str(path))
+
+
+# Sane ranges of the spec's numbers: (kind, low, high); low is exclusive for sizes.
+SPEC_RANGES: dict[str, tuple[type, float, float]] = {
+    "n_params": (float, 0, 1e16),
+    "n_layers": (int, 0, 100_000),
+    "hidden": (int, 0, 10_000_000),
+    "seq_len": (int, 0, 1 << 30),
+    "global_batch_tokens": (float, 0, 1e13),
+    "n_active_params": (float, 0, 1e16),
+    "vocab": (int, -1, 100_000_000),
+}
+
+
+def _spec_number(raw: Any, name: str, where: str) -> float | int:
+    """One numeric field: a finite number (or numeric text) within SPEC_RANGES."""
+    kind, low, high = SPEC_RANGES[name]
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}")
+    try:
+        value = float(raw)
+    except (ValueError, OverflowError):
+        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{where}: {name} must be a finite number, not {raw!r:.40}")
+    if not low < value <= high:
+        raise UsageError(f"{where}: {name} {raw!r:.40} is out of range "
+                         f"(must be above {low:g} and at most {high:g})")
+    if kind is int:
+        if value != int(value):
+            raise UsageError(f"{where}: {name} must be a whole number, not {raw!r:.40}")
+        return int(value)
+    return value
+
+
+def spec_from_mapping(raw: dict[Any, Any], where: str = "model spec") -> ModelSpec:
+    """A validated ModelSpec: text keys, every number finite and in SPEC_RANGES, known
+    attention and convention; anything else is a usage error naming the field."""
+    odd = [k for k in raw if not isinstance(k, str)]
+    if odd:
+        raise UsageError(f"{where}: field names must be text, found {odd[0]!r:.40}")
+    required = ("n_params", "n_layers", "hidden", "seq_len", "global_batch_tokens")
+    missing = [k for k in required if k not in raw]
+    if missing:
+        raise UsageError(f"{where}: missing field(s) {', '.join(missing)} "
+                         f"(needs {', '.join(required)})")
+    unknown = sorted(set(raw) - set(ModelSpec.__dataclass_fields__))
+    if unknown:
+        raise UsageError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    numbers = {name: _spec_number(raw[name], name, where)
+               for name in SPEC_RANGES if raw.get(name) is not None}
+    spec = ModelSpec(
+        n_params=float(numbers["n_params"]), n_layers=int(numbers["n_layers"]),
+        hidden=int(numbers["hidden"]), seq_len=int(numbers["seq_len"]),
+        global_batch_tokens=float(numbers["global_batch_tokens"]),
+        n_active_params=(float(numbers["n_active_params"])
+                         if "n_active_params" in numbers else None),
+        attention=str(raw.get("attention", "full")),
+        convention=str(raw.get("convention", "palm")),
+        vocab=int(numbers.get("vocab", 0)))
+    if spec.attention not in ATTENTION:
+        raise UsageError(f"{where}: attention must be one of {', '.join(ATTENTION)}")
+    if spec.convention not in CONVENTIONS:
+        raise UsageError(f"{where}: convention must be one of {', '.join(CONVENTIONS)}")
+    return spec

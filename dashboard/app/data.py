@@ -1,0 +1,259 @@
+"""What the pages read, cached per database file and run, on short read-only connections.
+
+Cache keys are (database file, run, the run's `ingested_at`): re-ingesting or deleting a
+run changes its token, so its pages recompute while every other run stays cached. A
+connection is opened per cache miss and closed at once, so the dashboard never holds the
+file while an ingest (another tab, a nightly CLI job) wants to write it. When a writer
+holds the file, `run_tokens` answers with the last tokens it saw — the pages keep showing
+the last committed state from the cache — and a cache miss raises DatabaseBusyError,
+which the app shows as "database busy, retrying".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+import polars as pl
+import streamlit as st
+
+from stepscope.analyzers import run_summary
+from stepscope.analyzers.comm.collectives import op_times
+from stepscope.analyzers.context import ReportOptions, run_context
+from stepscope.analyzers.critical_path.analysis import Analysis, check
+from stepscope.analyzers.critical_path.whatif import WhatIf
+from stepscope.analyzers.detail import (
+    KernelRow,
+    RankStepGrid,
+    StepTimeline,
+    rank_step_grid,
+    step_timeline,
+    top_kernels,
+)
+from stepscope.analyzers.diff.build import build_diff
+from stepscope.analyzers.model import Calibration, Diff, Expected, Report, WhatIfResult
+from stepscope.analyzers.nightly.history import jobs as history_jobs
+from stepscope.analyzers.nightly.history import read_history
+from stepscope.analyzers.plan.calibrate import calibrate
+from stepscope.analyzers.plan.expected import expected_for, spec_for
+from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.dashboard.render.html_report import report_html
+from stepscope.dashboard.render.report import report_markdown
+from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only
+from stepscope.ingest import run_tokens as read_tokens
+
+T = TypeVar("T")
+_LAST_TOKENS: dict[str, dict[str, str]] = {}
+
+
+@contextmanager
+def read_only(db: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection that is closed as soon as the block ends."""
+    con = connect_read_only(db)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def with_connection(db: Path, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    with read_only(db) as con:
+        return work(con)
+
+
+def run_tokens(db: Path) -> dict[str, str]:
+    """run -> its ingested_at, newest first; {} when there is no database yet. While a
+    writer holds the file: the tokens last seen (DatabaseBusyError if none)."""
+    key = str(db)
+    if not db.is_file():
+        _LAST_TOKENS.pop(key, None)
+        return {}
+    try:
+        tokens = with_connection(db, read_tokens)
+    except DatabaseBusyError:
+        if key in _LAST_TOKENS:
+            return _LAST_TOKENS[key]
+        raise
+    _LAST_TOKENS[key] = tokens
+    return tokens
+
+
+def forget_tokens(db: Path) -> None:
+    """Drop the remembered tokens (after this process wrote the database)."""
+    _LAST_TOKENS.pop(str(db), None)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _report(db: str, run: str, token: str, dtype: str | None,
+            peak_tflops: float | None = None) -> Report:
+    return with_connection(Path(db), lambda con: build_report(
+        con, run, dtype=dtype, peak_tflops=peak_tflops))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _summary(db: str, tokens: tuple[tuple[str, str], ...]) -> pl.DataFrame:
+    return with_connection(Path(db), run_summary)
+
+
+def report(db: Path, run: str, dtype: str | None = None,
+           peak_tflops: float | None = None) -> Report:
+    """The report model of one run (cached on db, run, its token and the peak: dtype and
+    TFLOP/s, as `stepscope report --dtype --peak-tflops`)."""
+    return _report(str(db), run, _token(db, run), dtype, peak_tflops)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _report_files(db: str, run: str, token: str, dtype: str | None,
+                  peak_tflops: float | None) -> tuple[str, str]:
+    rep = _report(db, run, token, dtype, peak_tflops)
+    return report_html(rep), report_markdown(rep)
+
+
+def report_files(db: Path, run: str, dtype: str | None = None,
+                 peak_tflops: float | None = None) -> tuple[str, str]:
+    """The whole report of a run as `stepscope report --format html` and `--format md`
+    write it (the same renderers): (html, markdown)."""
+    return _report_files(str(db), run, _token(db, run), dtype, peak_tflops)
+
+
+def summary(db: Path) -> pl.DataFrame:
+    """One row per run (analyzers.run_summary), cached until any run changes."""
+    tokens = tuple(sorted(run_tokens(db).items()))
+    return _summary(str(db), tokens)
+
+
+def _token(db: Path, run: str) -> str:
+    token = run_tokens(db).get(run)
+    if token is None:
+        raise KeyError(run)
+    return token
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _grid(db: str, run: str, token: str) -> RankStepGrid:
+    return with_connection(Path(db), lambda con: rank_step_grid(con, run))
+
+
+def grid(db: Path, run: str) -> RankStepGrid:
+    """The rank x step grid of a run (analyzers.detail)."""
+    return _grid(str(db), run, _token(db, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _timeline(db: str, run: str, token: str, step: int, ranks: tuple[int, ...]
+              ) -> StepTimeline:
+    return with_connection(Path(db), lambda con: step_timeline(con, run, step, ranks))
+
+
+def timeline(db: Path, run: str, step: int, ranks: tuple[int, ...]) -> StepTimeline:
+    """One step of the given ranks as bounded attribution segments."""
+    return _timeline(str(db), run, _token(db, run), step, tuple(sorted(ranks)))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _kernels(db: str, run: str, token: str) -> tuple[KernelRow, ...]:
+    return with_connection(Path(db), lambda con: top_kernels(con, run, limit=50))
+
+
+def kernels(db: Path, run: str) -> tuple[KernelRow, ...]:
+    return _kernels(str(db), run, _token(db, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _op_times(db: str, run: str, token: str) -> dict[str, float]:
+    return with_connection(Path(db), lambda con: op_times(con, run))
+
+
+def ops(db: Path, run: str) -> dict[str, float]:
+    """ms per rank and step of each kernel (or leaf CPU op) name of a run."""
+    return _op_times(str(db), run, _token(db, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None,
+          peak_tflops: float | None = None) -> Diff:
+    return build_diff(_report(db, a, token_a, dtype, peak_tflops),
+                      _report(db, b, token_b, dtype, peak_tflops),
+                      _op_times(db, a, token_a), _op_times(db, b, token_b))
+
+
+def diff(db: Path, a: str, b: str, dtype: str | None = None,
+         peak_tflops: float | None = None) -> Diff:
+    """The diff model of two runs (what `stepscope diff A B` renders)."""
+    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype, peak_tflops)
+
+
+def _calibrate(con: duckdb.DuckDBPyConnection, run: str, dtype: str | None
+               ) -> tuple[Calibration | None, str]:
+    """The run's calibration from model.json beside its traces, or why there is none."""
+    found = spec_for(run_context(con, run))
+    if found is None:
+        return None, (f"no model.json beside the traces of {run}: the planner needs the "
+                      "model spec (`stepscope plan --from RUN --model FILE` on the command line)")
+    ctx = run_context(con, run, ReportOptions(spec=found[0], dtype=dtype))
+    try:
+        return calibrate(ctx, report_from_context(ctx), *found), f"model spec: {found[1]}"
+    except UsageError as exc:
+        return None, str(exc)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _calibration(db: str, run: str, token: str, dtype: str | None
+                 ) -> tuple[Calibration | None, str]:
+    return with_connection(Path(db), lambda con: _calibrate(con, run, dtype))
+
+
+def calibration(db: Path, run: str, dtype: str | None = None
+                ) -> tuple[Calibration | None, str]:
+    """The planner's calibration on a run (analyzers.plan.calibrate), with where its model
+    spec came from, or None and the one-line reason (no model.json, CPU-only run, ...)."""
+    return _calibration(str(db), run, _token(db, run), dtype)
+
+
+def _expect(con: duckdb.DuckDBPyConnection, a: str, b: str, dtype: str | None
+            ) -> tuple[Expected | None, str | None]:
+    options = ReportOptions(dtype=dtype)
+    ctx_a, ctx_b = run_context(con, a, options), run_context(con, b, options)
+    return expected_for(ctx_a, report_from_context(ctx_a), ctx_b, report_from_context(ctx_b))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _expected(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None
+              ) -> tuple[Expected | None, str | None]:
+    return with_connection(Path(db), lambda con: _expect(con, a, b, dtype))
+
+
+def expected(db: Path, a: str, b: str, dtype: str | None = None
+             ) -> tuple[Expected | None, str | None]:
+    """Run B as the planner expects it from run A (the diff's `expected`), or the reason
+    there is none."""
+    return _expected(str(db), a, _token(db, a), b, _token(db, b), dtype)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _history(db: str, tokens: tuple[tuple[str, str], ...]) -> dict[str, pl.DataFrame]:
+    def read(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+        return {job: read_history(con, job) for job in history_jobs(con)}
+    return with_connection(Path(db), read)
+
+
+def history(db: Path) -> dict[str, pl.DataFrame]:
+    """The nightly history of every job ({} before the first `stepscope nightly`)."""
+    return _history(str(db), tuple(sorted(run_tokens(db).items())))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _path_graph(db: str, run: str, token: str) -> Analysis:
+    return with_connection(Path(db), lambda con: Analysis(con, run))
+
+
+def whatif(db: Path, run: str, spec: WhatIf) -> WhatIfResult:
+    """A what-if on the run's dependency graph (the graph is read once per run and kept;
+    UsageError when the what-if names nothing in the run)."""
+    token = _token(db, run)
+    graph = _path_graph(str(db), run, token)
+    check(graph, spec)
+    return graph.whatif(spec, _report(str(db), run, token, None).step_time_ms)
