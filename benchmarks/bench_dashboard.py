@@ -45,7 +45,7 @@ def prepare() -> Path:
 
 
 def render(page: str) -> float:
-    at = AppTest.from_file(str(REPO / "dashboard" / "app.py"), default_timeout=600)
+    at = AppTest.from_file(str(REPO / "dashboard" / "app" / "main.py"), default_timeout=600)
     at.query_params["page"] = page
     at.query_params["run"] = RUN
     t0 = time.perf_counter()

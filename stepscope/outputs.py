@@ -25,11 +25,13 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from stepscope.ingest.errors import StepscopeError, UsageError, quote_name
 from stepscope.ingest.sources import path_exists
+from stepscope.validate import output_file
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 INPUT_OPTIONS = ("model", "comm_kernels")  # options that name a file the command reads
@@ -201,3 +203,20 @@ def write_files(folder: Path, files: Mapping[str, str]) -> list[Path]:
         write_text(text, path)
         written.append(path)
     return written
+
+
+T = TypeVar("T")
+
+
+def add_format_options(p: argparse.ArgumentParser, formats: Mapping[str, Callable[[T], str]],
+                       *, default: str = "md", out_help: str | None = None) -> None:
+    """`--format` over a model's formats (dashboard/render/formats.py) and, when the command
+    writes files, `--out FILE` with its help."""
+    p.add_argument("--format", choices=sorted(formats), default=default)
+    if out_help is not None:
+        p.add_argument("--out", type=output_file, help=out_help)
+
+
+def emit(args: argparse.Namespace, formats: Mapping[str, Callable[[T], str]], model: T) -> None:
+    """The model in the chosen `--format`, to `--out` or stdout (write_text)."""
+    write_text(formats[args.format](model), getattr(args, "out", None))

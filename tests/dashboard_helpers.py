@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parent.parent
-APP = REPO / "dashboard" / "app.py"
+APP = REPO / "dashboard" / "app" / "main.py"
 SIMULATED = REPO / "sample_traces" / "simulated"
 CPU = REPO / "sample_traces" / "cpu"
 

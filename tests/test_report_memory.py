@@ -13,8 +13,8 @@ from identity import report_text
 
 import stepscope
 from stepscope.analyzers import _memory, report
-from stepscope.analyzers.critical_path import graph as cp_graph
 from stepscope.analyzers.critical_path import analysis as critical_path
+from stepscope.analyzers.critical_path import graph as cp_graph
 
 RUN = "pipeline_imbalance"
 

@@ -8,7 +8,7 @@ model; `report_sections` is reused by the nightly report.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from stepscope.analyzers.flops.peaks import peak_label
 from stepscope.analyzers.model import (
@@ -55,6 +55,7 @@ from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.report import FAILED_SHOWN
 from stepscope.dashboard.render.roofline import roofline_block
+from stepscope.dashboard.render.sections import walk
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
@@ -311,15 +312,28 @@ def _per_step(report: Report) -> str:
     return section("Per step (ms, mean over ranks)", body, anchor="per-step")
 
 
+# how each section of sections.REPORT_SECTIONS is drawn in HTML (the header with its cards)
+HTML: dict[str, Callable[[Report], str]] = {
+    "header": lambda r: _header(r) + _cards(r),
+    "breakdown": _breakdown,
+    "mfu": _mfu,
+    "roofline": lambda r: html(roofline_block(r.roofline)),
+    "recommendations": lambda r: recommendations_section(r.recommendations),
+    "collectives": _communication,
+    "all_to_all": lambda r: html(alltoall_block(r.all_to_all)),
+    "memory": lambda r: html(memory_block(r.memory, r.run.timeline == "gpu")),
+    "nccl": lambda r: nccl_section(r.nccl),
+    "stragglers": _stragglers,
+    "pipeline": _pipeline,
+    "critical_path": lambda r: critical_path_html(r.critical_path),
+    "per_rank": _per_rank,
+    "per_step": _per_step,
+}
+
+
 def report_sections(report: Report) -> list[str]:
-    """The run report's sections, headline first, detail tables last."""
-    return [_header(report), _cards(report), _breakdown(report), _mfu(report),
-            html(roofline_block(report.roofline)),
-            recommendations_section(report.recommendations), _stragglers(report),
-            _communication(report), html(alltoall_block(report.all_to_all)),
-            html(memory_block(report.memory, report.run.timeline == "gpu")),
-            nccl_section(report.nccl), _pipeline(report),
-            critical_path_html(report.critical_path), _per_rank(report), _per_step(report)]
+    """The run report's sections in the order of sections.REPORT_SECTIONS."""
+    return walk(HTML, report)
 
 
 def report_html(report: Report) -> str:

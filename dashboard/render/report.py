@@ -6,7 +6,7 @@ labels.py, number formatting from format.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from stepscope.analyzers.flops.peaks import peak_label
 from stepscope.analyzers.model import (
@@ -48,6 +48,7 @@ from stepscope.dashboard.render.labels import (
 from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.nccl import nccl_lines
 from stepscope.dashboard.render.roofline import roofline_block
+from stepscope.dashboard.render.sections import walk
 
 LABELS = CATEGORY_LABELS
 
@@ -218,9 +219,7 @@ def failed_files_lines(files: Sequence[FailedFile]) -> list[str]:
     return out
 
 
-def report_markdown(report: Report) -> str:
-    """A human report: run, layout, where the step time went, MFU, advice, stragglers,
-    pipeline, per rank and per step."""
+def _header_lines(report: Report) -> list[str]:
     run, lay = report.run, report.layout
     out = [f"# stepscope report: {md_text(run.name)}", ""]
     out.append(f"- {run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} "
@@ -233,20 +232,34 @@ def report_markdown(report: Report) -> str:
                + (f"; nodes: {md_text(lay.node_source)}" if lay.node_source else "") + ")")
     out += [f"- layout note: {md_text(note)}" for note in lay.notes]
     out += [f"- note: {md_text(note)}" for note in report.notes]
+    return out
+
+
+def _breakdown_lines(report: Report) -> list[str]:
     step = report.step_time_ms
-    out += ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
-    out += _breakdown_table(report.breakdown_ms, step)
-    out += idle_lines(report)
-    out += _mfu_lines(report.mfu)
-    out += markdown(roofline_block(report.roofline))
-    out += recommendation_lines(report.recommendations)
-    out += collective_lines(report.collectives)
-    out += markdown(alltoall_block(report.all_to_all))
-    out += markdown(memory_block(report.memory, run.timeline == "gpu"))
-    out += nccl_lines(report.nccl)
-    out += straggler_lines(report.stragglers)
-    out += pipeline_lines(report.pipeline)
-    out += critical_path_markdown(report.critical_path)
-    out += per_rank_lines(report.per_rank)
-    out += per_step_lines(report.per_step)
-    return "\n".join(out) + "\n"
+    out = ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
+    return out + _breakdown_table(report.breakdown_ms, step) + idle_lines(report)
+
+
+# how each section of sections.REPORT_SECTIONS is drawn in Markdown
+MARKDOWN: dict[str, Callable[[Report], list[str]]] = {
+    "header": _header_lines,
+    "breakdown": _breakdown_lines,
+    "mfu": lambda r: _mfu_lines(r.mfu),
+    "roofline": lambda r: markdown(roofline_block(r.roofline)),
+    "recommendations": lambda r: recommendation_lines(r.recommendations),
+    "collectives": lambda r: collective_lines(r.collectives),
+    "all_to_all": lambda r: markdown(alltoall_block(r.all_to_all)),
+    "memory": lambda r: markdown(memory_block(r.memory, r.run.timeline == "gpu")),
+    "nccl": lambda r: nccl_lines(r.nccl),
+    "stragglers": lambda r: straggler_lines(r.stragglers),
+    "pipeline": lambda r: pipeline_lines(r.pipeline),
+    "critical_path": lambda r: critical_path_markdown(r.critical_path),
+    "per_rank": lambda r: per_rank_lines(r.per_rank),
+    "per_step": lambda r: per_step_lines(r.per_step),
+}
+
+
+def report_markdown(report: Report) -> str:
+    """A human report: every section of sections.REPORT_SECTIONS, in that order."""
+    return "\n".join(line for lines in walk(MARKDOWN, report) for line in lines) + "\n"

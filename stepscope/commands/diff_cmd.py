@@ -11,16 +11,14 @@ from stepscope.analyzers.flops.peaks import DTYPES
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
-from stepscope.dashboard.render.diff import diff_json, diff_markdown
-from stepscope.dashboard.render.html_diff import diff_html
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import check_output, option_inputs, write_text
+from stepscope.outputs import add_format_options, check_output, emit, option_inputs
 from stepscope.targets import diff
-from stepscope.validate import PEAK_TFLOPS, output_file
+from stepscope.validate import PEAK_TFLOPS
 
 HELP = COMMAND_HELP["diff"]
-RENDERERS = {"json": diff_json, "md": diff_markdown, "html": diff_html}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,9 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="which peak of the table to use (default: inferred from the traces)")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=output_file,
-                   help="write the diff here instead of stdout (its folder must exist)")
+    add_format_options(p, formats.DIFF, out_help="write the diff here instead of stdout "
+                       "(its folder must exist)")
     add_step_marker(p)
     add_comm_kernels(p)
 
@@ -48,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
     built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker,
                    comm_kernels=args.comm_kernels)
     print_remarks(built)
-    write_text(RENDERERS[args.format](built.diff), args.out)
+    emit(args, formats.DIFF, built.diff)
     return EXIT_PARTIAL if built.failures else EXIT_OK

@@ -11,16 +11,14 @@ from stepscope.analyzers.hang import NoFlightRecorderError, build_hang_report
 from stepscope.analyzers.model import HangReport
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
-from stepscope.dashboard.render.hang import hang_json, hang_markdown
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name, path_exists
-from stepscope.outputs import check_output, option_inputs, write_text
+from stepscope.outputs import add_format_options, check_output, emit, option_inputs
 from stepscope.store import Store
-from stepscope.validate import output_file
 
 HELP = COMMAND_HELP["hang"]
-RENDERERS = {"json": hang_json, "md": hang_markdown}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,9 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="a run in the database, or a folder / files of Flight Recorder dumps "
                         "(with or without Kineto traces) to read on the fly")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=output_file,
-                   help="write the report here instead of stdout (its folder must exist)")
+    add_format_options(p, formats.HANG, out_help="write the report here instead of stdout "
+                       "(its folder must exist)")
 
 
 def _analyse(store: Store, run: str) -> HangReport:
@@ -42,10 +39,6 @@ def _analyse(store: Store, run: str) -> HangReport:
             f"run '{run}' has no Flight Recorder dump; dump them with "
             "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
             "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=<folder>/_dump_ and pass that folder") from None
-
-
-def _emit(text: str, out: Path | None) -> None:
-    write_text(text, out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
                 say(f"error: {file}: {problem}")
             with Store(Path(tmp) / "hang.duckdb") as store:
                 report = _analyse(store, default_run_name([target]))
-            _emit(RENDERERS[args.format](report), args.out)
+            emit(args, formats.HANG, report)
             return result.exit_code
     with Store(args.db) as store:
         store.require_run(args.target)
         report = _analyse(store, args.target)
-    _emit(RENDERERS[args.format](report), args.out)
+    emit(args, formats.HANG, report)
     return EXIT_OK

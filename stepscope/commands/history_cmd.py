@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from stepscope.analyzers.nightly.history import jobs, read_history
 from stepscope.commands import COMMAND_HELP
-from stepscope.dashboard.render.nightly import history_json, history_markdown, history_text
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
+from stepscope.outputs import add_format_options, emit
 from stepscope.store import Store
 from stepscope.validate import integer
 
 HELP = COMMAND_HELP["history"]
-RENDERERS = {"text": history_text, "md": history_markdown, "json": history_json}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("history", help=HELP, description=HELP + ".")
     p.add_argument("job", metavar="JOB", help="the --job of `stepscope nightly`")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    add_format_options(p, formats.HISTORY, default="text")
     p.add_argument("--last", type=integer(1, 1_000_000), metavar="N",
                    help="only the last N nights")
 
@@ -36,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.db}: no nightly history for job '{args.job}' "
                              f"(jobs: {listing})")
         frame = read_history(store.con, args.job, args.last)
-    sys.stdout.write(RENDERERS[args.format](args.job, frame))
+    emit(args, formats.HISTORY, formats.JobHistory(args.job, frame))
     return EXIT_OK

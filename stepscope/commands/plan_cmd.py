@@ -22,12 +22,12 @@ from stepscope.analyzers.plan.layouts import (
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
-from stepscope.dashboard.render.plan import plan_json, plan_markdown
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import check_output, option_inputs, write_text
+from stepscope.outputs import add_format_options, check_output, emit, option_inputs
 from stepscope.targets import plan
-from stepscope.validate import PEAK_TFLOPS, integer, output_file, real
+from stepscope.validate import PEAK_TFLOPS, integer, real
 
 # Ranges of plan's inputs (README "Limits"): beyond them the planner's answer means
 # nothing, and --gpus bounds its loops (divisors of the GPU count).
@@ -48,7 +48,6 @@ DEGREE = integer(1, MAX_GPUS)
 ZERO = integer(0, 3)
 
 HELP = COMMAND_HELP["plan"]
-RENDERERS = {"json": plan_json, "md": plan_markdown}
 # what the formula planner needs, and what --from takes from the run instead
 FORMULA_ONLY = ("params", "gpu", "seq", "layers", "hidden", "heads", "micro_batch",
                 "network_gbs", "efficiency")
@@ -93,8 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--peak-tflops", type=PEAK_TFLOPS,
                    help="peak TFLOP/s per GPU for --from, in (0, 1e6] (overrides the table)")
     p.add_argument("--top", type=TOP, default=10, help="layouts to show (default 10)")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=output_file, help="write the plan here (its folder must exist)")
+    add_format_options(p, formats.PLAN, out_help="write the plan here (its folder must exist)")
 
 
 def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
@@ -122,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                    DEFAULT_EFFICIENCY if args.efficiency is None else args.efficiency,
                    args.dtype)
     model = plan_result(job, resolve_device(args.gpu), args.top)
-    write_text(RENDERERS[args.format](model), args.out)
+    emit(args, formats.PLAN, model)
     return _exit_code(model)
 
 
@@ -147,7 +145,7 @@ def _run_from(args: argparse.Namespace) -> int:
                               microbatches=args.micro_batches)
     built = plan(args.source, args.db or DEFAULT_DB, options, constraints, args.top)
     print_remarks(built)
-    write_text(RENDERERS[args.format](built.plan), args.out)
+    emit(args, formats.PLAN, built.plan)
     if built.failures:
         return EXIT_PARTIAL
     return _exit_code(built.plan)

@@ -11,16 +11,14 @@ from stepscope.analyzers.flops.peaks import DTYPES
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
-from stepscope.dashboard.render.html_report import report_html
-from stepscope.dashboard.render.report import report_json, report_markdown
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import check_output, option_inputs, write_text
+from stepscope.outputs import add_format_options, check_output, emit, option_inputs
 from stepscope.targets import report
-from stepscope.validate import PEAK_TFLOPS, output_file
+from stepscope.validate import PEAK_TFLOPS
 
 HELP = COMMAND_HELP["report"]
-RENDERERS = {"json": report_json, "md": report_markdown, "html": report_html}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -29,9 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="a run in the database, or a trace folder / archive / file to "
                         "ingest on the fly into a temporary database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="md")
-    p.add_argument("--out", type=output_file,
-                   help="write the report here instead of stdout (its folder must exist)")
+    add_format_options(p, formats.REPORT, out_help="write the report here instead of stdout "
+                       "(its folder must exist)")
     p.add_argument("--model", type=Path, help="model spec (JSON or YAML): n_params, n_layers, "
                    "hidden, seq_len, global_batch_tokens [, n_active_params, attention, "
                    "convention, vocab]; without it, FLOPs come from the traces' shapes")
@@ -52,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     built = report(args.target, args.db, options, step_marker=args.step_marker,
                    comm_kernels=args.comm_kernels)
     print_remarks(built)
-    write_text(RENDERERS[args.format](built.report), args.out)
+    emit(args, formats.REPORT, built.report)
     return EXIT_PARTIAL if built.failures else EXIT_OK

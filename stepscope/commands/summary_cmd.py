@@ -5,24 +5,24 @@ from __future__ import annotations
 import argparse
 
 from stepscope.commands import COMMAND_HELP
-from stepscope.dashboard.render.summary import summary_json, summary_markdown, summary_text
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK
+from stepscope.outputs import add_format_options, emit
 from stepscope.store import Store
 
 HELP = COMMAND_HELP["summary"]
-RENDERERS = {"text": summary_text, "md": summary_markdown, "json": summary_json}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("summary", help=HELP, description=HELP + ".")
     p.add_argument("run", nargs="?", help="only this run")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    add_format_options(p, formats.SUMMARY, default="text")
 
 
 def run(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         summary = store.summary_records(None if args.run is None else [args.run])
-    print(RENDERERS[args.format](summary))
+    emit(args, formats.SUMMARY, summary)
     return EXIT_OK

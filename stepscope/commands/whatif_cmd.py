@@ -8,13 +8,13 @@ import argparse
 from stepscope.analyzers.context import run_context
 from stepscope.analyzers.critical_path.analysis import what_if
 from stepscope.analyzers.critical_path.whatif import WhatIf
-from stepscope.analyzers.model import to_json
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
-from stepscope.dashboard.render.critical_path import whatif_markdown, whatif_text
+from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.outputs import add_format_options, emit
 from stepscope.targets import Built, open_target
 from stepscope.validate import real
 
@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "slower), or (--rank) median: each kernel at the median rank's "
                         "duration for it (the default for --rank)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--format", choices=("text", "md", "json"), default="text")
+    add_format_options(p, formats.WHATIF, default="text")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +67,5 @@ def run(args: argparse.Namespace) -> int:
     with open_target(args.target, args.db) as t:
         result = what_if(run_context(t.store.con, t.run), spec)
         print_remarks(Built(failures=t.failures, notes=t.notes))
-    out = {"text": whatif_text, "md": whatif_markdown, "json": to_json}[args.format](result)
-    print(out)
+    emit(args, formats.WHATIF, result)
     return EXIT_PARTIAL if t.failures else EXIT_OK
