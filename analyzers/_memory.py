@@ -110,8 +110,8 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
     limit unchanged: setting the memory limit makes DuckDB flush those caches, so it is
     set again to what it is (as to_bytes reads the printed value: the same limit to
     within DuckDB's printing). A loop over batches of ranks calls it after each batch:
-    what one batch's statements freed is otherwise kept: after 16 batches at 1,024 ranks
-    the roofline's kernel table left about 60 MB more (docs/scale.md, "Memory"). With
+    what one batch's statements freed is otherwise kept and adds up over the batches
+    (docs/scale.md, "Memory"). With
     `$STEPSCOPE_MEMORY_LIMIT` the user's limit is left as set."""
     if os.environ.get(MEMORY_ENV):
         return

@@ -111,12 +111,6 @@ def _check_baseline_run(opts: NightlyOptions) -> None:
                          "'previous' or 'none'")
 
 
-def traces_start(paths: Sequence[str | Path]) -> datetime | None:
-    """Start of the traces (UTC, naive): the earliest event of the first readable file
-    in path order, so the same folder always gives the same time."""
-    return night_identity(paths)[0]
-
-
 def _first_start(files: Sequence[TraceFile]) -> datetime | None:
     for tf in files:
         try:

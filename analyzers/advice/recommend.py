@@ -46,7 +46,6 @@ from stepscope.analyzers.plan.layouts import bubble_theory
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share
 BUBBLE_TARGET = 0.05    # pipeline-bubble aims under this theoretical bubble
-LAUNCH_BOUND_KERNEL_US = 10.0
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,6 @@ __all__ = ["BandwidthPoint", "MeasuredOps", "NcclFinding", "NcclGroup", "NcclRan
            "NcclSection", "NcclSource", "build_nccl_section", "has_nccl_sources",
            "measured_bandwidth", "measured_links", "measured_ops"]
 
-NETWORK_TIERS = ("ib", "net", "socket", "collnet")
-
 
 # Row shapes of the queries below (analyzers/sql/nccl/*.sql), private to this module.
 class _SourceRow(TypedDict):

@@ -5,8 +5,9 @@ GPU activity and collective call; edges: stream order, launch, the issue and con
 semantics of communication, inferred cross-stream waits, CPU waits at syncs; collective
 instances and send/recv pairs). Here it becomes numpy arrays, and the path of a step is
 the chain of what set each start, followed backwards from the end of the reference rank's
-window (docs/critical_path.md). The chain is found by pointer doubling over the step's
-nodes (O(n log depth) vectorized), never by a Python loop over events.
+window (docs/critical_path.md). The chain is followed item by item in Python while it is
+short (a step's chain is a few hundred items) and by pointer doubling over the step's
+nodes (O(n log depth), vectorized) past a bound; docs/critical_path.md says why.
 """
 
 from __future__ import annotations
@@ -136,8 +137,8 @@ MISSING = "?"
 
 # The graph is built a batch of ranks at a time (docs/scale.md, "Memory"): DuckDB then
 # holds one batch's tables, not the whole job's, while the arrays gather the batches.
-# At 1,024 simulated ranks 128 ranks to a batch peaked as low as 64 did (283 / 285 MiB;
-# 256: 300 MiB) in 13% less time than 64 (each batch's statements scan their tables).
+# 128 ranks to a batch peak as low as 64 do, in less time (each batch's statements scan
+# their tables); docs/scale.md has the measurements.
 RANKS_PER_BATCH = 128
 
 NODE_COLUMNS = ("rank", "step", "s", "e", "cat", "kind", "launch_s", "launch_e",
@@ -354,7 +355,7 @@ def chain(parent: I64, start: int, walk_max: int = WALK_MAX) -> I64:
     A step's path is a few hundred items of a graph of hundreds of thousands (233 k
     nodes at 1,024 ranks, twice as many items): its first `walk_max` items are followed
     one by one, and only a longer chain's rest by pointer doubling, whose log-depth
-    arrays of every item are then 26 MB at that size (docs/critical_path.md)."""
+    arrays cover every item (docs/critical_path.md)."""
     walked: list[int] = []
     seen: set[int] = set()
     at = start

@@ -44,11 +44,6 @@ HFU = Explanation(
     "activation checkpointing and FlashAttention's backward recompute included).",
     "HFU = (model + recomputed FLOPs) / (step time × GPUs × peak)",
     "mfu", "MFU, HFU and the waterfall")
-KERNEL_EFFICIENCY = Explanation(
-    "Kernel efficiency: how close to peak the GPU ran while it computed.",
-    "efficiency = model FLOPs per GPU / (peak × compute time); points lost = "
-    "−(1 − efficiency) × 100",
-    "mfu", "The waterfall")
 WATERFALL = Explanation(
     "A stage's points are the MFU regained if its time went away at today's kernel "
     "efficiency, so its points are its share of the step times the efficiency "
