@@ -106,12 +106,12 @@ def test_sigint_after_the_commit_says_committed(
 def test_main_leaves_the_sigint_handler_as_it_found_it(
         db_with_run: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import stepscope.commands.summary_cmd as summary_cmd
+    from stepscope.dashboard.render import formats
 
     def interrupted(*args: Any) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(summary_cmd.RENDERERS, "text", interrupted)
+    monkeypatch.setitem(formats.SUMMARY, "text", interrupted)
     before = signal.getsignal(signal.SIGINT)
     assert main(["summary", "--db", str(db_with_run)]) == 130
     assert signal.getsignal(signal.SIGINT) is before
@@ -121,12 +121,12 @@ def test_main_leaves_the_sigint_handler_as_it_found_it(
 def test_sigint_in_a_read_only_command_says_nothing_was_written(
         db_with_run: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import stepscope.commands.summary_cmd as summary_cmd
+    from stepscope.dashboard.render import formats
 
     def interrupted(*args: Any) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(summary_cmd.RENDERERS, "text", interrupted)
+    monkeypatch.setitem(formats.SUMMARY, "text", interrupted)
     assert main(["summary", "--db", str(db_with_run)]) == 130
     assert capsys.readouterr().err == "interrupted: nothing was written\n"
 
