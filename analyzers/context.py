@@ -2,7 +2,7 @@
 
 `run_context` reads the run's identity, device and peak, attribution over complete steps,
 pipeline topology, layout and hosts; each analyzer then takes the context and returns its
-own typed section (analyzers/model.py). No analyzer reads another's half-built output.
+own typed section (analyzers/results/). No analyzer reads another's half-built output.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import msgspec
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DTYPES, RunDevice, run_device
-from stepscope.analyzers.model import (
+from stepscope.analyzers.parallel.layout import layout
+from stepscope.analyzers.parallel.pipeline import PipelineTopology, topology
+from stepscope.analyzers.results import (
     CATEGORIES,
     Breakdown,
     FailedFile,
@@ -25,8 +27,6 @@ from stepscope.analyzers.model import (
     RunInfo,
     StepTimes,
 )
-from stepscope.analyzers.parallel.layout import layout
-from stepscope.analyzers.parallel.pipeline import PipelineTopology, topology
 from stepscope.ingest.errors import UsageError
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from stepscope.analyzers._sql import fetch_rows, run_script
-from stepscope.analyzers.model import MemoryOp, MemorySection, MemoryStep, RankMemory
+from stepscope.analyzers.results import MemoryOp, MemorySection, MemoryStep, RankMemory
 
 if TYPE_CHECKING:
     from stepscope.analyzers.context import RunContext

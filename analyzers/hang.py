@@ -1,5 +1,5 @@
 """Why did the job hang? Flight Recorder dumps of every rank -> one typed HangReport
-(analyzers.model; its JSON Schema docs/hang.schema.json is generated from it).
+(analyzers.results; its JSON Schema docs/hang.schema.json is generated from it).
 
 Per process group (keyed by pg_name, which is the same on every rank; pg_id is local):
 * the last collective every member completed;
@@ -26,7 +26,7 @@ from typing import Literal, TypedDict
 import duckdb
 
 from stepscope.analyzers._sql import fetch_rows, sql
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     CollectiveState,
     CompletionLag,
     GroupProgress,

@@ -1,9 +1,9 @@
-"""The run report (analyzers.model.Report), built in one pass from the run context.
+"""The run report (analyzers.results.Report), built in one pass from the run context.
 
 `build_report` reads the shared facts once (analyzers.context.run_context), then each
 analyzer returns its typed section; the advisor judges the finished sections. Renderers
 (dashboard/render/report.py, html_report.py) turn the model into Markdown and HTML;
-`analyzers.model.to_json` is the JSON.
+`analyzers.results.to_json` is the JSON.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.mfu import mfu_section
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.roofline import roofline_section
-from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, Pipeline, Report
 from stepscope.analyzers.parallel.pipeline import pipeline
+from stepscope.analyzers.results import REPORT_SCHEMA_VERSION, Pipeline, Report
 
 __all__ = ["REPORT_SCHEMA_VERSION", "ReportOptions", "build_report", "report_from_context"]
 

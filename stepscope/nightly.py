@@ -21,7 +21,6 @@ from stepscope import ingest_run
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.flops.model_spec import ModelSpec
-from stepscope.analyzers.model import BaselineInfo, NightlyReport
 from stepscope.analyzers.nightly import history
 from stepscope.analyzers.nightly.checks import Threshold, evaluate
 from stepscope.analyzers.nightly.night import (
@@ -31,6 +30,7 @@ from stepscope.analyzers.nightly.night import (
     with_pruned,
 )
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import BaselineInfo, NightlyReport
 from stepscope.dashboard.render.html_nightly import nightly_html
 from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
 from stepscope.ingest import (

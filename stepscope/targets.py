@@ -19,11 +19,11 @@ from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.flops.counted_ops import counted_ops
-from stepscope.analyzers.model import Diff, PlanResult, Report
 from stepscope.analyzers.plan.calibrate import calibrate
 from stepscope.analyzers.plan.expected import expected_for, spec_for
 from stepscope.analyzers.plan.from_run import Constraints, plan_from
 from stepscope.analyzers.report import report_from_context
+from stepscope.analyzers.results import Diff, PlanResult, Report
 from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
 from stepscope.ingest.sources import default_run_name, path_exists
 from stepscope.store import Store

@@ -21,7 +21,7 @@ import stepscope.commands.hang_cmd
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
-from stepscope.analyzers.model import SCHEMA_FILES, Model, Report, to_builtins
+from stepscope.analyzers.results import SCHEMA_FILES, Model, Report, to_builtins
 
 # A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
 # every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,

@@ -54,8 +54,8 @@ def report_text(con: duckdb.DuckDBPyConnection, run: str) -> str:
     """The run's JSON report as `stepscope report --json` builds it, with the set's
     model.json as spec when it has one."""
     from stepscope.analyzers.flops.model_spec import load_spec
-    from stepscope.analyzers.model import to_json
     from stepscope.analyzers.report import build_report
+    from stepscope.analyzers.results import to_json
 
     model = SIM / run / "model.json"
     spec = load_spec(model) if model.exists() else None

@@ -17,8 +17,8 @@ import pytest
 from conftest import REPO, SIM, kineto_trace, write_trace
 
 import stepscope
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 
 
 def report(db: Path, run: str) -> Report:

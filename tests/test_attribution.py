@@ -12,8 +12,8 @@ from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
 from stepscope.analyzers.breakdown.attribution import CATEGORIES
-from stepscope.analyzers.model import REPORT_SCHEMA_VERSION, to_builtins
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import REPORT_SCHEMA_VERSION, to_builtins
 
 SIMULATED = REPO / "sample_traces" / "simulated"
 SIM_SETS = sorted(p.name for p in SIMULATED.iterdir() if (p / "ground_truth.json").exists())

@@ -20,8 +20,8 @@ from stepscope.analyzers.context import run_context
 from stepscope.analyzers.critical_path.analysis import Analysis, what_if
 from stepscope.analyzers.critical_path.graph import INFERRED, causes, chain, load
 from stepscope.analyzers.critical_path.whatif import WhatIf, evaluate
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 from stepscope.cli import main
 
 # sets whose truth is computed here by running the simulator again (their bundled

@@ -16,8 +16,8 @@ from conftest import SHARED_TRACES
 
 import stepscope
 from stepscope.analyzers.critical_path.analysis import Analysis
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 
 HTA = Path("HolisticTraceAnalysis/tests/data")
 TRACES = {

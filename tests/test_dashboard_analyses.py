@@ -11,8 +11,8 @@ import duckdb
 import pytest
 from dashboard_helpers import CPU, SIMULATED, app_test, no_exception, texts
 
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.app.uploads import ingest_staged
 from stepscope.dashboard.render.format import pct
 from stepscope.dashboard.render.memory import NO_EVENTS
@@ -110,7 +110,7 @@ def test_runs_without_the_data_say_why(monkeypatch: pytest.MonkeyPatch, db: Path
 def test_kernels_whose_names_start_alike_stay_separate_bars() -> None:
     """Plotly merges bars that share a label: two GEMMs differing only past the 60th
     character once showed as one bar at the sum of their shares (150% of the roof)."""
-    from stepscope.analyzers.model import RoofRow
+    from stepscope.analyzers.results import RoofRow
     from stepscope.dashboard.app.charts_analyses import roof_shares
 
     stem = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1_"

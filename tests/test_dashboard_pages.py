@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.diff.build import build_diff
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.app.uploads import ingest_staged
 from stepscope.dashboard.app.views import PAGES, compare
 from stepscope.dashboard.app.widgets import MISSING

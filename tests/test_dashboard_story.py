@@ -19,9 +19,9 @@ from streamlit.testing.v1 import AppTest
 
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.detail import rank_step_grid
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.parallel.bubble import bubble_excess
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.app.baseline import MODEL_TOLERANCE
 from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 from stepscope.dashboard.render.format import pct, points, share

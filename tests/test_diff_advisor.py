@@ -15,9 +15,9 @@ import stepscope
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.diff.build import STAGES, build_diff
 from stepscope.analyzers.flops.model_spec import load_spec
-from stepscope.analyzers.model import Report, to_builtins
 from stepscope.analyzers.plan.layouts import zero_state_bytes_per_param
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report, to_builtins
 from stepscope.cli import main
 
 SIM = REPO / "sample_traces" / "simulated"

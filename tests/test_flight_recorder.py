@@ -16,7 +16,7 @@ import pytest
 from conftest import SAMPLES, SHARED_TRACES, validate_json
 
 from stepscope.analyzers.hang import build_hang_report
-from stepscope.analyzers.model import HangReport
+from stepscope.analyzers.results import HangReport
 from stepscope.cli import main
 from stepscope.ingest import TraceFileError, ingest
 from stepscope.ingest.nccl.flight_recorder import read_flight_recorder, split_profiling_name

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO, real_run, shared_trace_files
 
 import stepscope
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.render.report import report_markdown
 
 SIM = REPO / "sample_traces" / "simulated"

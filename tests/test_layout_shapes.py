@@ -15,9 +15,9 @@ import pytest
 from conftest import REPO, kineto_trace, write_trace
 
 import stepscope
-from stepscope.analyzers.model import Layout, to_builtins
 from stepscope.analyzers.parallel.layout import group_degrees
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Layout, to_builtins
 from stepscope.dashboard.render.format import layout_degrees, layout_nodes
 from stepscope.dashboard.render.report import report_markdown
 

@@ -18,8 +18,8 @@ import pytest
 
 import stepscope
 from stepscope.analyzers.comm.collectives import over_peak_warning
-from stepscope.analyzers.model import CollectiveStat
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import CollectiveStat
 from stepscope.dashboard.render.report import collective_lines
 
 SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"

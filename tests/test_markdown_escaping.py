@@ -27,7 +27,8 @@ import msgspec
 import polars as pl
 import pytest
 
-from stepscope.analyzers.model import (
+from stepscope.analyzers.nightly.history import HistoryNight
+from stepscope.analyzers.results import (
     CompletionLag,
     Diff,
     GroupProgress,
@@ -50,7 +51,6 @@ from stepscope.analyzers.model import (
     from_json,
     to_json,
 )
-from stepscope.analyzers.nightly.history import HistoryNight
 from stepscope.analyzers.summary import RunSummary
 from stepscope.dashboard.render.critical_path import whatif_markdown
 from stepscope.dashboard.render.diff import diff_markdown

@@ -18,8 +18,8 @@ from stepscope.analyzers.advice.memory import recompute_memory_note, zero_memory
 from stepscope.analyzers.advice.recommend import gather
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.flops.mfu import ModelSpec
-from stepscope.analyzers.model import MemorySection, MemoryStep, RankMemory, Report
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import MemorySection, MemoryStep, RankMemory, Report
 from stepscope.dashboard.render.report import report_markdown
 
 pytestmark = pytest.mark.slow  # ingests real and simulated memory traces

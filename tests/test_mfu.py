@@ -13,8 +13,8 @@ import stepscope
 from stepscope.analyzers.flops.mfu import flops_per_token, waterfall
 from stepscope.analyzers.flops.model_spec import load_spec, spec_from_mapping
 from stepscope.analyzers.flops.peaks import lookup, table
-from stepscope.analyzers.model import Breakdown, to_builtins
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Breakdown, to_builtins
 from stepscope.cli import main
 from stepscope.ingest import UsageError
 
@@ -242,7 +242,7 @@ def test_mfu_and_roofline_name_the_same_peak(shared_traces: Path, tmp_path: Path
 def test_fp32_rows_of_a_tf32_run_are_held_against_tf32() -> None:
     """The roofline's fp32 rows take the TF32 peak when the MFU's is TF32, and say so."""
     from stepscope.analyzers.flops.peaks import peak_label, roof_dtype
-    from stepscope.analyzers.model import Roofline, RoofRow
+    from stepscope.analyzers.results import Roofline, RoofRow
     from stepscope.dashboard.render.blocks import markdown
     from stepscope.dashboard.render.roofline import roofline_block
 

@@ -15,8 +15,8 @@ import pytest
 from test_snapshots import assert_close
 
 import stepscope
-from stepscope.analyzers.model import to_builtins
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import to_builtins
 from stepscope.analyzers.summary import run_summary
 from stepscope.ingest import schema
 from stepscope.ingest.db import connect_read_only, connect_write

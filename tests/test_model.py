@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 from conftest import DOCS, REPO, VALIDATORS, validate_json
 
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     REPORT_SCHEMA_VERSION,
     SCHEMA_FILES,
     Breakdown,

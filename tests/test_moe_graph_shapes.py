@@ -18,8 +18,8 @@ from conftest import SIM, shared_trace_files
 
 import stepscope
 from stepscope.analyzers.breakdown.attribution import CATEGORIES
-from stepscope.analyzers.model import Report, to_builtins
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report, to_builtins
 
 
 def report(db: Path, run: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 
 from stepscope.analyzers.comm.nccl import build_nccl_section
-from stepscope.analyzers.model import Report, from_json
+from stepscope.analyzers.results import Report, from_json
 from stepscope.cli import main
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.ingest import TraceFileError, ingest

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from conftest import validate_json
 
-from stepscope.analyzers.model import NightlyReport, from_json, to_json
+from stepscope.analyzers.results import NightlyReport, from_json, to_json
 from stepscope.cli import main
 from stepscope.nightly import default_run_name
 

@@ -28,12 +28,12 @@ from conftest import REPO, SIM
 import stepscope
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.flops.model_spec import load_spec
-from stepscope.analyzers.model import Calibration, Expected, MemoryCalibration
 from stepscope.analyzers.plan.calibrate import calibrate, find_spec, term_ms, tier
 from stepscope.analyzers.plan.expected import TERM_STAGE, expected_for
 from stepscope.analyzers.plan.from_run import Constraints, plan_from
 from stepscope.analyzers.plan.predict import predict, target_of
 from stepscope.analyzers.report import report_from_context
+from stepscope.analyzers.results import Calibration, Expected, MemoryCalibration
 from stepscope.cli import main
 from stepscope.dashboard.render.plan import plan_markdown
 from stepscope.ingest import UsageError

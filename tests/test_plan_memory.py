@@ -14,11 +14,11 @@ import pytest
 import stepscope
 from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.flops.model_spec import load_spec
-from stepscope.analyzers.model import Calibration
 from stepscope.analyzers.plan.calibrate import calibrate
 from stepscope.analyzers.plan.layouts import MEMORY_HEADROOM
 from stepscope.analyzers.plan.predict import predict, target_of
 from stepscope.analyzers.report import report_from_context
+from stepscope.analyzers.results import Calibration
 from stepscope.dashboard.render.plan import memory_line
 
 SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import shared_trace_files
 
-from stepscope.analyzers.model import Report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.render.report import report_markdown
 
 

@@ -17,9 +17,9 @@ import stepscope
 from stepscope.analyzers.comm.roles import assign_roles
 from stepscope.analyzers.flops.mfu import peak_for_dtype
 from stepscope.analyzers.flops.peaks import lookup
-from stepscope.analyzers.model import CollectiveStat, Layout, to_builtins
 from stepscope.analyzers.plan.layouts import bubble_theory
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import CollectiveStat, Layout, to_builtins
 from stepscope.cli import main
 
 SIM = REPO / "sample_traces" / "simulated"

@@ -17,7 +17,7 @@ import pytest
 from offline_browser import artifacts_dir, open_offline
 from test_nightly import cli
 
-from stepscope.analyzers.model import Report, from_json
+from stepscope.analyzers.results import Report, from_json
 from stepscope.dashboard.render.html_report import report_html
 
 SIM = Path(__file__).resolve().parent.parent / "sample_traces" / "simulated"

@@ -19,7 +19,7 @@ from conftest import (
     write_trace,
 )
 
-from stepscope.analyzers.model import FailedFile, Report, from_json
+from stepscope.analyzers.results import FailedFile, Report, from_json
 from stepscope.cli import main
 from stepscope.dashboard.render.html_report import failed_files_html
 from stepscope.dashboard.render.report import FAILED_SHOWN, failed_files_lines, report_markdown

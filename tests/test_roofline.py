@@ -15,8 +15,8 @@ from conftest import SIM, kineto_trace, write_trace
 
 import stepscope
 from stepscope.analyzers.flops.peaks import lookup
-from stepscope.analyzers.model import Report, Roofline
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import Report, Roofline
 from stepscope.dashboard.render.report import report_markdown
 
 

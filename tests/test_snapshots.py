@@ -21,12 +21,12 @@ from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.flops.model_spec import load_spec
 from stepscope.analyzers.flops.peaks import resolve_device
-from stepscope.analyzers.model import Diff, Model, PlanResult, Report, to_json
 from stepscope.analyzers.plan.calibrate import calibrate
 from stepscope.analyzers.plan.expected import expected_for
 from stepscope.analyzers.plan.from_run import Constraints, plan_from
 from stepscope.analyzers.plan.layouts import make_job, plan_result
 from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.analyzers.results import Diff, Model, PlanResult, Report, to_json
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.plan import plan_markdown
 from stepscope.dashboard.render.report import report_markdown

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from stepscope.analyzers.comm.roles import EXPERT_ROLES
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     AllToAll,
     AllToAllGroup,
     AllToAllRank,

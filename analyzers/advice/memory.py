@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from stepscope.analyzers.flops.model_spec import ModelSpec
-from stepscope.analyzers.model import (
+from stepscope.analyzers.plan.layouts import MEMORY_HEADROOM, zero_state_bytes_per_param
+from stepscope.analyzers.results import (
     Layout,
     MemorySection,
     Pipeline,
     RankMemory,
 )
-from stepscope.analyzers.plan.layouts import MEMORY_HEADROOM, zero_state_bytes_per_param
 
 
 class Evidence(Protocol):

@@ -26,7 +26,8 @@ from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops.bound import rate_bound
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
-from stepscope.analyzers.model import (
+from stepscope.analyzers.plan.layouts import bubble_theory
+from stepscope.analyzers.results import (
     AllToAll,
     Breakdown,
     CollectiveStat,
@@ -41,7 +42,6 @@ from stepscope.analyzers.model import (
     Straggler,
     WhatIfResult,
 )
-from stepscope.analyzers.plan.layouts import bubble_theory
 
 TRIGGER = 0.10          # a category must take at least this share of the step
 MIN_GAIN = 0.05         # and the fix must be expected to save at least this share

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from stepscope.analyzers._sql import run_script, sql
-from stepscope.analyzers.model import CATEGORIES
+from stepscope.analyzers.results import CATEGORIES
 from stepscope.ingest.db import fit_memory_limit, threads_for, threads_limit
 
 if TYPE_CHECKING:

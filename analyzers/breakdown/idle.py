@@ -11,7 +11,7 @@ from typing import TypedDict
 from stepscope.analyzers._sql import fetch_rows
 from stepscope.analyzers.breakdown.attribution import SHORT_GAP_NS
 from stepscope.analyzers.context import RunContext
-from stepscope.analyzers.model import HostActivity, IdleBreakdown, IdleSplit
+from stepscope.analyzers.results import HostActivity, IdleBreakdown, IdleSplit
 
 HOST_ACTIVITY_ROWS = 10
 

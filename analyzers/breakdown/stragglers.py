@@ -12,7 +12,7 @@ import duckdb
 
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.context import RunContext
-from stepscope.analyzers.model import RankTimes, Straggler
+from stepscope.analyzers.results import RankTimes, Straggler
 
 # A straggler arrives last at most instances (at least half, and at least 1.5x its fair
 # share 1/n), more often than chance would explain (binomial tail below MAX_CHANCE), and

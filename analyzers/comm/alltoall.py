@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypedDict
 
 from stepscope.analyzers._sql import fetch_rows, run_script
-from stepscope.analyzers.model import AllToAll, AllToAllGroup, AllToAllRank
+from stepscope.analyzers.results import AllToAll, AllToAllGroup, AllToAllRank
 
 if TYPE_CHECKING:
     from stepscope.analyzers.context import RunContext

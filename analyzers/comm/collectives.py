@@ -10,10 +10,10 @@ import msgspec
 from stepscope.analyzers._sql import fetch_rows, sql
 from stepscope.analyzers.comm.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 from stepscope.analyzers.context import RunContext
-from stepscope.analyzers.model import DEFAULT_NETWORK_GBS, CollectiveStat
+from stepscope.analyzers.results import DEFAULT_NETWORK_GBS, CollectiveStat
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
-# one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.model.DEFAULT_NETWORK_GBS.
+# one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.results.DEFAULT_NETWORK_GBS.
 GLOO_LINK = "tcp"  # the transport of gloo collectives (PyTorch's gloo uses TCP on Linux)
 
 # A bus bandwidth more than 1% above its link's peak is not physical: say so.

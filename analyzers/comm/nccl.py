@@ -17,7 +17,7 @@ from typing import TypedDict
 import duckdb
 
 from stepscope.analyzers._sql import Params, fetch_rows, sql
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     BandwidthPoint,
     MeasuredOps,
     NcclFinding,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stepscope.analyzers.model import CollectiveStat, Layout
+from stepscope.analyzers.results import CollectiveStat, Layout
 
 LABELS = (
     ("TENSOR", "tensor_parallel"),

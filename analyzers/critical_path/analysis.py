@@ -37,7 +37,8 @@ from stepscope.analyzers.critical_path.whatif import (
     step_graph,
     window_times,
 )
-from stepscope.analyzers.model import (
+from stepscope.analyzers.parallel.pipeline import PipelineTopology
+from stepscope.analyzers.results import (
     CriticalPath,
     PathOp,
     PathRun,
@@ -46,7 +47,6 @@ from stepscope.analyzers.model import (
     Straggler,
     WhatIfResult,
 )
-from stepscope.analyzers.parallel.pipeline import PipelineTopology
 from stepscope.ingest.errors import UsageError
 
 MAX_RUNS = 200         # runs of one step kept in the report (the rest counted)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     CATEGORIES,
     DIFF_SCHEMA_VERSION,
     STAGES,

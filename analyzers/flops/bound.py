@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from stepscope.analyzers._sql import fetch_rows
 from stepscope.analyzers.flops.counted_ops import counted_ops
-from stepscope.analyzers.model import ImplausibleOp
+from stepscope.analyzers.results import ImplausibleOp
 
 if TYPE_CHECKING:
     import duckdb

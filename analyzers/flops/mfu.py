@@ -33,7 +33,7 @@ from stepscope.analyzers.flops import bound as flops_bound
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DevicePeak, table_version
-from stepscope.analyzers.model import CATEGORIES, Breakdown, Mfu, WaterfallStep
+from stepscope.analyzers.results import CATEGORIES, Breakdown, Mfu, WaterfallStep
 
 
 def flops_per_token(spec: ModelSpec) -> float:

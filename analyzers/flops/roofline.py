@@ -22,7 +22,7 @@ from stepscope.analyzers._sql import fetch_rows, run_script
 from stepscope.analyzers.context import no_gpu_timeline
 from stepscope.analyzers.flops.counted_ops import RANKS_PER_BATCH, counted_ops, rank_batches
 from stepscope.analyzers.flops.peaks import roof_dtype, table_version
-from stepscope.analyzers.model import EfficiencyPart, Mfu, Roofline, RoofRow
+from stepscope.analyzers.results import EfficiencyPart, Mfu, Roofline, RoofRow
 
 if TYPE_CHECKING:
     import duckdb

@@ -22,7 +22,7 @@ from typing import Literal, cast
 import msgspec
 from msgspec import inspect as mi
 
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     CATEGORIES,
     CheckOutcome,
     Diff,

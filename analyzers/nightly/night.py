@@ -1,4 +1,4 @@
-"""The nightly report model (analyzers.model.NightlyReport): one night of a job with its
+"""The nightly report model (analyzers.results.NightlyReport): one night of a job with its
 baseline diff and checks, built from the night's pieces.
 
 Built by `stepscope.nightly.run_nightly`; report.json, report.md and report.html are all
@@ -14,7 +14,9 @@ from typing import Literal
 import msgspec
 
 from stepscope.analyzers.diff.build import CAUSE_WORDS, _top_causes
-from stepscope.analyzers.model import (
+from stepscope.analyzers.nightly.checks import CheckResult
+from stepscope.analyzers.nightly.history import HistoryRow, largest_loss
+from stepscope.analyzers.results import (
     BaselineInfo,
     Diff,
     FailedFile,
@@ -22,8 +24,6 @@ from stepscope.analyzers.model import (
     NightlyReport,
     Report,
 )
-from stepscope.analyzers.nightly.checks import CheckResult
-from stepscope.analyzers.nightly.history import HistoryRow, largest_loss
 from stepscope.ingest.exit_codes import EXIT_CHECK_FAILED, EXIT_OK, EXIT_PARTIAL
 
 Status = Literal["complete", "partial"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from stepscope.analyzers.model import Report
+from stepscope.analyzers.results import Report
 
 FAR_ABOVE = 1.5      # the explanation is given when measured >= this x the theory
 MIN_EXCESS = 0.02    # and the excess is at least this share of the step

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import duckdb
 
 from stepscope.analyzers._sql import sql
-from stepscope.analyzers.model import Layout
+from stepscope.analyzers.results import Layout
 
 # Process-group descriptions -> the degrees whose product is the group's size: Megatron-core
 # `group_desc` names, and torch DeviceMesh's `mesh_<dim name>` (torchtitan's dims).

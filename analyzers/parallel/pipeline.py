@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import duckdb
 
 from stepscope.analyzers._sql import sql
-from stepscope.analyzers.model import Pipeline, PipelineStage, RankTimes
 from stepscope.analyzers.plan.layouts import bubble_theory
+from stepscope.analyzers.results import Pipeline, PipelineStage, RankTimes
 
 
 def _components(edges: set[tuple[int, int]]) -> list[set[int]]:

@@ -26,7 +26,8 @@ from stepscope.analyzers.flops.bound import rate_bound
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.mfu import flops_per_step
 from stepscope.analyzers.flops.model_spec import ModelSpec, load_spec
-from stepscope.analyzers.model import (
+from stepscope.analyzers.plan.layouts import MemoryShape, memory_bytes
+from stepscope.analyzers.results import (
     DEFAULT_NETWORK_GBS,
     BubbleCalibration,
     Calibration,
@@ -39,7 +40,6 @@ from stepscope.analyzers.model import (
     Report,
     Term,
 )
-from stepscope.analyzers.plan.layouts import MemoryShape, memory_bytes
 from stepscope.ingest.errors import UsageError
 
 SMALL_BYTES = 64 * 1024          # a collective below this is per-step control traffic

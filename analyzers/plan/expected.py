@@ -31,10 +31,10 @@ import msgspec
 
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops.model_spec import ModelSpec
-from stepscope.analyzers.model import Calibration, Expected, Report, TermChange
 from stepscope.analyzers.plan.calibrate import calibrate, find_spec, ring, term_ms, tier
 from stepscope.analyzers.plan.layouts import device_memory_gb
 from stepscope.analyzers.plan.predict import Target, predict
+from stepscope.analyzers.results import Calibration, Expected, Report, TermChange
 from stepscope.ingest.errors import UsageError
 
 TERM_WORDS = {"compute": "compute", "other_kernels": "other kernels",
@@ -130,7 +130,7 @@ def target_like(cal_b: Calibration) -> Target:
 
 def expected(cal_a: Calibration, cal_b: Calibration, b: Report,
              memory_gb: float | None) -> Expected:
-    """The expected section of the diff (analyzers.model.Expected): each term's points on
+    """The expected section of the diff (analyzers.results.Expected): each term's points on
     the MFU waterfall from A to expected B and from there to measured B (`points`)."""
     t = target_like(cal_b)
     plan = predict(cal_a, t, memory_gb)

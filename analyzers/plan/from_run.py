@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass
 
 from stepscope.analyzers.flops.peaks import DevicePeak
-from stepscope.analyzers.model import Calibration, Job, Plan, PlanResult
 from stepscope.analyzers.plan.calibrate import tier
 from stepscope.analyzers.plan.layouts import MAX_PLAN_GPUS, device_memory_gb, memory_shortfall
 from stepscope.analyzers.plan.predict import Target, fitted_memory_gb, predict, target_of
+from stepscope.analyzers.results import Calibration, Job, Plan, PlanResult
 from stepscope.ingest.errors import UsageError
 
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)

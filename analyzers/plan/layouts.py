@@ -32,7 +32,13 @@ from dataclasses import dataclass
 import msgspec
 
 from stepscope.analyzers.flops.peaks import DevicePeak
-from stepscope.analyzers.model import DEFAULT_EFFICIENCY, DEFAULT_NETWORK_GBS, Job, Plan, PlanResult
+from stepscope.analyzers.results import (
+    DEFAULT_EFFICIENCY,
+    DEFAULT_NETWORK_GBS,
+    Job,
+    Plan,
+    PlanResult,
+)
 from stepscope.ingest.errors import UsageError
 
 __all__ = ["DEFAULT_EFFICIENCY", "DEFAULT_NETWORK_GBS", "Job", "MemoryShape", "Plan",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stepscope.analyzers.model import Calibration, CommClass, Plan, Term
 from stepscope.analyzers.plan.calibrate import (
     MATMUL_KINDS,
     anchor,
@@ -38,6 +37,7 @@ from stepscope.analyzers.plan.calibrate import (
     tier,
 )
 from stepscope.analyzers.plan.layouts import MEMORY_HEADROOM, MemoryShape, memory_bytes
+from stepscope.analyzers.results import Calibration, CommClass, Plan, Term
 
 GRAD_BYTES = 2.0          # bf16 gradients per parameter, when the run has no DP traffic
 TP_CALLS = 4              # all-reduces per layer and microbatch (2 forward, 2 backward)
@@ -268,7 +268,7 @@ def fitted_memory_gb(cal: Calibration, modelled_gb: float,
 
 
 def predict(cal: Calibration, t: Target, device_memory_gb: float | None) -> Plan:
-    """The predicted step of one layout, term by term (analyzers.model.Plan.terms)."""
+    """The predicted step of one layout, term by term (analyzers.results.Plan.terms)."""
     r = _ratios(cal, t)
     tiers = _tiers(t)
     terms = compute_terms(cal, t, r)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from stepscope.analyzers.model import Diff, DiffSide, Report
+from stepscope.analyzers.results import Diff, DiffSide, Report
 from stepscope.dashboard.render.format import fixed
 
 MODEL_TOLERANCE = 0.02   # model FLOPs per step within 2%: the same model and batch

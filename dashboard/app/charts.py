@@ -11,7 +11,7 @@ from datetime import datetime
 import plotly.graph_objects as go
 
 from stepscope.analyzers.detail import KernelRow, StepTimeline
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     CATEGORIES,
     STAGES,
     Breakdown,

@@ -1,5 +1,5 @@
 """Plotly figures of the roofline, memory and all_to_all views: pure functions over the
-report's sections (analyzers.model.Roofline, MemorySection, AllToAll)."""
+report's sections (analyzers.results.Roofline, MemorySection, AllToAll)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import plotly.graph_objects as go
 
-from stepscope.analyzers.model import AllToAll, MemorySection, Roofline, RoofRow
+from stepscope.analyzers.results import AllToAll, MemorySection, Roofline, RoofRow
 from stepscope.dashboard.app.charts import LAYOUT
 from stepscope.dashboard.render.format import chart_text, numbered_names
 

@@ -34,12 +34,12 @@ from stepscope.analyzers.detail import (
     top_kernels,
 )
 from stepscope.analyzers.diff.build import build_diff
-from stepscope.analyzers.model import Calibration, Diff, Expected, Report, WhatIfResult
 from stepscope.analyzers.nightly.history import jobs as history_jobs
 from stepscope.analyzers.nightly.history import read_history
 from stepscope.analyzers.plan.calibrate import calibrate
 from stepscope.analyzers.plan.expected import expected_for, spec_for
 from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.analyzers.results import Calibration, Diff, Expected, Report, WhatIfResult
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
 from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only

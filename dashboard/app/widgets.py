@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import Recommendation
+from stepscope.analyzers.results import Recommendation
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.render.format import EN_DASH, md_code, md_text, points

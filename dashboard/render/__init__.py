@@ -1,4 +1,4 @@
-"""The static renderers: pure functions from a typed model (analyzers/model.py) to text.
+"""The static renderers: pure functions from a typed model (analyzers/results/) to text.
 
 Markdown and JSON per model (report.py, diff.py, plan.py, nightly.py, hang.py,
 summary.py, nccl.py), self-contained HTML per model (html_report.py, html_diff.py,

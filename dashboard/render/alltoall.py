@@ -1,9 +1,9 @@
-"""The report's all_to_all section (analyzers.model.AllToAll) as a render block: traffic,
+"""The report's all_to_all section (analyzers.results.AllToAll) as a render block: traffic,
 imbalance and its cost per group, the ranks that receive the most (docs/alltoall.md)."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import AllToAll
+from stepscope.analyzers.results import AllToAll
 from stepscope.dashboard.render.blocks import Section, Table, num, rows
 
 HEAVIEST_SHOWN = 5

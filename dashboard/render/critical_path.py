@@ -1,4 +1,4 @@
-"""Markdown and HTML of the report's critical-path section (analyzers.model.CriticalPath),
+"""Markdown and HTML of the report's critical-path section (analyzers.results.CriticalPath),
 and the `stepscope whatif` output.
 
 Pure functions of the model, self-contained (its own small table and SVG helpers) so the
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from stepscope.analyzers.model import CriticalPath, StepPath, WhatIfResult
+from stepscope.analyzers.results import CriticalPath, StepPath, WhatIfResult
 from stepscope.dashboard.render.format import md_code, md_text
 
 TITLE = "Critical path"

@@ -1,8 +1,8 @@
-"""Markdown and JSON rendering of a run diff (analyzers.model.Diff)."""
+"""Markdown and JSON rendering of a run diff (analyzers.results.Diff)."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import CollectiveChange, CollectiveSide, Diff, Expected, to_json
+from stepscope.analyzers.results import CollectiveChange, CollectiveSide, Diff, Expected, to_json
 from stepscope.dashboard.render.format import (
     DASH,
     md_code,

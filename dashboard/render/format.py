@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from stepscope.analyzers.model import Layout
+from stepscope.analyzers.results import Layout
 
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML

@@ -8,7 +8,7 @@ from typing import NamedTuple, TypeVar
 
 import polars as pl
 
-from stepscope.analyzers.model import Diff, HangReport, PlanResult, Report, WhatIfResult, to_json
+from stepscope.analyzers.results import Diff, HangReport, PlanResult, Report, WhatIfResult, to_json
 from stepscope.analyzers.summary import RunSummary
 from stepscope.dashboard.render.critical_path import whatif_markdown, whatif_text
 from stepscope.dashboard.render.diff import diff_json, diff_markdown

@@ -1,11 +1,11 @@
 """`stepscope hang` output: JSON (schema: docs/hang.schema.json) and Markdown, pure
-functions of one analyzers.model.HangReport."""
+functions of one analyzers.results.HangReport."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from stepscope.analyzers.model import HangReport, StuckCollective, to_json
+from stepscope.analyzers.results import HangReport, StuckCollective, to_json
 from stepscope.dashboard.render.format import md_code, md_text, rank_list
 
 

@@ -1,10 +1,10 @@
 """`stepscope diff --format html`: what changed between two runs
-(analyzers.model.Diff) as one self-contained HTML file; `diff_sections` is reused by the
+(analyzers.results.Diff) as one self-contained HTML file; `diff_sections` is reused by the
 nightly report for the change against its baseline."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import CollectiveChange, Diff, StragglerChanges
+from stepscope.analyzers.results import CollectiveChange, Diff, StragglerChanges
 from stepscope.dashboard.render.diff import side_change
 from stepscope.dashboard.render.format import EN_DASH, mfu_points, pct, short_names
 from stepscope.dashboard.render.html_page import esc, page, section, swatch, table

@@ -1,11 +1,11 @@
 """The NCCL section of the HTML run report: what NCCL's own evidence says (logs, Flight
-Recorder, Inspector) over analyzers.model.NcclSection; nothing without it."""
+Recorder, Inspector) over analyzers.results.NcclSection; nothing without it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stepscope.analyzers.model import NcclSection
+from stepscope.analyzers.results import NcclSection
 from stepscope.dashboard.render.format import EN_DASH, rank_list_short
 from stepscope.dashboard.render.html_page import esc, folded, section
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from stepscope.analyzers.model import NightlyReport
+from stepscope.analyzers.results import NightlyReport
 from stepscope.dashboard.render.format import EN_DASH, num, pct, points
 from stepscope.dashboard.render.html_diff import diff_sections
 from stepscope.dashboard.render.html_page import card, cards, esc, page, section, table

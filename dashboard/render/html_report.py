@@ -1,4 +1,4 @@
-"""`stepscope report --format html`: the run report (analyzers.model.Report) as one
+"""`stepscope report --format html`: the run report (analyzers.results.Report) as one
 self-contained HTML file (html_page.py).
 
 Big tables are aggregated (slowest ranks, per host) and long details folded into
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from stepscope.analyzers.flops.peaks import peak_label
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     Breakdown,
     FailedFile,
     Mfu,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import CATEGORIES, STAGES, Report
+from stepscope.analyzers.results import CATEGORIES, STAGES, Report
 from stepscope.dashboard.render.format import short_name
 
 CATEGORY_LABELS = {
@@ -14,7 +14,7 @@ CATEGORY_LABELS = {
 STAGE_LABELS = {"kernel_efficiency": "kernel efficiency", **CATEGORY_LABELS}
 WATERFALL_LABELS = {"kernel_efficiency": "kernel efficiency (compute below peak)",
                     **CATEGORY_LABELS}
-# the parts of idle (analyzers.model.IdleSplit), in order
+# the parts of idle (analyzers.results.IdleSplit), in order
 IDLE_PARTS = ("host_bound", "launch_overhead", "other")
 IDLE_LABELS = {"host_bound": "waiting for the host", "launch_overhead": "launch overhead",
                "other": "other (launched, not running)"}

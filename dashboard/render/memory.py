@@ -1,10 +1,10 @@
-"""The report's memory section (analyzers.model.MemorySection) as a render block: peak
+"""The report's memory section (analyzers.results.MemorySection) as a render block: peak
 allocated and reserved per rank against the device, the ops live at the peak
 (docs/memory.md)."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import MemorySection, RankMemory
+from stepscope.analyzers.results import MemorySection, RankMemory
 from stepscope.dashboard.render.blocks import Section, Table, gb, pct, rows
 
 RANKS_SHOWN = 16

@@ -1,8 +1,8 @@
-"""Markdown lines of the report's `nccl` section (analyzers.model.NcclSection)."""
+"""Markdown lines of the report's `nccl` section (analyzers.results.NcclSection)."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import NcclSection
+from stepscope.analyzers.results import NcclSection
 from stepscope.dashboard.render.format import md_text, rank_list
 
 

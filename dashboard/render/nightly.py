@@ -1,6 +1,6 @@
 """Renderers of a nightly report (report.json, report.md) and of a job's history.
 
-Pure functions: analyzers.model.NightlyReport or the history frame in, text out.
+Pure functions: analyzers.results.NightlyReport or the history frame in, text out.
 report.md starts with a chat-sized summary (a few lines a webhook can post), then the
 full report and the diff against the baseline.
 """
@@ -11,8 +11,8 @@ from datetime import datetime
 
 import polars as pl
 
-from stepscope.analyzers.model import CheckOutcome, NightlyReport, to_json
 from stepscope.analyzers.nightly.history import HistoryNight, history_nights
+from stepscope.analyzers.results import CheckOutcome, NightlyReport, to_json
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
 from stepscope.dashboard.render.format import md_code, md_text, num, pct, points

@@ -1,8 +1,8 @@
-"""Markdown and JSON rendering of planner results (analyzers.model.PlanResult)."""
+"""Markdown and JSON rendering of planner results (analyzers.results.PlanResult)."""
 
 from __future__ import annotations
 
-from stepscope.analyzers.model import Calibration, Plan, PlanResult, to_json
+from stepscope.analyzers.results import Calibration, Plan, PlanResult, to_json
 from stepscope.dashboard.render.format import md_text, pct
 
 TERM_LABELS = {"compute": "compute (matmuls)", "other_kernels": "other kernels",

@@ -1,4 +1,4 @@
-"""Markdown and JSON rendering of a run report (analyzers.model.Report).
+"""Markdown and JSON rendering of a run report (analyzers.results.Report).
 
 Pure functions of the model: no database, no recomputed numbers; labels come from
 labels.py, number formatting from format.py.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from stepscope.analyzers.flops.peaks import peak_label
-from stepscope.analyzers.model import (
+from stepscope.analyzers.results import (
     Breakdown,
     CollectiveStat,
     FailedFile,

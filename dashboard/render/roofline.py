@@ -1,11 +1,11 @@
-"""The report's roofline section (analyzers.model.Roofline) as a render block: op kinds,
+"""The report's roofline section (analyzers.results.Roofline) as a render block: op kinds,
 the kernel-efficiency stage by op, the GEMM shapes that lose the most, the top kernels
 (docs/roofline.md)."""
 
 from __future__ import annotations
 
 from stepscope.analyzers.flops.peaks import peak_label, roof_dtype
-from stepscope.analyzers.model import Roofline, RoofRow
+from stepscope.analyzers.results import Roofline, RoofRow
 from stepscope.dashboard.render.blocks import Section, Table, num, pct, rows
 
 SHAPES_SHOWN = 10

@@ -3,7 +3,7 @@
 Python's json writes float('nan') as `NaN`, which most JSON parsers reject. The JSON of
 frames (the ingest summary, a job's history) goes through `dumps`: a non-finite float (a
 ratio over zero time, say) becomes null, "no value", which is what it means; the models'
-JSON (analyzers.model.to_json, msgspec) writes null for them too. User inputs that could
+JSON (analyzers.results.to_json, msgspec) writes null for them too. User inputs that could
 cause one are refused earlier (stepscope/validate.py); this is the last guard for values
 computed from data.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from stepscope import ingest_run
 from stepscope.analyzers.hang import NoFlightRecorderError, build_hang_report
-from stepscope.analyzers.model import HangReport
+from stepscope.analyzers.results import HangReport
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render import formats

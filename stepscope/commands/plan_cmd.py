@@ -9,7 +9,6 @@ from pathlib import Path
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.flops.model_spec import load_spec
 from stepscope.analyzers.flops.peaks import resolve_device
-from stepscope.analyzers.model import PlanResult
 from stepscope.analyzers.plan.from_run import Constraints
 from stepscope.analyzers.plan.layouts import (
     DEFAULT_EFFICIENCY,
@@ -19,6 +18,7 @@ from stepscope.analyzers.plan.layouts import (
     make_job,
     plan_result,
 )
+from stepscope.analyzers.results import PlanResult
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks

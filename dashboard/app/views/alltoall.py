@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import AllToAll
+from stepscope.analyzers.results import AllToAll
 from stepscope.dashboard.app import charts_analyses
 from stepscope.dashboard.app.widgets import MISSING, chart_and_table, plain
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import CollectiveStat, Report
+from stepscope.analyzers.results import CollectiveStat, Report
 from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.views import alltoall

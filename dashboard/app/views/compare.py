@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import CATEGORIES, STAGES, Diff, Expected
+from stepscope.analyzers.results import CATEGORIES, STAGES, Diff, Expected
 from stepscope.dashboard.app import baseline, charts, data
 from stepscope.dashboard.app.context import PageContext, timeline_link
 from stepscope.dashboard.app.widgets import chart_and_table, plain, recommendation_card, table

@@ -9,7 +9,7 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.critical_path.whatif import WhatIf
-from stepscope.analyzers.model import CriticalPath, StepPath
+from stepscope.analyzers.results import CriticalPath, StepPath
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import PLOTLY_CONFIG, chart_and_table, plain, table

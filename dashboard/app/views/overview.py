@@ -9,8 +9,8 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.flops.peaks import peak_label
-from stepscope.analyzers.model import CATEGORIES, Recommendation, Report
 from stepscope.analyzers.nightly import history
+from stepscope.analyzers.results import CATEGORIES, Recommendation, Report
 from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.context import PageContext, deep_link, timeline_link
 from stepscope.dashboard.app.widgets import chart_and_table, plain, recommendation_card, table

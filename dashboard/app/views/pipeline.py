@@ -7,8 +7,8 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import Report
 from stepscope.analyzers.parallel.bubble import bubble_excess
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.context import PageContext, timeline_link
 from stepscope.dashboard.app.widgets import chart_and_table, plain

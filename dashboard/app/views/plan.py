@@ -12,7 +12,6 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.flops.peaks import by_id, lookup, table
-from stepscope.analyzers.model import Calibration, PlanResult, Report
 from stepscope.analyzers.plan.calibrate import tier
 from stepscope.analyzers.plan.from_run import Constraints, plan_from
 from stepscope.analyzers.plan.layouts import (
@@ -22,6 +21,7 @@ from stepscope.analyzers.plan.layouts import (
     default_shape,
     plan_result,
 )
+from stepscope.analyzers.results import Calibration, PlanResult, Report
 from stepscope.dashboard.app import charts, data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import MISSING, chart_and_table, plain

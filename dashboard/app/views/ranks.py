@@ -10,7 +10,7 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.detail import MAX_TIMELINE_RANKS, RankStepGrid, timeline_ranks
-from stepscope.analyzers.model import CATEGORIES, Report
+from stepscope.analyzers.results import CATEGORIES, Report
 from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.charts import Heat
 from stepscope.dashboard.app.context import NAV_PAGE, PageContext, timeline_link

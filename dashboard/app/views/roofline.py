@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import RoofRow
+from stepscope.analyzers.results import RoofRow
 from stepscope.dashboard.app import charts_analyses, data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import chart_and_table, plain, table

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import FailedFile
+from stepscope.analyzers.results import FailedFile
 from stepscope.analyzers.summary import RunSummary, summary_rows
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.context import PageContext, deep_link, go_to

@@ -10,7 +10,7 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers.detail import MAX_TIMELINE_RANKS, timeline_ranks
-from stepscope.analyzers.model import Report
+from stepscope.analyzers.results import Report
 from stepscope.dashboard.app import charts, data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import chart_and_table

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from stepscope.analyzers.model import CATEGORIES, Breakdown
+from stepscope.analyzers.results import CATEGORIES, Breakdown
 from stepscope.dashboard.app import charts, data
 from stepscope.dashboard.app.charts import TrendPoint
 from stepscope.dashboard.app.context import PageContext
