@@ -27,8 +27,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
+from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import UsageError
-from stepscope.ingest.reader import CancelToken
 from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 

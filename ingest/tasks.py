@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.comm_kernels import CommPattern
 from stepscope.ingest.errors import TraceFileError, as_file_error
 from stepscope.ingest.ranksets import MAX_RANK, RankSet
-from stepscope.ingest.reader import CancelToken, RankTables, SkippedTrace, read_trace
+from stepscope.ingest.reader import RankTables, SkippedTrace, read_trace
 from stepscope.ingest.sources import rank_from_name
 
 

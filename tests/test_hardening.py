@@ -317,19 +317,19 @@ def test_any_reader_exception_fails_that_file_only(
 
 def test_unreadable_file_is_a_file_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """A trace without read permission: the reader's own open raises PermissionError and
-    that file fails with one line, the other ranks ingest. (Injected at the reader's
+    """A trace without read permission: the reader's own open (ingest/kineto_text.py)
+    raises PermissionError and that file fails with one line, the other ranks ingest. (Injected at the reader's
     open, not by chmod: root, as CI runs, reads every file.)"""
     import builtins
 
-    import stepscope.ingest.reader as reader
+    import stepscope.ingest.kineto_text as kineto_text
 
     def unreadable(file: Any, *args: Any, **kwargs: Any) -> Any:
         if Path(file).name == "rank1.json.gz":
             raise PermissionError(13, "Permission denied", str(file))
         return builtins.open(file, *args, **kwargs)
 
-    monkeypatch.setattr(reader, "open", unreadable, raising=False)
+    monkeypatch.setattr(kineto_text, "open", unreadable, raising=False)
     run_dir = tmp_path / "unreadable"
     write_trace(run_dir / "rank0.json.gz", kineto_trace(rank=0))
     write_trace(run_dir / "rank1.json.gz", kineto_trace(rank=1))

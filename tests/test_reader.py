@@ -200,12 +200,12 @@ def test_older_torch_collectives_come_from_annotations(shared_traces: Path) -> N
 
 def test_reads_share_one_database_but_no_tables(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reads in one process share one in-memory DuckDB (reader._connection) so a worker
+    """Reads in one process share one in-memory DuckDB (ingest/read_pool.py) so a worker
     keeps its memory warm, but nothing of a read outlives it: a trace read after other
     traces and after two reads that failed half-way (in DuckDB's JSON read, and in the
     analysis once the event tables existed) gives exactly the tables it gives when it
     is the process's first read."""
-    from stepscope.ingest import reader
+    from stepscope.ingest import read_pool
     from stepscope.ingest.errors import TraceFileError
 
     target = SIM / "moe_roofline/rank1.json.gz"  # [memory] events too
@@ -217,12 +217,12 @@ def test_reads_share_one_database_but_no_tables(tmp_path: Path,
             event["ts"] = 1e300
     bad_ts = write_trace(tmp_path / "huge.json", huge)
 
-    monkeypatch.setattr(reader, "_DATABASES", {})
+    monkeypatch.setattr(read_pool, "_DATABASES", {})
     alone = read_trace(target)
     assert alone.tables["memory_events"].num_rows > 0
     assert alone.tables["memory_events"].column("addr").null_count == 0
 
-    monkeypatch.setattr(reader, "_DATABASES", {})
+    monkeypatch.setattr(read_pool, "_DATABASES", {})
     for path in others:
         read_trace(path)
     for path, problem in ((bad_json, "invalid JSON in traceEvents"),
@@ -230,7 +230,7 @@ def test_reads_share_one_database_but_no_tables(tmp_path: Path,
         with pytest.raises(TraceFileError, match=re.escape(problem)):
             read_trace(path)
     after = read_trace(target)
-    assert len(reader._DATABASES) == 1  # the same database served every read
+    assert len(read_pool._DATABASES) == 1  # the same database served every read
     assert after.tables.keys() == alone.tables.keys()
     for name, table in alone.tables.items():
         assert after.tables[name].equals(table), name
@@ -242,17 +242,17 @@ def test_a_fresh_database_serves_reads_after_reads_per_database(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """One in-memory database serves READS_PER_DATABASE reads, then a new one replaces it
     (one that served hundreds gets slower with each); the tables do not change."""
-    from stepscope.ingest import reader
+    from stepscope.ingest import read_pool
 
-    monkeypatch.setattr(reader, "_DATABASES", {})
-    monkeypatch.setattr(reader, "READS_PER_DATABASE", 2)
+    monkeypatch.setattr(read_pool, "_DATABASES", {})
+    monkeypatch.setattr(read_pool, "READS_PER_DATABASE", 2)
     target = SAMPLE_FILES[0]
     first = read_trace(target, threads=1)
-    database, reads = reader._DATABASES[1]
+    database, reads = read_pool._DATABASES[1]
     assert reads == 1
     read_trace(target, threads=1)
-    assert reader._DATABASES[1] == (database, 2)
+    assert read_pool._DATABASES[1] == (database, 2)
     third = read_trace(target, threads=1)
-    assert reader._DATABASES[1][0] is not database and reader._DATABASES[1][1] == 1
+    assert read_pool._DATABASES[1][0] is not database and read_pool._DATABASES[1][1] == 1
     for name, table in first.tables.items():
         assert third.tables[name].equals(table), name

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import polars as pl
 
+from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl import log_comms as C
@@ -45,7 +46,6 @@ from stepscope.ingest.nccl import log_patterns as P
 from stepscope.ingest.nccl import log_stream
 from stepscope.ingest.nccl.log_state import MAX_WARNINGS, LogState, resolved_channels
 from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
-from stepscope.ingest.reader import CancelToken
 
 COMM = ["host", "pid", "comm_ptr"]
 TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")

@@ -19,13 +19,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import as_file_error
 from stepscope.ingest.nccl.debug_log import read_nccl_log
 from stepscope.ingest.nccl.flight_recorder import rank_from_dump_name, read_flight_recorder
 from stepscope.ingest.nccl.inspector import read_inspector
 from stepscope.ingest.nccl.profiler_plugin import read_profiler_ops
 from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
-from stepscope.ingest.reader import CancelToken
 from stepscope.ingest.tasks import NcclParsed, NcclTask, Outcome, RankFailed, RankSkipped
 
 CANONICAL_OPS = {"allreduce": "all_reduce", "allgather": "all_gather",
