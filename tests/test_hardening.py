@@ -318,8 +318,8 @@ def test_any_reader_exception_fails_that_file_only(
 def test_unreadable_file_is_a_file_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """A trace without read permission: the reader's own open (ingest/kineto_text.py)
-    raises PermissionError and that file fails with one line, the other ranks ingest. (Injected at the reader's
-    open, not by chmod: root, as CI runs, reads every file.)"""
+    raises PermissionError and that file fails with one line, the other ranks ingest.
+    (Injected at the reader's open, not by chmod: root, as CI runs, reads every file.)"""
     import builtins
 
     import stepscope.ingest.kineto_text as kineto_text
