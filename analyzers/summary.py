@@ -63,7 +63,7 @@ FROM_ATTRIBUTED = {"query": "attributed"}   # a field's metadata: from summary/a
 class RunSummary:
     """One row of `run_summary`, in order: the one list of the summary's columns. The
     fields with FROM_ATTRIBUTED metadata come from summary/attributed.sql, the others from
-    summary/runs.sql (tests/test_relational.py checks both queries against them)."""
+    summary/runs.sql (tests/analyzers/test_relational.py checks both queries against them)."""
 
     run: str
     status: str | None
@@ -97,7 +97,7 @@ ATTRIBUTED = tuple(f.name for f in fields(RunSummary) if f.metadata.get("query")
 
 class IngestedRow(TypedDict):
     """A row of summary/runs.sql: RunSummary's fields but the attributed ones, in order
-    (tests/test_relational.py holds the query, this and RunSummary together)."""
+    (tests/analyzers/test_relational.py holds the query, this and RunSummary together)."""
     run: str
     status: str | None
     world_size: int | None

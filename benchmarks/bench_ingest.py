@@ -15,7 +15,7 @@ of both.
     python benchmarks/bench_ingest.py [--source FILE] [--ranks 8] [--repeat 3]
                                       [--baseline DIR] [--json OUT]
 
-Default source: ../shared/traces/HolisticTraceAnalysis/tests/data/trace_diff/control/
+Default source: tests/data/traces/HolisticTraceAnalysis/tests/data/trace_diff/control/
 control.json.gz (35 MB uncompressed, a real 2022 rank of an 8-rank job), else the largest
 bundled sample trace. Contenders whose package is missing are reported as skipped.
 """

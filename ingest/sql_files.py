@@ -4,7 +4,7 @@
 Queries live in files grouped by domain, and are named by their path under the layer's
 `sql/` folder: `sql("load/hosts.sql")`, `SQL.text("nccl/rings.sql")`. Each file opens with
 a comment saying what it reads, what it writes and its `$parameters`; values always go in
-as parameters (tests/test_sql_files.py).
+as parameters (tests/project/test_sql_files.py).
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ SETS: dict[str, Config] = {
 }
 # The first bundled sets were written before the simulator recorded "Input type"; they keep
 # that shape (MFU's dtype then comes from kernel names, docs/mfu.md), so regenerating them
-# reproduces the committed traces (tests/test_sample_drift.py).
+# reproduces the committed traces (tests/project/test_sample_drift.py).
 for _name in ("healthy", "straggler", "recompute", "recompute_reentrant", "input_bound",
               "tp_across_nodes", "deep_pipeline", "dp_exposed", "diff_base", "diff_scaled"):
     SETS[_name] = dataclasses.replace(SETS[_name], input_types=False)

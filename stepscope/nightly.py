@@ -18,8 +18,8 @@ from typing import Literal
 import duckdb
 
 from stepscope import ingest_run
-from stepscope.analyzers.comm.collectives import op_times
-from stepscope.analyzers.diff.build import build_diff
+from stepscope.analyzers.builders import diff_reports
+from stepscope.analyzers.context import ReportOptions, run_context
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.nightly import history
 from stepscope.analyzers.nightly.checks import Threshold, evaluate
@@ -29,7 +29,7 @@ from stepscope.analyzers.nightly.night import (
     iso_utc,
     with_pruned,
 )
-from stepscope.analyzers.report import build_report
+from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.results import BaselineInfo, NightlyReport
 from stepscope.dashboard.render.html_nightly import nightly_html
 from stepscope.dashboard.render.nightly import nightly_json, nightly_markdown
@@ -164,12 +164,14 @@ def _analyse(con: duckdb.DuckDBPyConnection, opts: NightlyOptions, run: str,
     """The night's model and its history row."""
     start = history.trace_start(con, run)
     ingested_at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    report = build_report(con, run, opts.spec, opts.peak_tflops, opts.dtype)
+    options = ReportOptions(spec=opts.spec, peak_tflops=opts.peak_tflops, dtype=opts.dtype)
+    ctx = run_context(con, run, options)
+    report = report_from_context(ctx)
     baseline, note = _choose_baseline(con, opts, run, start)
     diff = None
     if baseline is not None:
-        base = build_report(con, baseline.run, opts.spec, opts.peak_tflops, opts.dtype)
-        diff = build_diff(base, report, op_times(con, baseline.run), op_times(con, run))
+        base_ctx = run_context(con, baseline.run, options)
+        diff = diff_reports(base_ctx, report_from_context(base_ctx), ctx, report).diff
     checks = evaluate(opts.thresholds, report, diff, opts.allow_missing)
     night = build_nightly(
         job=opts.job, run=run, trace_start=start, ingested_at=ingested_at, status=status,

@@ -15,12 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from stepscope.analyzers.comm.collectives import op_times
+from stepscope.analyzers.builders import calibrate_run, diff_runs
 from stepscope.analyzers.context import ReportOptions, run_context
-from stepscope.analyzers.diff.build import build_diff
-from stepscope.analyzers.flops.counted_ops import counted_ops
-from stepscope.analyzers.plan.calibrate import calibrate
-from stepscope.analyzers.plan.expected import expected_for, spec_for
 from stepscope.analyzers.plan.from_run import Constraints, plan_from
 from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.results import Diff, PlanResult, Report
@@ -140,14 +136,10 @@ def diff(target_a: str | Path, target_b: str | Path, db: str | Path = DEFAULT_DB
     with open_target(target_a, db, step_marker=step_marker, comm_kernels=comm_kernels) as a, \
             open_target(target_b, db, step_marker=step_marker, avoid_name=a.run,
                         comm_kernels=comm_kernels) as b:
-        ctx_a, ctx_b = run_context(a.store.con, a.run, options), \
-            run_context(b.store.con, b.run, options)
-        ra, rb = report_from_context(ctx_a), report_from_context(ctx_b)
-        expected, why_not = expected_for(ctx_a, ra, ctx_b, rb)
-        model = build_diff(ra, rb, op_times(a.store.con, a.run), op_times(b.store.con, b.run),
-                           expected=expected)
+        built = diff_runs(a.store.con, a.run, b.store.con, b.run, options)
+        why_not = built.why_no_expected
         notes = a.notes + b.notes + ((why_not,) if why_not else ())
-        return BuiltDiff(failures=a.failures + b.failures, notes=notes, diff=model)
+        return BuiltDiff(failures=a.failures + b.failures, notes=notes, diff=built.diff)
 
 
 def plan(target: str | Path, db: str | Path = DEFAULT_DB,
@@ -156,17 +148,6 @@ def plan(target: str | Path, db: str | Path = DEFAULT_DB,
     """Layouts of a run's model predicted from the run's own calibration (`plan --from`);
     the model spec is --model, else model.json beside the run's traces."""
     with open_target(target, db, step_marker=step_marker) as t:
-        ctx = run_context(t.store.con, t.run, options)
-        found = spec_for(ctx)
-        if found is None:
-            raise UsageError(f"plan --from {t.run}: no model spec: pass --model FILE (n_params, "
-                             "n_layers, hidden, seq_len, global_batch_tokens) or put model.json "
-                             "beside the run's traces")
-        if options is None or options.spec is None:  # the report's MFU uses the same spec
-            ctx = run_context(t.store.con, t.run, ReportOptions(
-                spec=found[0], peak_tflops=options.peak_tflops if options else None,
-                dtype=options.dtype if options else None))
-        with counted_ops(ctx.con, ctx.run):  # the report and the calibration share them
-            cal = calibrate(ctx, report_from_context(ctx), *found)
-        model = plan_from(cal, ctx.device.peak, constraints or Constraints(), top)
+        built = calibrate_run(t.store.con, t.run, options)
+        model = plan_from(built.calibration, built.peak, constraints or Constraints(), top)
         return BuiltPlan(failures=t.failures, notes=t.notes, plan=model)

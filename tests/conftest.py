@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
 import shutil
@@ -16,12 +18,14 @@ import pytest
 import sample_db as sample_db_module
 
 import stepscope
+import stepscope.analyzers.builders
 import stepscope.analyzers.report
 import stepscope.commands.hang_cmd
 import stepscope.commands.plan_cmd
 import stepscope.nightly
 import stepscope.targets
 from stepscope.analyzers.results import SCHEMA_FILES, Model, Report, to_builtins
+from stepscope.cli import main
 
 # A suite started with SIGINT ignored (`nohup`, `cmd &` in a script) would pass that on to
 # every CLI it starts; the interrupt and dashboard tests need Ctrl-C's normal behaviour,
@@ -39,16 +43,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 REPO, SAMPLES, SIM = sample_db_module.REPO, sample_db_module.SAMPLES, sample_db_module.SIM
 DOCS = REPO / "docs"
-SHARED_TRACES = sample_db_module.SHARED_TRACES
-shared_trace_files = sample_db_module.real_files
+REAL_TRACES = sample_db_module.REAL_TRACES
+real_trace_files = sample_db_module.real_files
 real_run = sample_db_module.real_run
 
 
 @pytest.fixture
-def shared_traces() -> Path:
-    if not SHARED_TRACES.is_dir():
-        pytest.skip("../shared/traces is not present")
-    return SHARED_TRACES
+def real_traces() -> Path:
+    if not REAL_TRACES.is_dir():
+        pytest.fail("tests/data/traces is missing from this checkout")
+    return REAL_TRACES
 
 
 def kineto_trace(rank: int | None = 0, world_size: int = 2, steps: int = 2,
@@ -218,8 +222,9 @@ def _checking(builder: Callable[..., Any]) -> Callable[..., Any]:
 # every place a report, diff, plan, nightly or hang model is built, by (module, function)
 BUILDERS = (
     (stepscope.analyzers.report, "report_from_context"), (stepscope.targets, "report_from_context"),
-    (stepscope.targets, "build_diff"), (stepscope.nightly, "build_diff"),
-    (stepscope.nightly, "build_nightly"),
+    (stepscope.nightly, "report_from_context"),
+    (stepscope.analyzers.builders, "report_from_context"),
+    (stepscope.analyzers.builders, "build_diff"), (stepscope.nightly, "build_nightly"),
     (stepscope.commands.plan_cmd, "plan_result"), (stepscope.targets, "plan_from"),
     (stepscope.commands.hang_cmd, "build_hang_report"),
 )
@@ -317,11 +322,11 @@ def sample_db() -> Path:
 
 @pytest.fixture(scope="session")
 def real_db() -> Path:
-    """Every real Kineto trace of ../shared/traces ingested once, each as its own run
-    (`real_run(path)`: t0, t1, ... in `shared_trace_files()` order), built and cached
-    like `sample_db` (tests/sample_db.py). Skips without ../shared/traces."""
-    if not shared_trace_files():
-        pytest.skip("../shared/traces is not present")
+    """Every real Kineto trace of tests/data/traces ingested once, each as its own run
+    (`real_run(path)`: t0, t1, ... in `real_trace_files()` order), built and cached
+    like `sample_db` (tests/sample_db.py). Skips without tests/data/traces."""
+    if not real_trace_files():
+        pytest.fail("tests/data/traces is missing from this checkout")
     return sample_db_module.cached_db("real")
 
 
@@ -346,3 +351,11 @@ def sample_db_copy(sample_db: Path, tmp_path: Path) -> Path:
     db = tmp_path / "samples.duckdb"
     shutil.copyfile(sample_db, db)
     return db
+
+
+def cli(*argv: str | Path) -> tuple[int, str, str]:
+    """`stepscope ARGV` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()

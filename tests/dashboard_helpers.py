@@ -60,3 +60,14 @@ def tar_gz(files: dict[str, bytes]) -> bytes:
             info.size = len(content)
             tf.addfile(info, io.BytesIO(content))
     return buf.getvalue()
+
+
+def upload(at: AppTest, files: list[tuple[str, bytes]], run: str | None = None) -> None:
+    at.file_uploader(key="upload_files").set_value(
+        [(name, content, "application/octet-stream") for name, content in files])
+    at.run()
+    if run is not None:
+        next(t for t in at.text_input if t.label == "Run name").set_value(run)
+        at.run()
+    button(at, "ingest_uploads").click()
+    at.run()

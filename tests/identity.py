@@ -1,4 +1,4 @@
-"""Fingerprints of what an ingest produces, for tests/test_identity.py: the SHA-256 of a
+"""Fingerprints of what an ingest produces, for tests/e2e/test_identity.py: the SHA-256 of a
 run's JSON report and, per table of the run, its row count and an order-free digest of
 its rows (MD5 of the sorted MD5s of each row's text, DuckDB's shortest exact text of
 every value, so a float that moves by one bit changes it).
@@ -17,8 +17,10 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SIM = REPO / "sample_traces" / "simulated"
@@ -84,3 +86,19 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def assert_close(got: Any, want: Any, where: str = "$") -> None:
+    """Equal structure and strings; numbers to 1e-9 relative."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
+        for key in want:
+            assert_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_close(g, w, f"{where}[{i}]")
+    elif isinstance(want, float) or (isinstance(got, float) and isinstance(want, int)):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), where
+    else:
+        assert got == want, where

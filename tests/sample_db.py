@@ -2,7 +2,7 @@
 
 - the sample database: every bundled run ingested once, each simulated set under its own
   name, each real CPU sample as `cpu-<name>`;
-- the real database: every Kineto trace of ../shared/traces (one rank each) ingested
+- the real database: every Kineto trace of tests/data/traces (one rank each) ingested
   once, the i-th of `real_files()` as run `t<i>` (`real_run`);
 - the plan database: the planner's pairs that are not bundled (PLAN_SETS, too big to
   commit) simulated into `sets/` beside it with their ground truth, each ingested under
@@ -32,14 +32,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces" / "cpu"
 SIM = REPO / "sample_traces" / "simulated"
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+REAL_TRACES = REPO / "tests" / "data" / "traces"
 DB_NAME = "samples.duckdb"
 COMPLETE = "complete"
 LOCK_TIMEOUT_S = 1200
 KEEP = 3  # cached databases kept per kind (the newest): one per recently tested tree
 # what the database's content depends on, besides the versions
 KEYED = ("sample_traces", "ingest", "analyzers", "stepscope")
-# sample_traces/simulate_gpu.py PLAN_PAIRS "dp2x" and "tp_to_pp" (tests/test_plan_from.py)
+# sample_traces/simulate_gpu.py PLAN_PAIRS "dp2x" and "tp_to_pp"
+# (tests/analyzers/plan/test_plan_from.py)
 PLAN_SETS = ("plan_dp_a", "plan_dp_b", "plan_tp8", "plan_tp4_pp2")
 
 
@@ -60,10 +61,10 @@ def _files(top: Path) -> Iterator[Path]:
 
 
 def real_files() -> list[Path]:
-    """The real Kineto traces of ../shared/traces, in a stable order (none without it)."""
-    if not SHARED_TRACES.is_dir():
+    """The real Kineto traces of tests/data/traces, in a stable order (none without it)."""
+    if not REAL_TRACES.is_dir():
         return []
-    return sorted(SHARED_TRACES.rglob("*.json.gz"))
+    return sorted(REAL_TRACES.rglob("*.json.gz"))
 
 
 def real_run(path: Path) -> str:
@@ -80,7 +81,7 @@ def cache_key(kind: str = "samples") -> str:
     sources = [Path(__file__), *(p for top in KEYED for p in _files(REPO / top))]
     inputs = [(str(p.relative_to(REPO)), p) for p in sources]
     if kind == "real":
-        inputs += [(str(p.relative_to(SHARED_TRACES)), p) for p in real_files()]
+        inputs += [(str(p.relative_to(REAL_TRACES)), p) for p in real_files()]
     for name, path in inputs:
         h.update(name.encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())

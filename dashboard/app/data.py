@@ -21,8 +21,9 @@ import polars as pl
 import streamlit as st
 
 from stepscope.analyzers import run_summary
+from stepscope.analyzers.builders import RunDiff, calibrate_run, diff_runs
 from stepscope.analyzers.comm.collectives import op_times
-from stepscope.analyzers.context import ReportOptions, run_context
+from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.critical_path.analysis import Analysis, check
 from stepscope.analyzers.critical_path.whatif import WhatIf
 from stepscope.analyzers.detail import (
@@ -33,12 +34,9 @@ from stepscope.analyzers.detail import (
     step_timeline,
     top_kernels,
 )
-from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.nightly.history import jobs as history_jobs
 from stepscope.analyzers.nightly.history import read_history
-from stepscope.analyzers.plan.calibrate import calibrate
-from stepscope.analyzers.plan.expected import expected_for, spec_for
-from stepscope.analyzers.report import build_report, report_from_context
+from stepscope.analyzers.report import build_report
 from stepscope.analyzers.results import Calibration, Diff, Expected, Report, WhatIfResult
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
@@ -174,30 +172,25 @@ def ops(db: Path, run: str) -> dict[str, float]:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _diff(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None,
-          peak_tflops: float | None = None) -> Diff:
-    return build_diff(_report(db, a, token_a, dtype, peak_tflops),
-                      _report(db, b, token_b, dtype, peak_tflops),
-                      _op_times(db, a, token_a), _op_times(db, b, token_b))
+          peak_tflops: float | None = None) -> RunDiff:
+    options = ReportOptions(dtype=dtype, peak_tflops=peak_tflops)
+    return with_connection(Path(db), lambda con: diff_runs(con, a, con, b, options))
 
 
 def diff(db: Path, a: str, b: str, dtype: str | None = None,
          peak_tflops: float | None = None) -> Diff:
-    """The diff model of two runs (what `stepscope diff A B` renders)."""
-    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype, peak_tflops)
+    """The diff model of two runs: what `stepscope diff A B` renders (analyzers.builders)."""
+    return _diff(str(db), a, _token(db, a), b, _token(db, b), dtype, peak_tflops).diff
 
 
 def _calibrate(con: duckdb.DuckDBPyConnection, run: str, dtype: str | None
                ) -> tuple[Calibration | None, str]:
-    """The run's calibration from model.json beside its traces, or why there is none."""
-    found = spec_for(run_context(con, run))
-    if found is None:
-        return None, (f"no model.json beside the traces of {run}: the planner needs the "
-                      "model spec (`stepscope plan --from RUN --model FILE` on the command line)")
-    ctx = run_context(con, run, ReportOptions(spec=found[0], dtype=dtype))
+    """The run's calibration (analyzers.builders.calibrate_run), or why there is none."""
     try:
-        return calibrate(ctx, report_from_context(ctx), *found), f"model spec: {found[1]}"
+        built = calibrate_run(con, run, ReportOptions(dtype=dtype))
     except UsageError as exc:
-        return None, str(exc)
+        return None, str(exc).removeprefix(f"plan --from {run}: ")
+    return built.calibration, f"model spec: {built.spec_source}"
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -213,24 +206,12 @@ def calibration(db: Path, run: str, dtype: str | None = None
     return _calibration(str(db), run, _token(db, run), dtype)
 
 
-def _expect(con: duckdb.DuckDBPyConnection, a: str, b: str, dtype: str | None
-            ) -> tuple[Expected | None, str | None]:
-    options = ReportOptions(dtype=dtype)
-    ctx_a, ctx_b = run_context(con, a, options), run_context(con, b, options)
-    return expected_for(ctx_a, report_from_context(ctx_a), ctx_b, report_from_context(ctx_b))
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _expected(db: str, a: str, token_a: str, b: str, token_b: str, dtype: str | None
-              ) -> tuple[Expected | None, str | None]:
-    return with_connection(Path(db), lambda con: _expect(con, a, b, dtype))
-
-
 def expected(db: Path, a: str, b: str, dtype: str | None = None
              ) -> tuple[Expected | None, str | None]:
     """Run B as the planner expects it from run A (the diff's `expected`), or the reason
     there is none."""
-    return _expected(str(db), a, _token(db, a), b, _token(db, b), dtype)
+    built = _diff(str(db), a, _token(db, a), b, _token(db, b), dtype)
+    return built.diff.expected, built.why_no_expected
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
