@@ -546,6 +546,28 @@ class AllToAll(Model, frozen=True, kw_only=True, omit_defaults=True):
     message: str | None = None
 
 
+class ClockHost(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One host's clock against the host of the lowest rank (docs/timeline.md, "Clocks"),
+    or a rank's whose clock is not its host's (`rank` set)."""
+    host: str
+    rank: int | None = None
+    offset_us: float            # its clock's lead at the first matched end
+    drift_ppm: float            # the lead grows by this many µs per second
+    residual_us: float | None   # median |aligned end - the instance's median end|
+    matched: int                # matched instances it shares with another host
+    aligned: bool               # used to align times (false: see note)
+    note: str | None = None
+
+
+class Clocks(Model, frozen=True, kw_only=True):
+    """The hosts' clocks as estimated from the ends of matched collectives and send/recv
+    pairs; times of different hosts meet on the aligned clock."""
+    hosts: tuple[ClockHost, ...]
+    aligned: bool               # every host aligned
+    residual_us: float          # the largest host residual
+    summary: str
+
+
 class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     """The report of one run (docs/report.md); times in ms, fractions 0-1. Optional
     sections default to None and are left out of the JSON when absent."""
@@ -569,6 +591,7 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     roofline: Roofline | None = None
     memory: MemorySection | None = None
     all_to_all: AllToAll | None = None
+    clocks: Clocks | None = None
 
 
 # ------------------------------------------------------------------ the calibrated planner

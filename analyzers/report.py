@@ -14,6 +14,7 @@ from stepscope.analyzers._memory import REPORT_MEMORY_LIMIT, Bound
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advisor import gather, recommendations
 from stepscope.analyzers.alltoall import alltoall_section
+from stepscope.analyzers.clocks import clocks_section
 from stepscope.analyzers.collectives import collective_stats
 from stepscope.analyzers.context import ReportOptions, RunContext, no_gpu_timeline, run_context
 from stepscope.analyzers.counted_ops import counted_ops
@@ -79,7 +80,7 @@ def _built(ctx: RunContext, bound: Bound) -> Report:
                                                all_to_all=a2a)),
         nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
         roofline=bound.fit(lambda: roofline_section(ctx, mfu)), memory=memory,
-        all_to_all=a2a)
+        all_to_all=a2a, clocks=clocks_section(ctx.con, ctx.run))
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

@@ -21,6 +21,7 @@ from stepscope.analyzers.model import (
 from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import html
+from stepscope.dashboard.render.clocks import clocks_block
 from stepscope.dashboard.render.critical_path import critical_path_html
 from stepscope.dashboard.render.format import (
     EN_DASH,
@@ -319,7 +320,8 @@ def report_sections(report: Report) -> list[str]:
             _communication(report), html(alltoall_block(report.all_to_all)),
             html(memory_block(report.memory, report.run.timeline == "gpu")),
             nccl_section(report.nccl), _pipeline(report),
-            critical_path_html(report.critical_path), _per_rank(report), _per_step(report)]
+            critical_path_html(report.critical_path), html(clocks_block(report.clocks)),
+            _per_rank(report), _per_step(report)]
 
 
 def report_html(report: Report) -> str:

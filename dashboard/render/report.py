@@ -24,6 +24,7 @@ from stepscope.analyzers.model import (
 from stepscope.analyzers.peaks import peak_label
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import markdown
+from stepscope.dashboard.render.clocks import clocks_block
 from stepscope.dashboard.render.critical_path import critical_path_markdown
 from stepscope.dashboard.render.format import (
     fixed,
@@ -247,6 +248,7 @@ def report_markdown(report: Report) -> str:
     out += straggler_lines(report.stragglers)
     out += pipeline_lines(report.pipeline)
     out += critical_path_markdown(report.critical_path)
+    out += markdown(clocks_block(report.clocks))
     out += per_rank_lines(report.per_rank)
     out += per_step_lines(report.per_step)
     return "\n".join(out) + "\n"
