@@ -84,7 +84,7 @@ class Export:
             for lo in range(0, len(self.ranks), BATCH_RANKS):
                 batch = self.ranks[lo:lo + BATCH_RANKS]
                 segments = self.con.sql(sql("detail/timeline.sql"), params={
-                    "run": self.run, "step": step, "ranks": batch, "bins": None}
+                    "run": self.run, "step": step, "ranks": batch}
                 ).to_arrow_table()
                 self.con.register("x_seg", segments)
                 yield sql("export/breakdown.sql"), {"step": step}
