@@ -14,7 +14,8 @@ WITH cpu_threads AS (
     FROM gpu_ops g JOIN x_ranks USING (rank) WHERE g.run = $run AND g.stream IS NOT NULL
 ), events AS (
     SELECT rank AS pid, NULL::BIGINT AS tid, 'process_name' AS name,
-        json_object('name', 'rank ' || rank || ' (' || host || ')') AS args FROM x_ranks
+        json_object('name', 'rank ' || rank || ' (' || coalesce(host, '?') || ')') AS args
+    FROM x_ranks
     UNION ALL SELECT rank, NULL, 'process_sort_index', json_object('sort_index', rank)
     FROM x_ranks
     UNION ALL SELECT c.rank, c.tid, 'thread_name',

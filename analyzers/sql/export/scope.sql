@@ -5,7 +5,7 @@
 -- on it in µs. Writes temp tables x_ranks, x_steps, x_origin and the macro x_us.
 -- Parameters: $run, $ranks, $steps.
 CREATE OR REPLACE TEMP TABLE x_ranks AS
-SELECT r.rank, coalesce(r.host, '?') AS host, k.offset_ns, k.drift_ppm, k.ref_ns
+SELECT r.rank, r.host, k.offset_ns, k.drift_ppm, k.ref_ns
 FROM ranks r JOIN rank_clocks k ON k.run = r.run AND k.rank = r.rank
 WHERE r.run = $run AND ($ranks IS NULL OR list_contains($ranks, r.rank));
 
