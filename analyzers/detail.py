@@ -124,7 +124,7 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
     rank, start, end, cat = draw_by_time(seg, lanes, width, bins)
     return StepTimeline(run=run, step=step, ranks=lanes, window_ms=window_ms,
                         offset_ms=offset_ms, rank=rank, start_ms=start, end_ms=end,
-                        category=cat, bin_ms=width / 1e6, label=())
+                        category=cat, bin_ms=width / 1e6, label=(None,) * len(rank))
 
 
 def bin_times(s: npt.NDArray[np.int64], e: npt.NDArray[np.int64], cat: npt.NDArray[Any],
