@@ -158,22 +158,24 @@ def path_events(path: CriticalPath | None, clocks: dict[int, tuple[int, float, i
                 windows: dict[tuple[int, int], int]) -> Iterator[str]:
     """The critical path of each step as slices on each rank's `critical path` thread and
     a flow at each jump between ranks. A run's start is in ms from the reference rank's
-    window start, taken from the run's own rank's times (critical_path.py): that window
-    start plus the run's start is a time on the run's rank's clock, aligned with its
-    correction. Bounded: the report keeps at most a few dozen runs per step."""
+    window start on the path's own time line (critical_path.py: the chain of what set
+    each start, durations on each rank's clock, so it needs no clock); the reference
+    window's start is put on the aligned clock. Bounded: the report keeps at most a few
+    dozen runs per step."""
     if path is None:
         return
     flow = 0
     for step in path.steps:
         ws = windows.get((step.reference_rank, step.step))
-        if ws is None:
+        if ws is None or step.reference_rank not in clocks:
             continue
+        base = aligned_us(ws, clocks[step.reference_rank])
         prev: tuple[int, float] | None = None
         for run in step.runs:
             if run.rank not in clocks:
                 prev = None
                 continue
-            ts = aligned_us(ws + round(run.start_ms * 1e6), clocks[run.rank])
+            ts = round(base + run.start_ms * 1e3, 3)
             dur = round(run.ms * 1e3, 3)
             yield json.dumps({"ph": "X", "cat": "stepscope critical path",
                               "name": f"critical path: {run.category}", "pid": run.rank,

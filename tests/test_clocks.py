@@ -112,17 +112,26 @@ def test_aligned_ends_agree_within_10us(drifting: tuple[Path, dict[str, Any]]) -
 
 
 def test_stragglers_same_with_and_without_skew(tmp_path: Path) -> None:
-    """A slow rank is found the same whatever the nodes' clocks."""
-    found = []
+    """A slow rank is found the same whatever the nodes' clocks (offsets and drift), and
+    the critical path (the dependency graph's chain, durations on each rank's clock) is
+    the same under offsets. (Under drift a rank's durations stretch by its ppm — 2 ns of a
+    14 ms window at 150 ppm — which may break an exact tie between equal windows
+    differently: the path's reference rank then changes between equivalent ranks.)"""
+    found, paths = [], []
     for name, kw in (("even", {"clock_offsets_us": (0.0, 0.0, 0.0, 0.0)}),
-                     ("skew", {"clock_offsets_us": OFFSETS_US,
-                               "clock_drift_ppm": (0.0, 150.0, -200.0, 80.0)})):
+                     ("skew", {"clock_offsets_us": OFFSETS_US}),
+                     ("drift", {"clock_offsets_us": OFFSETS_US,
+                                "clock_drift_ppm": (0.0, 150.0, -200.0, 80.0)})):
         db, _ = simulate(tmp_path, name, slow_rank=6, slow_factor=1.4, **kw)
         with duckdb.connect(str(db), read_only=True) as con:
             report = build_report(con, name)
         found.append([(s.rank, round(s.waited_on_ms, 3)) for s in report.stragglers])
+        assert report.critical_path is not None
+        paths.append([(p.step, [(r.rank, r.category, round(r.start_ms, 3), round(r.ms, 3))
+                                for r in p.runs]) for p in report.critical_path.steps])
     assert found[0] and found[0][0][0] == 6
-    assert found[0] == found[1]
+    assert found[0] == found[1] == found[2]
+    assert paths[0] and paths[0] == paths[1]
 
 
 def test_report_states_the_clocks(drifting: tuple[Path, dict[str, Any]]) -> None:
@@ -164,3 +173,4 @@ def test_host_note_and_graph() -> None:
     offsets, slopes = clocks.solve(3, [fit, dataclasses.replace(fit, a=1, b=2, const=2.0,
                                                                 intercept=2.0)])
     assert list(offsets) == pytest.approx([0.0, 1.0, 3.0]) and not slopes.any()
+
