@@ -1056,7 +1056,9 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         facts["mfu"] = mfu_truth(cfg, programs, facts)
         if logs:
             facts.update(shape_module(cfg).truth(cfg, programs, facts, spans, logs))
-        facts["config"] = dict(vars(cfg))
+        # the per-node clock fields only where set: the bundled sets' truth stays as it was
+        facts["config"] = {k: v for k, v in vars(cfg).items()
+                           if v or k not in ("clock_offsets_us", "clock_drift_ppm")}
         facts["world_size"] = cfg.world
         if cfg.clock_offsets_us or cfg.clock_drift_ppm:
             facts["clocks"] = clocks_truth(cfg)
