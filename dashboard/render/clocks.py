@@ -11,8 +11,9 @@ def clocks_block(clocks: Clocks | None) -> Section | None:
     """None for a run on one host (nothing to align)."""
     if clocks is None:
         return None
-    how = ("times of different hosts (the timeline, the export, the critical path) are "
-           "on the clock of the lowest rank's host" if clocks.aligned else
+    how = ("the Timeline and `stepscope export` put every rank on the clock of the lowest "
+           "rank's host (stragglers and the critical path need no clock: they compare "
+           "durations)" if clocks.aligned else
            "hosts not aligned keep their own clock: times of different hosts do not "
            "compare there")
     rows = tuple((c.host if c.rank is None else f"{c.host} rank {c.rank}",
