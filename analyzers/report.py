@@ -15,6 +15,7 @@ from stepscope.analyzers._sql import sql
 from stepscope.analyzers.advice.recommend import gather, recommendations
 from stepscope.analyzers.breakdown.idle import idle_section
 from stepscope.analyzers.breakdown.stragglers import stragglers
+from stepscope.analyzers.clocks import clocks_section
 from stepscope.analyzers.comm.alltoall import alltoall_section
 from stepscope.analyzers.comm.collectives import collective_stats
 from stepscope.analyzers.comm.nccl import build_nccl_section
@@ -79,7 +80,7 @@ def _built(ctx: RunContext, bound: Bound) -> Report:
                                                all_to_all=a2a)),
         nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
         roofline=bound.fit(lambda: roofline_section(ctx, mfu)), memory=memory,
-        all_to_all=a2a)
+        all_to_all=a2a, clocks=clocks_section(ctx.con, ctx.run))
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:

@@ -110,6 +110,11 @@ class Config:
     # steps simulated before the profiled ones and not written (torch.profiler's warmup):
     # the profiled steps then start in the pipeline's steady state
     warmup_steps: int = 0
+    # per-node clocks (issue 46): node h's clock leads the true time by clock_offsets_us[h]
+    # µs (instead of h x clock_offset_ms) and runs clock_drift_ppm[h] ppm fast (its lead
+    # grows by that many µs per second from the trace's time 0); ground truth "clocks"
+    clock_offsets_us: tuple[float, ...] = ()
+    clock_drift_ppm: tuple[float, ...] = ()
 
     @property
     def world(self) -> int:
@@ -712,6 +717,26 @@ def _instance(programs: dict[int, list[Op]], op: Op) -> list[Op]:
     return _INSTANCES[key]
 
 
+def clock_lead_ns(cfg: Config, host: int, t: int) -> int:
+    """How far node `host`'s clock leads the true time at simulated time t (ns)."""
+    offset = (int(cfg.clock_offsets_us[host] * 1e3) if cfg.clock_offsets_us
+              else int(host * cfg.clock_offset_ms * 1e6))
+    drift = cfg.clock_drift_ppm[host] * 1e-6 if cfg.clock_drift_ppm else 0.0
+    return offset + round(drift * t)
+
+
+def clocks_truth(cfg: Config) -> dict[str, Any]:
+    """Each node's clock: its lead over the true time at time 0 and its drift (issue 46);
+    the ends of matched collectives and send/recv pairs coincide in true time here, so
+    after a perfect alignment they disagree by 0 µs (`end_residual_us`)."""
+    nodes = (cfg.world + cfg.gpus_per_node - 1) // cfg.gpus_per_node
+    return {"hosts": {f"node{h:03d}": {"offset_ns": clock_lead_ns(cfg, h, 0),
+                                        "drift_ppm": (cfg.clock_drift_ppm[h]
+                                                      if cfg.clock_drift_ppm else 0.0)}
+                      for h in range(nodes)},
+            "base_ns": BASE_NS, "end_residual_us": 0.0}
+
+
 def _q(t: int | None, quantum: int) -> int:
     assert t is not None
     return (t // quantum) * quantum
@@ -773,7 +798,8 @@ class TraceWriter:
         self.corr = rank * 1_000_000
         self.seq = 0
         host = rank // cfg.gpus_per_node
-        self.offset = int(host * cfg.clock_offset_ms * 1e6)
+        self.offset = clock_lead_ns(cfg, host, 0)
+        self.drift = cfg.clock_drift_ppm[host] * 1e-6 if cfg.clock_drift_ppm else 0.0
         self.quantum = 1000 if cfg.ts_style == "int_us" else 1
 
     @property
@@ -788,13 +814,15 @@ class TraceWriter:
         return f"rank{self.rank}.json.gz"
 
     def ts(self, t: int) -> float | int:
-        t = _q(t, self.quantum) + self.offset
+        t = _q(t, self.quantum) + self.offset + round(self.drift * t)
         if self.cfg.ts_style == "int_us":
             return (BASE_NS + t) // 1000
         return round(t / 1000, 3)
 
     def dur(self, s: int, e: int) -> float | int:
         s, e = _q(s, self.quantum), _q(e, self.quantum)
+        if self.drift:  # the local clock's duration: its ends are ts(s) and ts(e)
+            s, e = s + round(self.drift * s), e + round(self.drift * e)
         return (e - s) // 1000 if self.cfg.ts_style == "int_us" else round((e - s) / 1000, 3)
 
     def x(self, cat: str, name: str, s: int, e: int, tid: int | str, args: dict[str, Any],
@@ -1028,8 +1056,12 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
         facts["mfu"] = mfu_truth(cfg, programs, facts)
         if logs:
             facts.update(shape_module(cfg).truth(cfg, programs, facts, spans, logs))
-        facts["config"] = dict(vars(cfg))
+        # the per-node clock fields only where set: the bundled sets' truth stays as it was
+        facts["config"] = {k: v for k, v in vars(cfg).items()
+                           if v or k not in ("clock_offsets_us", "clock_drift_ppm")}
         facts["world_size"] = cfg.world
+        if cfg.clock_offsets_us or cfg.clock_drift_ppm:
+            facts["clocks"] = clocks_truth(cfg)
         if cfg.step_sync:
             from sim_critical_path import critical_path_truth
             facts["critical_path"] = critical_path_truth(cfg, programs, facts, simulate,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from stepscope.analyzers import clocks
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.results import CATEGORIES
 from stepscope.ingest.db import fit_memory_limit, threads_for, threads_limit
@@ -63,6 +64,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
             run_script(con, "attribution/attribution.sql", params)
             run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
         run_script(con, "attribution/scratch_reset.sql", {})
+        clocks.materialize(con, run)
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,

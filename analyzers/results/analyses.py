@@ -133,3 +133,25 @@ class AllToAll(Model, frozen=True, kw_only=True, omit_defaults=True):
     groups: tuple[AllToAllGroup, ...] = ()
     ranks: tuple[AllToAllRank, ...] = ()
     message: str | None = None
+
+
+class ClockHost(Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One host's clock against the host of the lowest rank (docs/timeline.md, "Clocks"),
+    or a rank's whose clock is not its host's (`rank` set)."""
+    host: str
+    rank: int | None = None
+    offset_us: float            # its clock's lead at the first matched end
+    drift_ppm: float            # the lead grows by this many µs per second
+    residual_us: float | None   # median |aligned end - the instance's median end|
+    matched: int                # matched instances it shares with another host
+    aligned: bool               # used to align times (false: see note)
+    note: str | None = None
+
+
+class Clocks(Model, frozen=True, kw_only=True):
+    """The hosts' clocks as estimated from the ends of matched collectives and send/recv
+    pairs; times of different hosts meet on the aligned clock."""
+    hosts: tuple[ClockHost, ...]
+    aligned: bool               # every host aligned
+    residual_us: float          # the largest host residual
+    summary: str

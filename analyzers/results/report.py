@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stepscope.analyzers.results.analyses import AllToAll, MemorySection, Roofline
+from stepscope.analyzers.results.analyses import AllToAll, Clocks, MemorySection, Roofline
 from stepscope.analyzers.results.base import CATEGORIES, Model
 from stepscope.analyzers.results.critical_path import CriticalPath
 
@@ -337,3 +337,4 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     roofline: Roofline | None = None
     memory: MemorySection | None = None
     all_to_all: AllToAll | None = None
+    clocks: Clocks | None = None

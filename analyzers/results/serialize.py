@@ -1,6 +1,6 @@
 """The one JSON serializer of the result models and their published JSON Schemas
 (docs/*.schema.json, generated from the classes:
-`python -m stepscope.analyzers.results docs/`).
+`python -m stepscope.analyzers.results.serialize docs/`).
 """
 
 from __future__ import annotations
@@ -69,4 +69,3 @@ def write_schemas(folder: Path) -> list[Path]:
         path.write_text(schema_text(kind))
         written.append(path)
     return written
-

@@ -173,13 +173,18 @@ def rank_step_heatmap(heat: Heat, title: str) -> go.Figure:
     return fig
 
 
-def timeline(tl: StepTimeline, stragglers: Sequence[int] = ()) -> go.Figure:
+def timeline(tl: StepTimeline, stragglers: Sequence[int] = (), aligned: bool = False
+             ) -> go.Figure:
     """Gantt of one step: each rank's window coloured by what the attribution gave each
-    instant to (idle is grey); ms from the rank's own window start."""
+    instant to (idle is grey); ms from the rank's own window start, or (`aligned`) on the
+    aligned clock from the earliest window start (docs/timeline.md)."""
     lanes = {r: f"rank {r}" + (" (straggler)" if r in stragglers else "") for r in tl.ranks}
-    binned = f" (bins of {tl.bin_ms:.3f} ms)" if tl.bin_ms else ""
+    shift = dict(zip(tl.ranks, tl.offset_ms, strict=True)) if aligned and tl.offset_ms \
+        else {}
+    binned = f" (drawn by time in bins of {tl.bin_ms:.3f} ms)" if tl.bin_ms else ""
     fig = _figure(f"Step {tl.step}: what each instant went to{binned}", barmode="overlay",
-                  xaxis_title="ms from the rank's step start",
+                  xaxis_title=("ms on the aligned clock from the earliest window start"
+                               if shift else "ms from the rank's step start"),
                   height=max(260, 28 * len(tl.ranks) + 140))
     for cat in CATEGORIES:
         idx = [i for i, c in enumerate(tl.category) if c == cat]
@@ -190,7 +195,8 @@ def timeline(tl: StepTimeline, stragglers: Sequence[int] = ()) -> go.Figure:
         fig.add_bar(name=CATEGORY_LABELS[cat], orientation="h",
                     y=[lanes[tl.rank[i]] for i in idx],
                     x=[tl.end_ms[i] - tl.start_ms[i] for i in idx],
-                    base=[tl.start_ms[i] for i in idx], marker_color=COLORS[cat],
+                    base=[tl.start_ms[i] + shift.get(tl.rank[i], 0.0) for i in idx],
+                    marker_color=COLORS[cat],
                     marker_line_width=0, customdata=names,
                     hovertemplate=(f"<b>%{{customdata}}</b><br>{CATEGORY_LABELS[cat]}: "
                                    "from %{base:.3f} ms, %{x:.3f} ms<extra>%{y}</extra>"))

@@ -11,6 +11,7 @@ which the app shows as "database busy, retrying".
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,16 +35,28 @@ from stepscope.analyzers.detail import (
     step_timeline,
     top_kernels,
 )
+from stepscope.analyzers.export import export_chrome
 from stepscope.analyzers.nightly.history import jobs as history_jobs
 from stepscope.analyzers.nightly.history import read_history
 from stepscope.analyzers.report import build_report
-from stepscope.analyzers.results import Calibration, Diff, Expected, Report, WhatIfResult
+from stepscope.analyzers.results import (
+    Calibration,
+    CriticalPath,
+    Diff,
+    Expected,
+    Report,
+    WhatIfResult,
+)
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
 from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only
 from stepscope.ingest import run_tokens as read_tokens
 
 T = TypeVar("T")
+# The Timeline's bins across the longest window: at most the chart's plot width in pixels
+# (about 550 at a 1,000 px page), so that no drawn rectangle is thinner than a pixel (the
+# browser would widen it to one and overstate it: issue 45)
+TIMELINE_PIXELS = 500
 _LAST_TOKENS: dict[str, dict[str, str]] = {}
 
 
@@ -143,12 +156,25 @@ def grid(db: Path, run: str) -> RankStepGrid:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _timeline(db: str, run: str, token: str, step: int, ranks: tuple[int, ...]
               ) -> StepTimeline:
-    return with_connection(Path(db), lambda con: step_timeline(con, run, step, ranks))
+    return with_connection(Path(db), lambda con: step_timeline(con, run, step, ranks,
+                                                               pixels=TIMELINE_PIXELS))
 
 
 def timeline(db: Path, run: str, step: int, ranks: tuple[int, ...]) -> StepTimeline:
-    """One step of the given ranks as bounded attribution segments."""
+    """One step of the given ranks as bounded attribution segments, drawn by time where
+    they are thinner than one of TIMELINE_PIXELS across the chart."""
     return _timeline(str(db), run, _token(db, run), step, tuple(sorted(ranks)))
+
+
+def trace_export(db: Path, run: str, step: int, ranks: tuple[int, ...],
+                 path: CriticalPath | None) -> bytes:
+    """The `stepscope export` file of one step of the given ranks (docs/timeline.md), for
+    the Timeline's download button: at most MAX_TIMELINE_RANKS ranks and one step."""
+    with tempfile.TemporaryDirectory(prefix="stepscope-export-") as tmp:
+        out = Path(tmp) / "trace.json"
+        with_connection(db, lambda con: export_chrome(con, run, out, ranks=ranks,
+                                                      steps=[step], path=path))
+        return out.read_bytes()
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -21,6 +21,7 @@ from stepscope.analyzers.results import (
 )
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import html
+from stepscope.dashboard.render.clocks import clocks_block
 from stepscope.dashboard.render.critical_path import critical_path_html
 from stepscope.dashboard.render.format import (
     EN_DASH,
@@ -326,6 +327,7 @@ HTML: dict[str, Callable[[Report], str]] = {
     "stragglers": _stragglers,
     "pipeline": _pipeline,
     "critical_path": lambda r: critical_path_html(r.critical_path),
+    "clocks": lambda r: html(clocks_block(r.clocks)),
     "per_rank": _per_rank,
     "per_step": _per_step,
 }

@@ -24,6 +24,7 @@ from stepscope.analyzers.results import (
 )
 from stepscope.dashboard.render.alltoall import alltoall_block
 from stepscope.dashboard.render.blocks import markdown
+from stepscope.dashboard.render.clocks import clocks_block
 from stepscope.dashboard.render.critical_path import critical_path_markdown
 from stepscope.dashboard.render.format import (
     fixed,
@@ -255,6 +256,7 @@ MARKDOWN: dict[str, Callable[[Report], list[str]]] = {
     "stragglers": lambda r: straggler_lines(r.stragglers),
     "pipeline": lambda r: pipeline_lines(r.pipeline),
     "critical_path": lambda r: critical_path_markdown(r.critical_path),
+    "clocks": lambda r: markdown(clocks_block(r.clocks)),
     "per_rank": lambda r: per_rank_lines(r.per_rank),
     "per_step": lambda r: per_step_lines(r.per_step),
 }

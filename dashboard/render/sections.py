@@ -24,6 +24,7 @@ REPORT_SECTIONS: tuple[str, ...] = (
     "stragglers",       # the ranks the others wait for
     "pipeline",         # stages, microbatches, bubble against 1F1B
     "critical_path",    # the cross-rank critical path and its what-ifs
+    "clocks",           # the hosts' clocks aligned from the collectives
     "per_rank",         # the breakdown of every rank
     "per_step",         # the breakdown of every step
 )

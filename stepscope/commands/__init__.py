@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "diff": "diff_cmd",
     "plan": "plan_cmd",
     "whatif": "whatif_cmd",
+    "export": "export_cmd",
     "hang": "hang_cmd",
     "nightly": "nightly_cmd",
     "history": "history_cmd",
@@ -32,6 +33,8 @@ COMMAND_HELP: dict[str, str] = {
     "plan": "rank TP/PP/DP/ZeRO layouts for a model and cluster by predicted MFU",
     "whatif": ("the step time if a rank, an op kind or a collective were faster, "
                "recomputed on the dependency graph of every step"),
+    "export": ("one trace file of every rank on the aligned clock, with the breakdown, "
+               "the critical path and the waits drawn on it (Perfetto, chrome://tracing)"),
     "hang": ("why a job hung: stuck collectives, missing and suspect ranks from "
              "Flight Recorder dumps"),
     "nightly": ("ingest tonight's traces of a job, diff against the last night, check "

@@ -3,9 +3,9 @@
 -- Reads: step_attribution (windows), gpu_ops, collectives, collective_waits,
 -- recompute_ops, cpu_ops (CPU-only ranks, through the cpu_self_time macro of
 -- attribution/macros.sql). Writes nothing (read-only connections).
--- Parameters: $run, $step, $ranks (INTEGER[]), $bins (NULL: exact segments, merged when
--- adjacent and of one category; N: the window cut into N equal bins per rank, each given
--- the category that holds most of its time).
+-- Parameters: $run, $step, $ranks (INTEGER[]). Exact segments, merged when adjacent and
+-- of one category (analyzers/detail.py draws them by time where they are thinner than a
+-- pixel).
 -- The intervals and their priority are those of attribution/attribution.sql (a_intervals, the
 -- priority sweep); tests check that each rank's segments add up to step_attribution.
 -- Categories: 1 compute, 2 recompute, 3 exposed_comm, 4 straggler_wait, 5 bubble,
@@ -99,28 +99,6 @@ WITH win AS (
     SELECT rank, min(s) AS start_ns, max(e) AS end_ns, any_value(cat) AS cat,
         any_value(name) AS name
     FROM islands GROUP BY rank, island
-), binned_named AS (
-    -- each segment's time spread over the equal bins it covers
-    SELECT m.rank, b.bin, m.cat, m.name,
-        sum(least(m.end_ns, (b.bin + 1) * w.width) - greatest(m.start_ns, b.bin * w.width))
-            AS ns
-    FROM merged m
-    JOIN (SELECT rank, (we - ws) / $bins::DOUBLE AS width FROM win) w USING (rank)
-    CROSS JOIN LATERAL (
-        SELECT unnest(range(CAST(floor(m.start_ns / w.width) AS BIGINT),
-                            least(CAST(ceil(m.end_ns / w.width) AS BIGINT), $bins))) AS bin
-    ) b
-    WHERE $bins IS NOT NULL
-    GROUP BY ALL
-), binned AS (
-    -- per bin and category: its time, and the name that holds most of it
-    SELECT rank, bin, cat, sum(ns) AS ns, arg_max(name, ns) AS name
-    FROM binned_named GROUP BY rank, bin, cat
 )
-SELECT rank, start_ns, end_ns, cat, name FROM merged WHERE $bins IS NULL
-UNION ALL
-SELECT b.rank, CAST(b.bin * w.width AS BIGINT), CAST((b.bin + 1) * w.width AS BIGINT),
-    arg_max(b.cat, b.ns), arg_max(b.name, b.ns)
-FROM binned b JOIN (SELECT rank, (we - ws) / $bins::DOUBLE AS width FROM win) w USING (rank)
-GROUP BY b.rank, b.bin, w.width
+SELECT rank, start_ns, end_ns, cat, name FROM merged
 ORDER BY rank, start_ns

@@ -80,14 +80,31 @@ def render(ctx: PageContext) -> None:
         st.info("Pick at least one rank.")
         return
     tl = data.timeline(ctx.config.db, ctx.run, step, tuple(ranks))
+    clocks = report.clocks
+    aligned = st.toggle("One clock for all ranks", value=True, key="tl_aligned",
+                        help="each host's clock corrected by its offset and drift from "
+                             "the matched collectives (the report's Clocks)") \
+        if clocks is not None else False
     if tl.bin_ms is not None:
-        st.caption(f"Too many segments to draw one by one: shown in bins of "
-                   f"{tl.bin_ms:.3f} ms, each coloured by the category that holds most of it.")
+        st.caption(f"Drawn by time in bins of {tl.bin_ms:.3f} ms: segments thinner than a "
+                   "pixel are not widened to one; each category gets the bins its time "
+                   "fills, so the colours' shares are the breakdown's.")
     frame = pl.DataFrame({"rank": tl.rank, "start (ms)": tl.start_ms, "end (ms)": tl.end_ms,
                           "category": [CATEGORY_LABELS[c] for c in tl.category],
                           "op": [short_name(n, 70) if n else "" for n in tl.label]})
-    chart_and_table(charts.timeline(tl, straggler_ranks),
+    chart_and_table(charts.timeline(tl, straggler_ranks, aligned),
                     frame.with_columns(pl.selectors.float().round(4)),
                     f"step {step} segments", "timeline", folded=True)
-    st.caption(f"{tl.rectangles} rectangles · times from each rank's own step start "
-               "(hosts' clocks differ) · grey is idle · hover a rectangle for the op")
+    when = ("times on the aligned clock (" + clocks.summary + ")" if aligned and clocks
+            else "times from each rank's own step start (hosts' clocks differ)")
+    st.caption(f"{tl.rectangles} rectangles · {when} · grey is idle · hover a rectangle "
+               "for the op")
+    run = ctx.run
+    st.download_button(
+        "Export these ranks and this step for Perfetto (trace JSON)",
+        data=lambda: data.trace_export(ctx.config.db, run, step, tuple(ranks),
+                                       report.critical_path),
+        file_name=f"{run}-step{step}.trace.json", mime="application/json",
+        help="stepscope export: every rank on the aligned clock with the breakdown, the "
+             "critical path and the waits drawn on it; open it at ui.perfetto.dev or "
+             "chrome://tracing (docs/timeline.md)")

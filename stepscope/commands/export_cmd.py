@@ -1,0 +1,67 @@
+"""`stepscope export RUN_OR_PATH --format chrome-json [--steps 2-3] [--ranks 0-7]
+--out FILE [--db FILE]`: one trace-event file of every chosen rank on the aligned clock
+(docs/timeline.md, "Export")."""
+
+from __future__ import annotations
+
+import argparse
+
+from stepscope.analyzers.context import run_context
+from stepscope.analyzers.export import ExportSize, export_chrome
+from stepscope.analyzers.report import report_from_context
+from stepscope.cli import say
+from stepscope.commands import COMMAND_HELP
+from stepscope.commands._targets import print_remarks
+from stepscope.ingest import DEFAULT_DB
+from stepscope.ingest.errors import UsageError
+from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.ingest.ranksets import RankSet, parse_ranks
+from stepscope.outputs import check_output
+from stepscope.targets import Built, open_target
+from stepscope.validate import output_file
+
+HELP = COMMAND_HELP["export"]
+FORMATS = ("chrome-json",)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("export", help=HELP, description=HELP + ".")
+    p.add_argument("target", metavar="RUN_OR_PATH",
+                   help="a run in the database, or a trace folder / archive / file to "
+                        "ingest on the fly into a temporary database")
+    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--format", choices=FORMATS, default="chrome-json",
+                   help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+    p.add_argument("--steps", help="steps to export, like 2-3,5 (default: all)")
+    p.add_argument("--ranks", help="ranks to export, like 0-7,12 (default: all)")
+    p.add_argument("--out", type=output_file, required=True,
+                   help="the file to write (its folder must exist)")
+
+
+def _listed(spec: str | None, what: str) -> list[int] | None:
+    """'2-3,5' -> [2, 3, 5] (None: all)."""
+    if spec is None:
+        return None
+    try:
+        ranges: RankSet = parse_ranks(spec)
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--ranks", f"--{what}")) from None
+    return [v for lo, hi in ranges.ranges for v in range(lo, hi + 1)]
+
+
+def announce(size: ExportSize) -> None:
+    parts = ", ".join(f"{name} {n:,}" for name, n in size.events.items() if n)
+    say(f"export: {size.total_events:,} events ({parts}), "
+        f"{size.total_bytes / 1e6:,.1f} MB")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_output(args.out, db=args.db, inputs=[args.target])
+    ranks, steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
+    with open_target(args.target, args.db) as t:
+        print_remarks(Built(failures=t.failures, notes=t.notes))
+        path = report_from_context(run_context(t.store.con, t.run)).critical_path
+        export_chrome(t.store.con, t.run, args.out, ranks=ranks, steps=steps,
+                             path=path, announce=announce)
+        say(f"wrote {args.out}")
+        return EXIT_PARTIAL if t.failures else EXIT_OK
