@@ -66,12 +66,31 @@ def say(line: str) -> None:
     print(one_line(line), file=sys.stderr)
 
 
+def check_no_empty_argument(arguments: Sequence[str]) -> None:
+    """An empty argument (`stepscope ingest "$DIR"` with DIR unset, `--stage-dir=`) is a
+    usage error: no path, name or option value of stepscope is empty, and an empty path
+    would otherwise mean the current folder."""
+    from stepscope.ingest import UsageError
+
+    for i, arg in enumerate(arguments):
+        option, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if arg.startswith("--") and not equals:
+            continue
+        if not value:
+            after = option or (arguments[i - 1] if i and arguments[i - 1].startswith("-")
+                               else "")
+            where = f" for {after}" if after else ""
+            raise UsageError(f"an empty argument{where} (an unset shell variable?); name "
+                             "the path or value, or '.' for the current folder")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import load
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
+        check_no_empty_argument(arguments)
         parser = build_parser(_command_of(arguments), every=False)
         args = parser.parse_args(arguments)
         if args.command is None:
@@ -102,6 +121,8 @@ def _command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     try:
         return int(run(args))
     except Exception as exc:
+        if _STOPPED_BY:  # DuckDB turned the signal into "Query interrupted": a stop
+            raise Stopped(_STOPPED_BY[0]) from None
         from stepscope.ingest.db_errors import explain
 
         mapped = explain(exc, getattr(args, "db", None))
@@ -137,7 +158,11 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+_STOPPED_BY: list[int] = []  # the stop signals this `main` call received, in order
+
+
 def _raise_stopped(signum: int, frame: object) -> None:
+    _STOPPED_BY.append(signum)
     raise Stopped(signum)
 
 
@@ -171,6 +196,8 @@ def _stop_signal(exc: BaseException) -> int:
     signum = getattr(exc, "signum", None)
     if signum is None and (interrupts := _interrupts()) is not None:
         signum = interrupts.last_signal()
+    if signum is None and _STOPPED_BY:  # re-raised as a plain KeyboardInterrupt on the way
+        signum = _STOPPED_BY[0]
     return int(signum or signal.SIGINT)
 
 
@@ -186,6 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     if (interrupts := _interrupts()) is not None:
         interrupts.forget_signals()
+    _STOPPED_BY.clear()
     try:
         with _stop_signals_interrupt():
             return _run(argv)
@@ -196,6 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # last resort: one line, not a traceback (re-raised on debug)
+        if _STOPPED_BY:  # the signal's exception was replaced on the way (DuckDB's
+            signum = _STOPPED_BY[0]  # "Query interrupted"): it is still the signal's stop
+            _print_uninterrupted(_interrupt_line(KeyboardInterrupt(), signum))
+            return 128 + signum
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         first = (str(exc).strip() or "?").splitlines()[0][:500]
