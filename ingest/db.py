@@ -82,6 +82,7 @@ def connect(path: str | Path = ":memory:", read_only: bool = False,
 def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the database for writing, at the current schema: a new
     file gets it, an older one is migrated; anything else is refused before a write."""
+    _check_file_name(db)
     path = Path(db)
     if path.parent and not path.parent.exists():
         raise UsageError(f"{path}: the folder {path.parent} does not exist")
@@ -95,6 +96,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing stepscope database read-only. Any number of readers share the
     file, but while this connection is open no process can write it (close it promptly).
     An older schema is read through temporary views of the current layout."""
+    _check_file_name(db)
     path = Path(db)
     if not path.is_file():
         raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
@@ -107,6 +109,14 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
         if version < schema.SCHEMA_VERSION:
             schema.read_as_current(con, _current_layout())
     return con
+
+
+def _check_file_name(db: str | Path) -> None:
+    """A --db written with a trailing '/' names a folder ('x.duckdb/' would create the
+    file x.duckdb, or open a folder's parent): refused."""
+    if isinstance(db, str) and db.endswith(("/", os.sep)):
+        raise UsageError(f"--db {quote_name(db)}: ends with '/', so it names a folder; "
+                         "give the database's file name")
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Sequence
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -37,6 +38,21 @@ def one_line(text: str) -> str:
     if all(_plain(ch) for ch in text):
         return text
     return "".join(ch if _plain(ch) else _escape_char(ch) for ch in text)
+
+
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` (a report, a summary table: many lines) with every control character but
+    newline and tab written as a `\\uXXXX` escape: ESC, OSC and C1 codes in a kernel or
+    file name cannot clear the screen or set the window title when it is printed, nor hide
+    in a Markdown file. In JSON text the same escape is the same character, so a JSON
+    report still decodes to the same values."""
+    if _TERMINAL_UNSAFE.search(text) is None:
+        return text
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def quote_name(name: str | os.PathLike[str]) -> str:
@@ -108,6 +124,8 @@ _MACHINE_ERRNOS = {
                    "--stage-dir at a larger disk"),
     errno.EDQUOT: ("the disk quota is exceeded", "free space within the quota, or point "
                    "$TMPDIR and --stage-dir elsewhere"),
+    errno.EFBIG: ("the file size limit is reached", "raise it (ulimit -f) or point "
+                  "$TMPDIR and --stage-dir elsewhere"),
     errno.ENOMEM: ("out of memory", "free memory, or ingest with fewer --jobs"),
     errno.EMFILE: ("too many open files in this process", "raise the limit (ulimit -n)"),
     errno.ENFILE: ("too many open files on this machine", "close other programs' files"),

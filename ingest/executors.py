@@ -15,8 +15,10 @@ whichever runs them: the task is one pure function of its file.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
+RAY_CONNECT_TIMEOUT_S = 10  # to reach a Ray cluster's address before Ray tries at all
 QUEUE_DEPTH = 2  # tasks sent ahead to one worker process: the one it runs and the next
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
 
@@ -284,8 +287,7 @@ class RayExecutor:
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         ray = _import_ray()
         if not ray.is_initialized():
-            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     include_dashboard=False, configure_logging=False)
+            self._init(ray)
         remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
         window = self.jobs or 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
         pending: list[tuple[Task, Any]] = []
@@ -300,6 +302,25 @@ class RayExecutor:
         finally:
             for _, ref in pending:
                 ray.cancel(ref, force=True)
+
+    def _init(self, ray: Any) -> None:
+        """Connect to the cluster at the address (checked reachable first), or start a
+        local one that listens on the loopback only, quietly; a failure is one line
+        naming the address."""
+        if self.address not in (None, "auto"):
+            ray_reachable(self.address)
+        local = {"_node_ip_address": "127.0.0.1"} if self.address is None else {}
+        try:
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
+                     include_dashboard=False, configure_logging=True,
+                     logging_level=logging.ERROR, **local)
+        except Exception as exc:  # noqa: BLE001 - Ray's many failure types: one line
+            first = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+            where = self.address or "a local cluster"
+            hint = (": pip install 'stepscope[ray]' (it installs ray[client])"
+                    if "ray[client]" in first else "")
+            raise UsageError(f"--executor: cannot start Ray at {where} "
+                             f"({type(exc).__name__}: {first}){hint}") from None
 
     def _wait(self, ray: Any, task: Task, ref: Any) -> Outcome:
         while True:
@@ -333,6 +354,31 @@ def _import_ray() -> Any:
     return ray
 
 
+def _check_ray_address(spec: str, host_port: str) -> None:
+    """A Ray address is HOST:PORT with a port from 1 to 65535: `ray:` with nothing after
+    it used to start a local cluster in silence, `ray://` failed deep inside Ray."""
+    if host_port == "auto" and not spec.startswith("ray://"):
+        return  # ray:auto: the cluster this machine already runs (Ray finds it)
+    host, _, port = host_port.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
+                         "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
+                         "for a local cluster")
+
+
+def ray_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within `timeout_s`, a Ray address nothing listens on (Ray itself retries
+    for minutes: over 400 s for ray:127.0.0.1:1); UsageError naming the address."""
+    host_port = address.removeprefix("ray://")
+    host, _, port = host_port.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--executor: cannot reach a Ray cluster at {host_port} "
+                         f"({exc.strerror or type(exc).__name__}); is it running?") from None
+
+
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'auto' | 'inline' | 'process' | 'ray' | 'ray://HOST:PORT' | 'ray:HOST:PORT' ->
     (kind, Ray address or None); raises UsageError."""
@@ -341,8 +387,10 @@ def parse_executor(spec: str) -> tuple[str, str | None]:
         address = None
         if rest.startswith("://"):
             address = spec  # Ray Client address, given to ray.init as it is
+            _check_ray_address(spec, rest[3:])
         elif rest.startswith(":"):
-            address = rest[1:] or None
+            address = rest[1:]
+            _check_ray_address(spec, address)
         return "ray", address
     if spec in EXECUTOR_KINDS:
         return spec, None

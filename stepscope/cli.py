@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -84,6 +85,26 @@ def check_no_empty_argument(arguments: Sequence[str]) -> None:
                              "the path or value, or '.' for the current folder")
 
 
+MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"  # ingest.db.MEMORY_ENV, without importing it
+_MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(b|bytes?|[kmgt]i?b?)\s*", re.IGNORECASE)
+
+
+def check_memory_limit_env() -> None:
+    """$STEPSCOPE_MEMORY_LIMIT, when set, is a positive size with a unit (2GB, 512MiB):
+    DuckDB reads '-1GB' as no limit at all and a bare number as an error, and `report`
+    used to ignore a value `ingest` refused; every command now refuses it alike."""
+    from stepscope.ingest import UsageError
+
+    value = os.environ.get(MEMORY_LIMIT_ENV)
+    if not value:
+        return
+    match = _MEMORY_SIZE.fullmatch(value)
+    if match is None or float(match.group(1)) <= 0:
+        raise UsageError(f"cannot open the database with ${MEMORY_LIMIT_ENV}="
+                         f"{value[:40]!r} (not a positive size with a unit); give a size "
+                         "such as 2GB (default 1GB)")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import load
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
@@ -91,11 +112,16 @@ def _run(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         check_no_empty_argument(arguments)
+        check_memory_limit_env()
         parser = build_parser(_command_of(arguments), every=False)
         args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        db = getattr(args, "db", None)
+        if isinstance(db, str) and db.endswith(("/", os.sep)):
+            raise UsageError(f"--db {db!r}: ends with '/', so it names a folder; give the "
+                             "database's file name")
         try:
             return _command(load(args.command).run, args)
         except KeyboardInterrupt:

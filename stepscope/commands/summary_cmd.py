@@ -7,6 +7,7 @@ import argparse
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.summary import summary_json, summary_markdown, summary_text
 from stepscope.ingest import DEFAULT_DB
+from stepscope.ingest.errors import terminal_safe
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.store import Store
 
@@ -24,5 +25,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         summary = store.summary_records(None if args.run is None else [args.run])
-    print(RENDERERS[args.format](summary))
+    print(terminal_safe(RENDERERS[args.format](summary)))
     return EXIT_OK

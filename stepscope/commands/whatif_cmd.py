@@ -13,7 +13,7 @@ from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render.critical_path import whatif_markdown, whatif_text
 from stepscope.ingest import DEFAULT_DB
-from stepscope.ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError, terminal_safe
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.targets import Built, open_target
 from stepscope.validate import real
@@ -68,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
         result = what_if(run_context(t.store.con, t.run), spec)
         print_remarks(Built(failures=t.failures, notes=t.notes))
     out = {"text": whatif_text, "md": whatif_markdown, "json": to_json}[args.format](result)
-    print(out)
+    print(terminal_safe(out))
     return EXIT_PARTIAL if t.failures else EXIT_OK
