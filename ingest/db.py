@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest import schema
-from stepscope.ingest.errors import DatabaseBusyError, UsageError, quote_name
+from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
 from stepscope.ingest.queries import sql
 
 DEFAULT_DB = "stepscope.duckdb"
@@ -225,14 +225,33 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
     # connection closes
     if re.search(r"\block", text.lower()) or "different configuration" in text.lower() \
             or isinstance(exc, duckdb.ResourceInUseException):
-        return DatabaseBusyError(
-            f"{db}: the database is locked by another stepscope process "
-            "(an ingest in progress?); wait for it to finish or use another --db")
+        return DatabaseBusyError(f"{db}: the database is locked by {_lock_holder(text)}; "
+                                 "wait for it to finish or use another --db")
     if isinstance(exc, duckdb.SerializationException) or any(
             sign in text for sign in DAMAGED_SIGNS):
         return UsageError(f"{db}: not a readable DuckDB file (truncated or damaged: "
                           f"{first[:160]}); restore it from a copy or use another --db")
     return UsageError(f"{db}: cannot open the database ({first})")
+
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def _lock_holder(text: str) -> str:
+    """Who holds the database, from DuckDB's lock error ("Conflicting lock is held in
+    /usr/bin/python3 (PID 4242)"): the process id and its command line (a dashboard, a
+    notebook, another ingest), so the user knows what to close; the generic words when
+    DuckDB did not say."""
+    match = _LOCK_PID.search(text)
+    if match is None:
+        return "another stepscope process (an ingest in progress?)"
+    pid = match.group(1)
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()  # a small pseudo-file
+    except OSError:
+        return f"process {pid}"
+    command = one_line(" ".join(os.fsdecode(a) for a in raw.split(b"\0") if a))[:120]
+    return f"process {pid} ({command})" if command else f"process {pid}"
 
 
 def _memory_config() -> Config:

@@ -526,3 +526,22 @@ def test_sizes_duckdb_reads_are_accepted(value: str, tmp_path: Path,
     monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", value)
     rc, _, err = cli("ingest", job(tmp_path / "t"), "--db", tmp_path / "db.duckdb", "--quiet")
     assert rc == 0 and err == [], err
+
+
+def test_a_reader_holding_the_database_is_named(tmp_path: Path) -> None:
+    db = tmp_path / "db.duckdb"
+    folder = job(tmp_path / "t")
+    assert cli("ingest", folder, "--db", db, "--quiet")[0] == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], "
+         "read_only=True); print('open', flush=True); time.sleep(60)", str(db)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        rc, _, err = cli("ingest", folder, "--db", db, "--run", "again", "--quiet")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert rc == 2 and len(err) == 1 and \
+        f"the database is locked by process {holder.pid} (" in err[0] \
+        and "read_only=True" in err[0] and err[0].endswith("use another --db"), err
