@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -35,6 +36,7 @@ from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
+STOPPED_LIMIT_S = 30.0  # a worker stopped (SIGSTOP) this long is killed: its task fails
 RAY_CONNECT_TIMEOUT_S = 10  # to reach a Ray cluster's address before Ray tries at all
 QUEUE_DEPTH = 2  # tasks sent ahead to one worker process: the one it runs and the next
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
@@ -141,6 +143,8 @@ class _Worker:
             worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr, env=worker_env(), start_new_session=True, bufsize=0)
         self.pending: deque[Task] = deque()  # sent, outcome not read yet; oldest first
+        self.stopped_since: float | None = None  # when it was first seen stopped
+        self.killed_stopped = False  # killed for staying stopped (check_stopped)
 
     def fileno(self) -> int:
         assert self.proc.stdout is not None
@@ -163,6 +167,10 @@ class _Worker:
         if outcome is None:
             code = self.proc.wait()
             orphans, self.pending = list(self.pending), deque()
+            if self.killed_stopped:
+                return RankFailed(task.index, task.display, (
+                    f"the worker process reading it was stopped (SIGSTOP, a debugger?) "
+                    f"for {STOPPED_LIMIT_S:g} s and was killed"), machine=True), orphans
             return RankFailed(task.index, task.display,
                               "the worker process died while reading it "
                               f"({death_reason(code, self._stderr_tail())})"), orphans
@@ -178,6 +186,20 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def check_stopped(self, now: float) -> None:
+        """The heartbeat of a busy worker that sent nothing this poll: a worker stopped
+        (SIGSTOP, a debugger; state T in /proc) for STOPPED_LIMIT_S is killed, so its task
+        fails and the ingest stops with one line instead of waiting forever. A worker
+        that runs, however long, is never timed out."""
+        if _process_state(self.proc.pid) not in ("T", "t"):
+            self.stopped_since = None
+            return
+        if self.stopped_since is None:
+            self.stopped_since = now
+        elif now - self.stopped_since >= STOPPED_LIMIT_S and not self.killed_stopped:
+            self.killed_stopped = True
+            self.proc.kill()
+
     def stop(self, kill: bool) -> None:
         if kill:
             self.proc.kill()
@@ -188,6 +210,16 @@ class _Worker:
             if stream is not None and not stream.closed:
                 stream.close()
         self.stderr.close()
+
+
+def _process_state(pid: int) -> str:
+    """A process's state letter from /proc/PID/stat (R, S, D, T, t, Z...); '' where it
+    cannot be read (not Linux, gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()  # one short line
+    except OSError:
+        return ""
+    return text[text.rfind(")") + 2:][:1]
 
 
 def death_reason(code: int, stderr: str) -> str:
@@ -266,7 +298,12 @@ class ProcessExecutor:
     def _collect(workers: list[_Worker], queue: deque[Task],
                  done: dict[int, Outcome]) -> None:
         busy = [w for w in workers if w.pending]
-        for worker in wait(busy, timeout=POLL_S):  # type: ignore[arg-type]
+        ready = wait(busy, timeout=POLL_S)  # type: ignore[arg-type]
+        now = time.monotonic()
+        for idle in busy:
+            if idle not in ready:
+                idle.check_stopped(now)
+        for worker in ready:
             assert isinstance(worker, _Worker) and worker.pending
             index = worker.pending[0].index
             done[index], orphans = worker.finish()

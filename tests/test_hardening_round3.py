@@ -545,3 +545,30 @@ def test_a_reader_holding_the_database_is_named(tmp_path: Path) -> None:
     assert rc == 2 and len(err) == 1 and \
         f"the database is locked by process {holder.pid} (" in err[0] \
         and "read_only=True" in err[0] and err[0].endswith("use another --db"), err
+
+
+def test_a_stopped_worker_is_killed_and_the_ingest_stops(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker stopped by SIGSTOP used to stall the ingest forever; its heartbeat (the
+    process state, polled while it owes an outcome) kills it after STOPPED_LIMIT_S."""
+    from stepscope.ingest import executors
+
+    monkeypatch.setattr(executors, "STOPPED_LIMIT_S", 0.5)
+    real_start = executors._Worker.start
+    stopped: list[int] = []
+
+    def start_then_stop(self: executors._Worker, task: object) -> None:
+        real_start(self, task)  # type: ignore[arg-type]
+        if "rank1" in task.display and not stopped:  # type: ignore[attr-defined]
+            os.kill(self.proc.pid, signal.SIGSTOP)
+            stopped.append(self.proc.pid)
+
+    monkeypatch.setattr(executors._Worker, "start", start_then_stop)
+    db = tmp_path / "db.duckdb"
+    rc, _, err = cli("ingest", job(tmp_path / "t", world=3), "--db", db,
+                     "--executor", "process", "--jobs", "2", "--quiet")
+    assert stopped and rc == 1 and len(err) == 1, (stopped, err)
+    # the file it owed first (rank0 or rank1: tasks are sent ahead) is named
+    assert ".json.gz: the worker process reading it was stopped (SIGSTOP, a debugger?) " \
+        "for 0.5 s and was killed (the machine's failure, not the file's)" in err[0], err
+    assert runs_in(db) == []
