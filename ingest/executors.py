@@ -342,15 +342,14 @@ class RayExecutor:
 
     def _init(self, ray: Any) -> None:
         """Connect to the cluster at the address (checked reachable first), or start a
-        local one that listens on the loopback only, quietly; a failure is one line
+        local one, with Ray's log lines below ERROR left out; a failure is one line
         naming the address."""
         if self.address not in (None, "auto"):
             ray_reachable(self.address)
-        local = {"_node_ip_address": "127.0.0.1"} if self.address is None else {}
         try:
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
                      include_dashboard=False, configure_logging=True,
-                     logging_level=logging.ERROR, **local)
+                     logging_level=logging.ERROR)
         except Exception as exc:  # noqa: BLE001 - Ray's many failure types: one line
             first = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
             where = self.address or "a local cluster"
