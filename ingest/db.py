@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest import schema
-from stepscope.ingest.errors import DatabaseBusyError, UsageError, quote_name
+from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
 from stepscope.ingest.sql_files import sql
 
 DEFAULT_DB = "stepscope.duckdb"
@@ -82,6 +82,7 @@ def connect(path: str | Path = ":memory:", read_only: bool = False,
 def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
     """Open (creating if needed) the database for writing, at the current schema: a new
     file gets it, an older one is migrated; anything else is refused before a write."""
+    _check_file_name(db)
     path = Path(db)
     if path.parent and not path.parent.exists():
         raise UsageError(f"{path}: the folder {path.parent} does not exist")
@@ -95,6 +96,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     """Open an existing stepscope database read-only. Any number of readers share the
     file, but while this connection is open no process can write it (close it promptly).
     An older schema is read through temporary views of the current layout."""
+    _check_file_name(db)
     path = Path(db)
     if not path.is_file():
         raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
@@ -107,6 +109,14 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
         if version < schema.SCHEMA_VERSION:
             schema.read_as_current(con, _current_layout())
     return con
+
+
+def _check_file_name(db: str | Path) -> None:
+    """A --db written with a trailing '/' names a folder ('x.duckdb/' would create the
+    file x.duckdb, or open a folder's parent): refused."""
+    if isinstance(db, str) and db.endswith(("/", os.sep)):
+        raise UsageError(f"--db {quote_name(db)}: ends with '/', so it names a folder; "
+                         "give the database's file name")
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -215,14 +225,33 @@ def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
     # connection closes
     if re.search(r"\block", text.lower()) or "different configuration" in text.lower() \
             or isinstance(exc, duckdb.ResourceInUseException):
-        return DatabaseBusyError(
-            f"{db}: the database is locked by another stepscope process "
-            "(an ingest in progress?); wait for it to finish or use another --db")
+        return DatabaseBusyError(f"{db}: the database is locked by {_lock_holder(text)}; "
+                                 "wait for it to finish or use another --db")
     if isinstance(exc, duckdb.SerializationException) or any(
             sign in text for sign in DAMAGED_SIGNS):
         return UsageError(f"{db}: not a readable DuckDB file (truncated or damaged: "
                           f"{first[:160]}); restore it from a copy or use another --db")
     return UsageError(f"{db}: cannot open the database ({first})")
+
+
+_LOCK_PID = re.compile(r"\(PID (\d+)\)")
+
+
+def _lock_holder(text: str) -> str:
+    """Who holds the database, from DuckDB's lock error ("Conflicting lock is held in
+    /usr/bin/python3 (PID 4242)"): the process id and its command line (a dashboard, a
+    notebook, another ingest), so the user knows what to close; the generic words when
+    DuckDB did not say."""
+    match = _LOCK_PID.search(text)
+    if match is None:
+        return "another stepscope process (an ingest in progress?)"
+    pid = match.group(1)
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()  # a small pseudo-file
+    except OSError:
+        return f"process {pid}"
+    command = one_line(" ".join(os.fsdecode(a) for a in raw.split(b"\0") if a))[:120]
+    return f"process {pid} ({command})" if command else f"process {pid}"
 
 
 def _memory_config() -> Config:

@@ -10,7 +10,9 @@ exception escaping a reader into a ``TraceFileError`` of that file with
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from collections.abc import Sequence
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -36,6 +38,21 @@ def one_line(text: str) -> str:
     if all(_plain(ch) for ch in text):
         return text
     return "".join(ch if _plain(ch) else _escape_char(ch) for ch in text)
+
+
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` (a report, a summary table: many lines) with every control character but
+    newline and tab written as a `\\uXXXX` escape: ESC, OSC and C1 codes in a kernel or
+    file name cannot clear the screen or set the window title when it is printed, nor hide
+    in a Markdown file. In JSON text the same escape is the same character, so a JSON
+    report still decodes to the same values."""
+    if _TERMINAL_UNSAFE.search(text) is None:
+        return text
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def quote_name(name: str | os.PathLike[str]) -> str:
@@ -91,6 +108,57 @@ class Interrupted(KeyboardInterrupt):
         return self.message
 
 
+class MachineFailure(StepscopeError):
+    """The machine, not a file, failed (disk full, quota, out of memory, out of file
+    handles): the whole ingest stops with this one line, nothing committed (exit 1)."""
+
+
+class MachineFileError(TraceFileError):
+    """A reader's failure on `file` that is the machine's (ingest.errors.machine_problem):
+    the loader turns it into MachineFailure instead of failing that file alone."""
+
+
+# errno -> what ran out, and what to do; a file cannot cause these, the machine does
+_MACHINE_ERRNOS = {
+    errno.ENOSPC: ("no space left on the disk", "free space, or point $TMPDIR and "
+                   "--stage-dir at a larger disk"),
+    errno.EDQUOT: ("the disk quota is exceeded", "free space within the quota, or point "
+                   "$TMPDIR and --stage-dir elsewhere"),
+    errno.EFBIG: ("the file size limit is reached", "raise it (ulimit -f) or point "
+                  "$TMPDIR and --stage-dir elsewhere"),
+    errno.ENOMEM: ("out of memory", "free memory, or ingest with fewer --jobs"),
+    errno.EMFILE: ("too many open files in this process", "raise the limit (ulimit -n)"),
+    errno.ENFILE: ("too many open files on this machine", "close other programs' files"),
+}
+_MACHINE_TEXTS = (("no space left on device", errno.ENOSPC),
+                  ("disk quota exceeded", errno.EDQUOT),
+                  ("out of memory", errno.ENOMEM), ("cannot allocate memory", errno.ENOMEM),
+                  ("too many open files", errno.EMFILE))
+
+
+def machine_problem(exc: BaseException) -> str | None:
+    """What ran out on the machine when `exc` says so (a full disk, a quota, memory, file
+    handles: an OSError's errno, a MemoryError, or DuckDB's text for the same), else
+    None: such a failure is never a trace file's fault."""
+    code = getattr(exc, "errno", None) if isinstance(exc, OSError) else None
+    if code is None and isinstance(exc, MemoryError):
+        code = errno.ENOMEM
+    if code is None and not isinstance(exc, StepscopeError):
+        text = str(exc).lower()
+        code = next((c for words, c in _MACHINE_TEXTS if words in text), None)
+    if code not in _MACHINE_ERRNOS:
+        return None
+    what, fix = _MACHINE_ERRNOS[code]
+    return f"{what}; {fix}"
+
+
+def machine_failure(file: str, problem: str, db: str | os.PathLike[str]) -> MachineFailure:
+    """The one line that stops an ingest when the machine failed while reading `file`."""
+    return MachineFailure(f"{file}: {problem} (the machine's failure, not the file's): "
+                          f"the ingest stopped and nothing was committed to "
+                          f"{quote_name(db)}")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
@@ -100,6 +168,8 @@ def as_file_error(file: str, exc: BaseException) -> TraceFileError:
     """The per-file failure for any exception a reader raised on `file`."""
     if isinstance(exc, TraceFileError):
         return exc
+    if (machine := machine_problem(exc)) is not None:
+        return MachineFileError(file, machine)
     if isinstance(exc, PermissionError):
         return TraceFileError(file, "permission denied (the file cannot be read by this user)")
     if isinstance(exc, IsADirectoryError):

@@ -15,11 +15,14 @@ whichever runs them: the task is one pure function of its file.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -33,6 +36,8 @@ from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
+STOPPED_LIMIT_S = 30.0  # a worker stopped (SIGSTOP) this long is killed: its task fails
+RAY_CONNECT_TIMEOUT_S = 10  # to reach a Ray cluster's address before Ray tries at all
 QUEUE_DEPTH = 2  # tasks sent ahead to one worker process: the one it runs and the next
 EXECUTOR_KINDS = ("auto", "inline", "process", "ray")
 
@@ -138,6 +143,8 @@ class _Worker:
             worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.stderr, env=worker_env(), start_new_session=True, bufsize=0)
         self.pending: deque[Task] = deque()  # sent, outcome not read yet; oldest first
+        self.stopped_since: float | None = None  # when it was first seen stopped
+        self.killed_stopped = False  # killed for staying stopped (check_stopped)
 
     def fileno(self) -> int:
         assert self.proc.stdout is not None
@@ -160,6 +167,10 @@ class _Worker:
         if outcome is None:
             code = self.proc.wait()
             orphans, self.pending = list(self.pending), deque()
+            if self.killed_stopped:
+                return RankFailed(task.index, task.display, (
+                    f"the worker process reading it was stopped (SIGSTOP, a debugger?) "
+                    f"for {STOPPED_LIMIT_S:g} s and was killed"), machine=True), orphans
             return RankFailed(task.index, task.display,
                               "the worker process died while reading it "
                               f"({death_reason(code, self._stderr_tail())})"), orphans
@@ -175,6 +186,20 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def check_stopped(self, now: float) -> None:
+        """The heartbeat of a busy worker that sent nothing this poll: a worker stopped
+        (SIGSTOP, a debugger; state T in /proc) for STOPPED_LIMIT_S is killed, so its task
+        fails and the ingest stops with one line instead of waiting forever. A worker
+        that runs, however long, is never timed out."""
+        if _process_state(self.proc.pid) not in ("T", "t"):
+            self.stopped_since = None
+            return
+        if self.stopped_since is None:
+            self.stopped_since = now
+        elif now - self.stopped_since >= STOPPED_LIMIT_S and not self.killed_stopped:
+            self.killed_stopped = True
+            self.proc.kill()
+
     def stop(self, kill: bool) -> None:
         if kill:
             self.proc.kill()
@@ -185,6 +210,16 @@ class _Worker:
             if stream is not None and not stream.closed:
                 stream.close()
         self.stderr.close()
+
+
+def _process_state(pid: int) -> str:
+    """A process's state letter from /proc/PID/stat (R, S, D, T, t, Z...); '' where it
+    cannot be read (not Linux, gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()  # one short line
+    except OSError:
+        return ""
+    return text[text.rfind(")") + 2:][:1]
 
 
 def death_reason(code: int, stderr: str) -> str:
@@ -263,7 +298,12 @@ class ProcessExecutor:
     def _collect(workers: list[_Worker], queue: deque[Task],
                  done: dict[int, Outcome]) -> None:
         busy = [w for w in workers if w.pending]
-        for worker in wait(busy, timeout=POLL_S):  # type: ignore[arg-type]
+        ready = wait(busy, timeout=POLL_S)  # type: ignore[arg-type]
+        now = time.monotonic()
+        for idle in busy:
+            if idle not in ready:
+                idle.check_stopped(now)
+        for worker in ready:
             assert isinstance(worker, _Worker) and worker.pending
             index = worker.pending[0].index
             done[index], orphans = worker.finish()
@@ -284,8 +324,7 @@ class RayExecutor:
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         ray = _import_ray()
         if not ray.is_initialized():
-            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     include_dashboard=False, configure_logging=False)
+            self._init(ray)
         remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
         window = self.jobs or 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
         pending: list[tuple[Task, Any]] = []
@@ -300,6 +339,24 @@ class RayExecutor:
         finally:
             for _, ref in pending:
                 ray.cancel(ref, force=True)
+
+    def _init(self, ray: Any) -> None:
+        """Connect to the cluster at the address (checked reachable first), or start a
+        local one, with Ray's log lines below ERROR left out; a failure is one line
+        naming the address."""
+        if self.address not in (None, "auto"):
+            ray_reachable(self.address)
+        try:
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
+                     include_dashboard=False, configure_logging=True,
+                     logging_level=logging.ERROR)
+        except Exception as exc:  # noqa: BLE001 - Ray's many failure types: one line
+            first = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+            where = self.address or "a local cluster"
+            hint = (": pip install 'stepscope[ray]' (it installs ray[client])"
+                    if "ray[client]" in first else "")
+            raise UsageError(f"--executor: cannot start Ray at {where} "
+                             f"({type(exc).__name__}: {first}){hint}") from None
 
     def _wait(self, ray: Any, task: Task, ref: Any) -> Outcome:
         while True:
@@ -333,6 +390,31 @@ def _import_ray() -> Any:
     return ray
 
 
+def _check_ray_address(spec: str, host_port: str) -> None:
+    """A Ray address is HOST:PORT with a port from 1 to 65535: `ray:` with nothing after
+    it used to start a local cluster in silence, `ray://` failed deep inside Ray."""
+    if host_port == "auto" and not spec.startswith("ray://"):
+        return  # ray:auto: the cluster this machine already runs (Ray finds it)
+    host, _, port = host_port.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
+                         "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
+                         "for a local cluster")
+
+
+def ray_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within `timeout_s`, a Ray address nothing listens on (Ray itself retries
+    for minutes: over 400 s for ray:127.0.0.1:1); UsageError naming the address."""
+    host_port = address.removeprefix("ray://")
+    host, _, port = host_port.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--executor: cannot reach a Ray cluster at {host_port} "
+                         f"({exc.strerror or type(exc).__name__}); is it running?") from None
+
+
 def parse_executor(spec: str) -> tuple[str, str | None]:
     """'auto' | 'inline' | 'process' | 'ray' | 'ray://HOST:PORT' | 'ray:HOST:PORT' ->
     (kind, Ray address or None); raises UsageError."""
@@ -341,8 +423,10 @@ def parse_executor(spec: str) -> tuple[str, str | None]:
         address = None
         if rest.startswith("://"):
             address = spec  # Ray Client address, given to ray.init as it is
+            _check_ray_address(spec, rest[3:])
         elif rest.startswith(":"):
-            address = rest[1:] or None
+            address = rest[1:]
+            _check_ray_address(spec, address)
         return "ray", address
     if spec in EXECUTOR_KINDS:
         return spec, None

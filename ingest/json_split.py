@@ -72,11 +72,28 @@ def _is_text(data: bytes) -> bool:
     return False
 
 
+_WS_CHUNK = 1 << 20
+
+
+def _first_non_ws(text: mmap.mmap | bytes, start: int) -> int:
+    """The offset of the first byte at or after `start` that is not JSON whitespace (the
+    length when there is none): read a MiB at a time, so a document behind any amount of
+    leading whitespace is still found, in bounded memory."""
+    at = start
+    while at < len(text):
+        chunk = bytes(text[at:at + _WS_CHUNK])
+        rest = chunk.lstrip(_WS_BYTES)
+        if rest:
+            return at + len(chunk) - len(rest)
+        at += len(chunk)
+    return len(text)
+
+
 def _document_bounds(text: mmap.mmap | bytes, display: str) -> tuple[int, int]:
     """[first, last] byte of the JSON document: after a UTF-8 BOM and whitespace, up to
     the last non-whitespace byte. A document that does not end with '}' is truncated."""
-    first = len(UTF8_BOM) if text[:3] == UTF8_BOM else 0
-    lead = bytes(text[first:first + 4096]).lstrip(_WS_BYTES)
+    first = _first_non_ws(text, len(UTF8_BOM) if text[:3] == UTF8_BOM else 0)
+    lead = bytes(text[first:first + 4096])
     if not lead:
         raise TraceFileError(display, "empty file (no JSON in it)")
     if not lead.startswith(b"{"):

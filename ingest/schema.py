@@ -79,6 +79,13 @@ def classify(con: duckdb.DuckDBPyConnection, path: str | Path) -> int | None:
             f"{path}: not a stepscope database (a DuckDB file with other tables: "
             f"{listed or 'views only'}); stepscope writes only to its own databases: "
             "use another --db, e.g. a new file name")
+    (unkeyed,), = con.execute(sql("catalog/missing_keys.sql")).fetchall()
+    if unkeyed:
+        raise UsageError(
+            f"{path}: not a stepscope database (a DuckDB file whose tables "
+            f"{', '.join(unkeyed[:4])} are named like stepscope's but lack their keys); "
+            "stepscope writes only to its own databases: use another --db, e.g. a new "
+            "file name")
     if version > SCHEMA_VERSION:
         raise UsageError(
             f"{path}: written by a newer stepscope (schema version {version}; this one "

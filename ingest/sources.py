@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from stepscope.ingest.errors import UsageError, one_line, quote_name
+from stepscope.ingest.errors import (
+    MachineFailure,
+    UsageError,
+    machine_problem,
+    one_line,
+    quote_name,
+)
 from stepscope.ingest.limits import format_size, max_trace_bytes
 from stepscope.ingest.nccl.sniff import sniff
 
@@ -110,6 +116,8 @@ def is_regular_file(path: Path) -> bool:
 
 
 NOT_REGULAR = "not a regular file (a FIFO, socket or device)"
+DANGLING_LINK = ("a symbolic link to {target}, which does not exist (a rank's trace is "
+                 "missing: restore it, or remove the link)")
 
 
 UNREADABLE_FOLDER = ("cannot read this folder ({reason}); the traces in it were not "
@@ -134,8 +142,13 @@ def _walk_files(root: Path, out: TraceSet) -> list[Path]:
 
 def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
     for path in _walk_files(root, out):
-        if not path.exists() or not out.first_time(path):
-            continue  # a dangling link, or a file already collected through another path
+        if not path.exists():
+            if path.is_symlink() and (is_trace_name(path.name) or is_archive_name(path.name)):
+                out.failures.append((quote_name(path), DANGLING_LINK.format(
+                    target=quote_name(os.readlink(path)))))
+            continue
+        if not out.first_time(path):
+            continue  # a file already collected through another path
         shown = quote_name(path)
         if not is_regular_file(path):
             if is_trace_name(path.name) or is_archive_name(path.name):
@@ -182,6 +195,19 @@ MEMBER_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.
                  zlib.error, EOFError, OSError, ValueError)
 
 
+# An archive unpacks to at most this many times its own size in all (JSON traces
+# compress 5-30x with deflate; a zip bomb of many members 1,000x), and at least
+# ARCHIVE_FLOOR_BYTES: many members each under the per-trace limit cannot fill the disk.
+ARCHIVE_RATIO = 100
+ARCHIVE_FLOOR_BYTES = 1 << 30
+
+
+def archive_budget(archive: Path) -> int:
+    """The bytes `archive` may unpack to in all: ARCHIVE_RATIO times its size, at least
+    ARCHIVE_FLOOR_BYTES (each member is also capped by the per-trace `limit`)."""
+    return max(ARCHIVE_FLOOR_BYTES, ARCHIVE_RATIO * archive.stat().st_size)
+
+
 def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
     """Extract the trace files of a zip / tar archive; skip unsafe member paths; a member
     that cannot be read (encrypted, deflate64, corrupt) or is larger than the per-trace
@@ -194,9 +220,11 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
     try:
         members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
         found = 0
+        budget = [archive_budget(archive)]
         for member, opener in members:
             found += 1
-            _extract(member, opener, target, f"{shown}!{quote_name(str(member))}", out, limit)
+            _extract(member, opener, target, f"{shown}!{quote_name(str(member))}", out, limit,
+                     budget)
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError,
             zlib.error) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -217,20 +245,34 @@ def _said_by_last_member(out: TraceSet, shown: str, detail: str) -> bool:
 
 
 def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Path,
-             display: str, out: TraceSet, limit: int) -> None:
-    """Copy one member out; its own problems fail this member only."""
+             display: str, out: TraceSet, limit: int, budget: list[int]) -> None:
+    """Copy one member out; its own problems fail this member only; `budget` holds what
+    the archive may still unpack to (archive_budget), less this member's size. A full
+    disk or no memory is the machine's failure: it stops the ingest (MachineFailure)."""
     dest = target / member
+    cap = min(limit, budget[0])
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        copied = _copy_capped(opener(), dest, limit)
+        copied = _copy_capped(opener(), dest, cap)
     except MEMBER_ERRORS as exc:
         dest.unlink(missing_ok=True)
+        if (machine := machine_problem(exc)) is not None:
+            raise MachineFailure(f"{display}: {machine} (the machine's failure, not the "
+                                 "file's): the ingest stopped before anything was written"
+                                 ) from None
         out.failures.append((display, _member_problem(exc)))
         return
+    if copied:
+        budget[0] -= dest.stat().st_size
     if copied and _looks_like_other_json(dest):
         out.skipped.append(display)  # ground truth, configs: as in a folder
     elif copied:
         out.files.append(TraceFile(dest, display))
+    elif cap < limit:
+        out.failures.append((display, (
+            f"the archive unpacks to more than {ARCHIVE_RATIO} times its own size (at "
+            f"least {format_size(ARCHIVE_FLOOR_BYTES)}): a zip bomb? Unpack it yourself "
+            "and ingest the folder if it is real")))
     else:
         out.failures.append((display, (
             f"more than {format_size(limit)} unpacked, the per-trace limit (raise it "
@@ -277,6 +319,7 @@ def collect_traces(paths: Sequence[str | Path],
     limit = max_trace_bytes(max_bytes)
     if not paths:
         raise UsageError("no trace path given: pass trace files, directories or archives")
+    check_no_empty_path(paths)
     with tempfile.TemporaryDirectory(prefix="stepscope-unpack-") as tmp:
         out = TraceSet()
         for raw in paths:
@@ -308,6 +351,14 @@ def _collect_path(path: Path, out: TraceSet, unpack_dir: Path, limit: int) -> No
         out.nccl.append(NcclFile(path, shown, kind))
     else:
         out.files.append(TraceFile(path, shown))
+
+
+def check_no_empty_path(paths: Sequence[str | Path], what: str = "trace path") -> None:
+    """An empty path (an unset shell variable: `stepscope ingest "$DIR"`) is a usage error,
+    never the current folder."""
+    if any(isinstance(p, str) and not p.strip() for p in paths):
+        raise UsageError(f"an empty {what} was given (an unset shell variable?); name the "
+                         "files or folders, or '.' for the current folder")
 
 
 def path_exists(path: str | Path) -> bool:

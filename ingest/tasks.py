@@ -18,7 +18,7 @@ from typing import Any
 
 from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.comm_kernels import CommPattern
-from stepscope.ingest.errors import TraceFileError, as_file_error
+from stepscope.ingest.errors import MachineFileError, TraceFileError, as_file_error
 from stepscope.ingest.ranksets import MAX_RANK, RankSet
 from stepscope.ingest.reader import RankTables, SkippedTrace, read_trace
 from stepscope.ingest.sources import rank_from_name
@@ -68,6 +68,7 @@ class RankFailed:
     index: int
     file: str
     problem: str
+    machine: bool = False  # the machine failed (disk full, out of memory), not the file
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ def run_rank_task(task: RankTask, cancel: CancelToken | None = None) -> Outcome:
         return RankSkipped(task.index, task.display)
     except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
         error = as_file_error(task.display, exc)
-        return RankFailed(task.index, error.file, error.problem)
+        return RankFailed(task.index, error.file, error.problem,
+                          machine=isinstance(error, MachineFileError))
 
 
 def _keeper(task: RankTask) -> Any:

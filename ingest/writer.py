@@ -36,6 +36,7 @@ from stepscope.ingest.errors import (
     StepscopeError,
     TraceFileError,
     UsageError,
+    machine_failure,
     one_line,
 )
 from stepscope.ingest.executors import (
@@ -371,6 +372,8 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
             result.skipped_ranks.append(outcome.file)
             result.skipped_nccl += isinstance(tasks[outcome.index], NcclTask)
             continue
+        if isinstance(outcome, RankFailed) and outcome.machine:  # disk full, no memory:
+            raise machine_failure(outcome.file, outcome.problem, result.db)  # stop it all
         try:
             if isinstance(outcome, NcclParsed):
                 accept_nccl(con, run, outcome, claimed_nccl)

@@ -15,6 +15,17 @@ Ctrl-C during start-up with one line instead of a traceback.
 
 from __future__ import annotations
 
+import os as _os
+import sys as _sys
+
+# `python -m stepscope` puts the current folder first on the import path while this
+# package is found (sys.argv[0] is then '-m'): a typing.py or pathlib.py there would
+# replace the standard library's modules imported below (exit 3, no output). Taken off
+# here, before any other import; a script importing stepscope keeps its path as it is.
+if _sys.argv[:1] == ["-m"] and not _sys.flags.safe_path and _sys.path \
+        and _sys.path[0] in ("", _os.getcwd()):
+    del _sys.path[0]
+
 import importlib
 from collections.abc import Sequence
 from pathlib import Path

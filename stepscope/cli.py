@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
@@ -66,17 +67,61 @@ def say(line: str) -> None:
     print(one_line(line), file=sys.stderr)
 
 
+def check_no_empty_argument(arguments: Sequence[str]) -> None:
+    """An empty argument (`stepscope ingest "$DIR"` with DIR unset, `--stage-dir=`) is a
+    usage error: no path, name or option value of stepscope is empty, and an empty path
+    would otherwise mean the current folder."""
+    from stepscope.ingest import UsageError
+
+    for i, arg in enumerate(arguments):
+        option, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if arg.startswith("--") and not equals:
+            continue
+        if not value:
+            after = option or (arguments[i - 1] if i and arguments[i - 1].startswith("-")
+                               else "")
+            where = f" for {after}" if after else ""
+            raise UsageError(f"an empty argument{where} (an unset shell variable?); name "
+                             "the path or value, or '.' for the current folder")
+
+
+MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"  # ingest.db.MEMORY_ENV, without importing it
+_MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(b|bytes?|[kmgt]i?b?)\s*", re.IGNORECASE)
+
+
+def check_memory_limit_env() -> None:
+    """$STEPSCOPE_MEMORY_LIMIT, when set, is a positive size with a unit (2GB, 512MiB):
+    DuckDB reads '-1GB' as no limit at all and a bare number as an error, and `report`
+    used to ignore a value `ingest` refused; every command now refuses it alike."""
+    from stepscope.ingest import UsageError
+
+    value = os.environ.get(MEMORY_LIMIT_ENV)
+    if not value:
+        return
+    match = _MEMORY_SIZE.fullmatch(value)
+    if match is None or float(match.group(1)) <= 0:
+        raise UsageError(f"cannot open the database with ${MEMORY_LIMIT_ENV}="
+                         f"{value[:40]!r} (not a positive size with a unit); give a size "
+                         "such as 2GB (default 1GB)")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import load
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
+        check_no_empty_argument(arguments)
+        check_memory_limit_env()
         parser = build_parser(_command_of(arguments), every=False)
         args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        db = getattr(args, "db", None)
+        if isinstance(db, str) and db.endswith(("/", os.sep)):
+            raise UsageError(f"--db {db!r}: ends with '/', so it names a folder; give the "
+                             "database's file name")
         try:
             return _command(load(args.command).run, args)
         except KeyboardInterrupt:
@@ -102,6 +147,8 @@ def _command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     try:
         return int(run(args))
     except Exception as exc:
+        if _STOPPED_BY:  # DuckDB turned the signal into "Query interrupted": a stop
+            raise Stopped(_STOPPED_BY[0]) from None
         from stepscope.ingest.db_errors import explain
 
         mapped = explain(exc, getattr(args, "db", None))
@@ -137,7 +184,11 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+_STOPPED_BY: list[int] = []  # the stop signals this `main` call received, in order
+
+
 def _raise_stopped(signum: int, frame: object) -> None:
+    _STOPPED_BY.append(signum)
     raise Stopped(signum)
 
 
@@ -171,6 +222,8 @@ def _stop_signal(exc: BaseException) -> int:
     signum = getattr(exc, "signum", None)
     if signum is None and (interrupts := _interrupts()) is not None:
         signum = interrupts.last_signal()
+    if signum is None and _STOPPED_BY:  # re-raised as a plain KeyboardInterrupt on the way
+        signum = _STOPPED_BY[0]
     return int(signum or signal.SIGINT)
 
 
@@ -186,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     if (interrupts := _interrupts()) is not None:
         interrupts.forget_signals()
+    _STOPPED_BY.clear()
     try:
         with _stop_signals_interrupt():
             return _run(argv)
@@ -196,6 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # last resort: one line, not a traceback (re-raised on debug)
+        if _STOPPED_BY:  # the signal's exception was replaced on the way (DuckDB's
+            signum = _STOPPED_BY[0]  # "Query interrupted"): it is still the signal's stop
+            _print_uninterrupted(_interrupt_line(KeyboardInterrupt(), signum))
+            return 128 + signum
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         first = (str(exc).strip() or "?").splitlines()[0][:500]

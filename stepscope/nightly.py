@@ -89,6 +89,10 @@ def _check_options(opts: NightlyOptions) -> None:
     if not JOB_NAME.match(opts.job):
         raise UsageError(f"--job '{opts.job}': use letters, digits, '.', '_' and '-' "
                          "(it names runs and folders)")
+    if opts.run is not None and opts.out_dir is None and not JOB_NAME.match(opts.run):
+        raise UsageError(f"--run {quote_name(opts.run)}: without --out-dir it names the "
+                         "reports' folder, so use letters, digits, '.', '_' and '-' (no "
+                         "'/', not starting with '.'), or give an --out-dir")
     if opts.keep is not None and opts.keep < 1:
         raise UsageError(f"--keep {opts.keep}: keep at least 1 run (the one just ingested)")
     if opts.baseline not in ("previous", "none"):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from stepscope.ingest.errors import StepscopeError, UsageError, quote_name
+from stepscope.ingest.errors import StepscopeError, UsageError, quote_name, terminal_safe
 from stepscope.ingest.sources import path_exists
 from stepscope.validate import output_file
 
@@ -137,7 +137,9 @@ def _stream_fd(out: Path) -> int | None:
 
 
 def write_text(text: str, out: Path | None) -> None:
-    """Write `text` to `out` (see the module doc), or to stdout when out is None."""
+    """Write `text` to `out` (see the module doc), or to stdout when out is None; its
+    control characters escaped (ingest.errors.terminal_safe), whatever a trace named."""
+    text = terminal_safe(text)
     fd = 1 if out is None else _stream_fd(out)
     if fd is not None:
         stream = sys.stdout if fd == 1 else sys.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.ingest.errors import UsageError
+from stepscope.ingest.option_files import read_option_file
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
 ATTENTION = ("full", "causal")
@@ -35,28 +36,62 @@ class ModelSpec:
 
 def load_spec(path: Path) -> ModelSpec:
     """Read a model spec (JSON or YAML); errors name the file and the field."""
-    if path.exists() and not path.is_file():
-        raise UsageError(f"{path}: the model spec is not a regular file")
+    data = read_option_file(path, "--model", MAX_SPEC_BYTES)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the model spec ({exc.strerror})") from None
+        text = data.decode("utf-8")
     except UnicodeError:
         raise UsageError(f"{path}: the model spec is not UTF-8 text") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            raw = yaml.safe_load(text)
+            raw = _load_yaml(text)
         else:
             raw = json.loads(text)
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parse error is the user's file
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        first = (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
         kind = path.suffix.lstrip(".").upper() or "JSON"
         raise UsageError(f"{path}: not valid {kind} ({first})") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: the model spec must be a mapping of fields")
     return spec_from_mapping(raw, str(path))
+
+
+MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen fields; the bound keeps a wrong file unread
+
+
+def _load_yaml(text: str) -> Any:
+    """A YAML spec, built by the safe loader with aliases refused: `*name` lets 600 bytes
+    stand for 10^9 values (an alias bomb), and a spec of a dozen numbers never needs
+    one. Refused as the parser meets the first alias, before anything is expanded."""
+    import yaml
+
+    class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise UsageError(f"YAML alias *{str(event.anchor)[:40]} at line "
+                                 f"{event.start_mark.line + 1}: aliases are not accepted "
+                                 "in a model spec; write the value out")
+            return super().compose_node(parent, index)
+
+    loader = _NoAliasLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _shown(raw: Any) -> str:
+    """A value as messages show it, at most 40 characters, without formatting a large
+    value whole first (reprlib bounds each level)."""
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxstring = shown.maxother = 40
+    shown.maxlist = shown.maxdict = shown.maxtuple = shown.maxset = 4
+    shown.maxlevel = 2
+    return shown.repr(raw)[:40]
 
 
 # Sane ranges of the spec's numbers: (kind, low, high); low is exclusive for sizes.
@@ -75,19 +110,19 @@ def _spec_number(raw: Any, name: str, where: str) -> float | int:
     """One numeric field: a finite number (or numeric text) within SPEC_RANGES."""
     kind, low, high = SPEC_RANGES[name]
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}")
+        raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}")
     try:
         value = float(raw)
     except (ValueError, OverflowError):
-        raise UsageError(f"{where}: {name} must be a number, not {raw!r:.40}") from None
+        raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}") from None
     if not math.isfinite(value):
-        raise UsageError(f"{where}: {name} must be a finite number, not {raw!r:.40}")
+        raise UsageError(f"{where}: {name} must be a finite number, not {_shown(raw)}")
     if not low < value <= high:
-        raise UsageError(f"{where}: {name} {raw!r:.40} is out of range "
+        raise UsageError(f"{where}: {name} {_shown(raw)} is out of range "
                          f"(must be above {low:g} and at most {high:g})")
     if kind is int:
         if value != int(value):
-            raise UsageError(f"{where}: {name} must be a whole number, not {raw!r:.40}")
+            raise UsageError(f"{where}: {name} must be a whole number, not {_shown(raw)}")
         return int(value)
     return value
 
@@ -97,7 +132,7 @@ def spec_from_mapping(raw: dict[Any, Any], where: str = "model spec") -> ModelSp
     attention and convention; anything else is a usage error naming the field."""
     odd = [k for k in raw if not isinstance(k, str)]
     if odd:
-        raise UsageError(f"{where}: field names must be text, found {odd[0]!r:.40}")
+        raise UsageError(f"{where}: field names must be text, found {_shown(odd[0])}")
     required = ("n_params", "n_layers", "hidden", "seq_len", "global_batch_tokens")
     missing = [k for k in required if k not in raw]
     if missing:

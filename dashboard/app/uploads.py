@@ -9,6 +9,7 @@ wires these functions to widgets.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ from typing import BinaryIO
 from stepscope.analyzers.breakdown.attribution import materialize
 from stepscope.ingest import IngestResult, UsageError, relabel_files
 from stepscope.ingest import ingest as ingest_traces
+from stepscope.ingest.errors import quote_name
 from stepscope.ingest.merge import merge_run, retry_busy
 from stepscope.ingest.sources import is_archive_name, is_trace_name, strip_suffixes
 
@@ -156,7 +158,27 @@ def resolve_under(root: Path, relative: str) -> Path:
         raise UsageError(f"{relative}: outside the traces root {root}")
     if not target.is_dir():
         raise UsageError(f"{relative}: no such folder under {root}")
+    escaping = links_outside(target, root)
+    if escaping:
+        raise UsageError(f"{relative}: {quote_name(escaping[0].relative_to(target))} is a "
+                         f"link to outside the traces root {root} ({len(escaping)} such "
+                         "link(s)); nothing was ingested: copy the traces under the root "
+                         "instead of linking them")
     return target
+
+
+def links_outside(folder: Path, root: Path) -> list[Path]:
+    """The files under `folder` (walked without following folder links, as the ingest
+    walks) that are symbolic links resolving outside `root`, or dangling: ingesting the
+    folder would read them, so a link to /etc/shadow beside the traces would be read."""
+    found: list[Path] = []
+    for where, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            path = Path(where, name)
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                found.append(path)
+    return sorted(found)
 
 
 def sample_sets() -> dict[str, Path]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import pickle
 import pickletools
-from typing import Any
+from typing import IO, Any
 
 # Opcodes that import, call, construct or reach outside the byte stream.
 _FORBIDDEN = frozenset({
@@ -52,6 +52,18 @@ MAX_OPCODES = 12 << 20           # the scan's own time: ~0.5 us an opcode
 MAX_WALK_VALUES = 1 << 25
 MAX_WALK_CHARS = 1 << 30
 MAX_DEPTH = 64
+# Hashes of ints, floats and tuples are not randomized: ints that differ by a multiple of
+# 2**61 - 1, or tuples built for it, all hash alike, and a dict of n such keys takes n**2
+# steps to build (60,000 keys: 29 s). Strings (randomized) and smaller ints cannot
+# collide like that; a pickle with more than MAX_ODD_KEYS values of the other hashable
+# kinds is built by _SafeDictUnpickler, which refuses more than that many as dict keys
+# or set members, so no dict or set is ever built from many colliding keys.
+HASH_MODULUS = (1 << 61) - 1
+MAX_ODD_KEYS = 4096
+_HASHED_BUILDERS = frozenset({"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "FROZENSET",
+                              "BINFLOAT", "FLOAT", "BINBYTES", "SHORT_BINBYTES",
+                              "BINBYTES8"})
+_INT_OPS = frozenset({"LONG", "LONG1", "LONG4", "INT"})
 
 
 class UnsafePickleError(ValueError):
@@ -74,6 +86,78 @@ class _PlainUnpickler(pickle.Unpickler):
         raise UnsafePickleError("it refers to an outside object (persistent id)")
 
 
+def _plain_key(key: Any) -> bool:
+    """A key whose hash cannot be made to collide at will: a string, or an int (not a
+    bool) smaller in size than the hash modulus."""
+    kind = type(key)
+    return kind is str or (kind is int and -HASH_MODULUS < key < HASH_MODULUS)
+
+
+_PyUnpickler: Any = pickle._Unpickler  # type: ignore[attr-defined]  # the pure-Python one
+
+
+class _SafeDictUnpickler(_PyUnpickler):  # type: ignore[misc]
+    """The pure-Python unpickler, refusing globals like _PlainUnpickler, that counts the
+    dict keys and set members that are not plain keys (`_plain_key`) as it inserts them
+    and stops past MAX_ODD_KEYS: a dict of keys built to collide is never built."""
+
+    dispatch: dict[int, Any] = dict(_PyUnpickler.dispatch)
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__(file)
+        self.odd_keys = 0
+
+    def find_class(self, module: str, name: str) -> Any:
+        """Refuse every global: a class, a function, a module."""
+        raise UnsafePickleError(f"it imports {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        """Refuse every persistent reference to an object outside the stream."""
+        raise UnsafePickleError("it refers to an outside object (persistent id)")
+
+    def _check_keys(self, keys: Any) -> None:
+        self.odd_keys += sum(1 for k in keys if not _plain_key(k))
+        if self.odd_keys > MAX_ODD_KEYS:
+            raise TooLargeError(
+                f"it has more than {MAX_ODD_KEYS} dict keys that are neither strings nor "
+                "small integers (keys built to hash alike?); a Flight Recorder dump has "
+                "none")
+
+    def _setitem(self) -> None:
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self._check_keys((key,))
+        self.stack[-1][key] = value
+
+    def _setitems(self) -> None:
+        items = self.pop_mark()
+        self._check_keys(items[0::2])
+        target = self.stack[-1]
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    def _dict(self) -> None:
+        items = self.pop_mark()
+        self._check_keys(items[0::2])
+        self.append({items[i]: items[i + 1] for i in range(0, len(items), 2)})
+
+    def _frozenset(self) -> None:
+        items = self.pop_mark()
+        self._check_keys(items)
+        self.append(frozenset(items))
+
+    def _additems(self) -> None:
+        items = self.pop_mark()
+        self._check_keys(items)
+        self.stack[-1].update(items)
+
+    dispatch[pickle.SETITEM[0]] = _setitem
+    dispatch[pickle.SETITEMS[0]] = _setitems
+    dispatch[pickle.DICT[0]] = _dict
+    dispatch[pickle.FROZENSET[0]] = _frozenset
+    dispatch[pickle.ADDITEMS[0]] = _additems
+
+
 def _describe(opcode: str, arg: Any, recent: list[str]) -> str:
     if opcode == "GLOBAL" and isinstance(arg, str):
         return "it imports " + ".".join(arg.split(" ", 1))
@@ -84,14 +168,20 @@ def _describe(opcode: str, arg: Any, recent: list[str]) -> str:
     return f"it uses the {opcode} opcode (objects beyond plain data)"
 
 
-def check_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> None:
+def check_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> int:
     """Raise UnsafePickleError if the pickle would import or call anything, and
-    TooLargeError if building it would take more than `max_build_bytes`."""
+    TooLargeError if building it would take more than `max_build_bytes`. Returns how
+    many values it holds whose hash can be made to collide (ints past the hash modulus,
+    floats, bytes, tuples, frozensets)."""
     recent: list[str] = []
     cost = 0
+    hashed = 0
     try:
         for count, (op, arg, _pos) in enumerate(pickletools.genops(data)):
             name = op.name
+            if name in _HASHED_BUILDERS or (name in _INT_OPS and isinstance(arg, int)
+                                            and not -HASH_MODULUS < arg < HASH_MODULUS):
+                hashed += 1
             if count > MAX_OPCODES:
                 raise TooLargeError(f"it has more than {MAX_OPCODES} opcodes (a Flight "
                                     "Recorder dump of 20,000 entries has about 6 million)")
@@ -111,6 +201,7 @@ def check_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> None:
     except Exception as exc:  # noqa: BLE001 - any decoding failure: a truncated/corrupt file
         raise ValueError(f"corrupt pickle ({str(exc).splitlines()[0] if str(exc) else exc!r})"
                          ) from None
+    return hashed
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
@@ -170,10 +261,11 @@ def load_plain(data: bytes, max_build_bytes: int = MAX_BUILD_BYTES) -> Any:
 
     Raises UnsafePickleError (refused, nothing executed), TooLargeError (plain data past
     the bounds) or ValueError (corrupt, or a value that contains itself)."""
-    check_plain(data, max_build_bytes)
+    hashed = check_plain(data, max_build_bytes)
+    unpickler = _PlainUnpickler if hashed <= MAX_ODD_KEYS else _SafeDictUnpickler
     try:
-        value = _PlainUnpickler(io.BytesIO(data)).load()
-    except UnsafePickleError:
+        value = unpickler(io.BytesIO(data)).load()
+    except (UnsafePickleError, TooLargeError):
         raise
     except Exception as exc:  # noqa: BLE001 - corrupt stream: one line for the user
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

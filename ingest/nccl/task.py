@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stepscope.ingest.cancel import CancelToken
-from stepscope.ingest.errors import as_file_error
+from stepscope.ingest.errors import MachineFileError, as_file_error
 from stepscope.ingest.nccl.debug_log import read_nccl_log
 from stepscope.ingest.nccl.flight_recorder import rank_from_dump_name, read_flight_recorder
 from stepscope.ingest.nccl.inspector import read_inspector
@@ -50,7 +50,8 @@ def run_nccl_task(task: NcclTask, cancel: CancelToken | None = None) -> Outcome:
         return parsed
     except Exception as exc:  # noqa: BLE001 - any reader problem fails this file only
         error = as_file_error(task.display, exc)
-        return RankFailed(task.index, error.file, error.problem)
+        return RankFailed(task.index, error.file, error.problem,
+                          machine=isinstance(error, MachineFileError))
 
 
 def _source(task: NcclTask, fmt: str, **fields: str | int | None) -> dict[str, str | int | None]:

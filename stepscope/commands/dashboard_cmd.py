@@ -14,6 +14,7 @@ from pathlib import Path
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.app.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
 from stepscope.ingest import DEFAULT_DB, UsageError
+from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
 HELP = COMMAND_HELP["dashboard"]
@@ -55,6 +56,9 @@ def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     db = Path(args.db).resolve()
     if not db.parent.is_dir():
         raise UsageError(f"{args.db}: the folder {db.parent} does not exist")
+    if db.exists() and not db.is_file():
+        raise UsageError(f"--db {quote_name(args.db)}: not a database file (a folder or "
+                         "another kind of file); name a .duckdb file")
     root = args.traces_root
     if root is not None and not root.is_dir():
         raise UsageError(f"--traces-root {root}: not a folder")
@@ -78,7 +82,9 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def streamlit_command(config: DashboardConfig, host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP), *STREAMLIT_OPTIONS,
+    # -P: the current folder is not on the server's import path, so a json.py or
+    # inspect.py there cannot replace the standard library's (the server died with code 4)
+    return [sys.executable, "-P", "-m", "streamlit", "run", str(APP), *STREAMLIT_OPTIONS,
             f"--server.address={host}", f"--server.port={port}",
             f"--server.maxUploadSize={config.max_upload_mb}"]
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from stepscope import ingest_run
@@ -11,7 +13,7 @@ from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.render.summary import summary_text
 from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, UsageError
-from stepscope.ingest.errors import Interrupted
+from stepscope.ingest.errors import Interrupted, one_line, quote_name, terminal_safe
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
 from stepscope.ingest.sources import is_archive_name, is_trace_name
@@ -43,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--ranks", type=rank_set, default=None, metavar="LIST",
                    help="ingest only these ranks, e.g. 0-63,512 (a first look at a big job); "
                         "the run records the subset")
-    p.add_argument("--stage-dir", default=None, metavar="DIR",
+    p.add_argument("--stage-dir", default=None, metavar="DIR", type=stage_dir_arg,
                    help="folder for the per-rank Parquet hand-off (default: the temp "
                         "folder; with Ray on several machines, storage every node sees)")
     p.add_argument("--max-trace-size", type=size, default=None, metavar="SIZE",
@@ -66,9 +68,32 @@ def add_comm_kernels(p: argparse.ArgumentParser) -> None:
                         "bundled table; format in docs/attribution.md")
 
 
+def step_marker_arg(text: str) -> str:
+    """A --step-marker: an annotation's name, printable text on one line (a newline or
+    an escape code names no annotation, and would break the report's lines)."""
+    if not text.strip() or one_line(text) != text:
+        raise UsageError(f"--step-marker {quote_name(text)}: an annotation name is "
+                         "printable text on one line")
+    return text
+
+
+def stage_dir_arg(text: str) -> str:
+    """A --stage-dir: an existing folder where a private folder can be made now (/proc,
+    a read-only mount or a file fail here, before any work)."""
+    if not os.path.isdir(text):
+        raise UsageError(f"--stage-dir {quote_name(text)}: no such folder")
+    try:
+        probe = tempfile.mkdtemp(prefix=".stepscope-probe-", dir=text)
+    except OSError as exc:
+        raise UsageError(f"--stage-dir {quote_name(text)}: cannot make a folder there "
+                         f"({exc.strerror}); give a folder this user can write") from None
+    os.rmdir(probe)
+    return text
+
+
 def add_step_marker(p: argparse.ArgumentParser) -> None:
     """`--step-marker NAME`, shared by the commands that ingest."""
-    p.add_argument("--step-marker", metavar="NAME",
+    p.add_argument("--step-marker", metavar="NAME", type=step_marker_arg,
                    help="annotation whose calls are the training steps, e.g. train_step "
                         "(record_function); default: ProfilerStep#N, else Optimizer.step, "
                         "a repeating top-level annotation, or the whole window")
@@ -119,7 +144,7 @@ def _report(result: IngestResult, quiet: bool) -> None:
                  f"file(s) skipped{nccl})")
     if result.failures:
         line += f" -- PARTIAL, {len(result.failures)} file(s) failed"
-    print(line)
+    print(terminal_safe(line))
 
 
 def _run_dirs(paths: list[str]) -> list[tuple[Path, str]]:
@@ -194,7 +219,7 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
         with Store(args.db) as store:
             summary = store.summary_records(sorted({r.run for r in results}))
         print()
-        print(summary_text(summary))
+        print(terminal_safe(summary_text(summary)))
     if nothing == len(jobs):
         return EXIT_NOTHING
     return EXIT_PARTIAL if nothing or any(r.failures for r in results) else EXIT_OK

@@ -186,7 +186,6 @@ def test_ranks_matching_nothing_is_exit_1(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("", "give ranks and ranges like 0-63,512"),
     ("0-", "'0-' is not a rank or a range like 0-63"),
     ("5-2", "the range '5-2' runs backwards"),
     ("1,,2", "give ranks and ranges like 0-63,512"),
