@@ -55,6 +55,7 @@ from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.report import FAILED_SHOWN
 from stepscope.dashboard.render.roofline import roofline_block
+from stepscope.dashboard.render.stragglers import no_straggler_line
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
@@ -185,7 +186,8 @@ def recommendations_section(recs: Sequence[Recommendation]) -> str:
 def _stragglers(report: Report) -> str:
     rows = report.stragglers
     if not rows:
-        return section("Stragglers", "<p>None: no rank is consistently the last to arrive.</p>",
+        line = no_straggler_line(report)
+        return section("Stragglers", f"<p>{esc(line[0].upper() + line[1:])}.</p>",
                        anchor="stragglers")
     headers = ["rank", "host", "waited on ms/step", "slowdown", "evidence"]
     cells = [[esc(s.rank), esc(s.host or EN_DASH), f"{s.waited_on_ms:.2f}",

@@ -48,6 +48,7 @@ from stepscope.dashboard.render.labels import (
 from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.nccl import nccl_lines
 from stepscope.dashboard.render.roofline import roofline_block
+from stepscope.dashboard.render.stragglers import NONE_FOUND, no_straggler_line
 
 LABELS = CATEGORY_LABELS
 
@@ -157,10 +158,12 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
     return out + ([""] if warnings else []) + [f"- warning: {md_text(w)}" for w in warnings]
 
 
-def straggler_lines(stragglers: Sequence[Straggler]) -> list[str]:
+def straggler_lines(stragglers: Sequence[Straggler], report: Report | None = None
+                    ) -> list[str]:
+    """The Stragglers section; with `report`, "unknown" when ranks were not traced."""
     out = ["", "## Stragglers", ""]
     if not stragglers:
-        return out + ["- none: no rank is consistently the last to arrive"]
+        return out + [f"- {NONE_FOUND if report is None else no_straggler_line(report)}"]
     return out + [f"- **rank {s.rank}** ({md_text(s.host or 'unknown host')}): "
                   f"{s.waited_on_ms:.1f} ms/step of waiting in total; {md_text(s.evidence)}"
                   for s in stragglers]
@@ -244,7 +247,7 @@ def report_markdown(report: Report) -> str:
     out += markdown(alltoall_block(report.all_to_all))
     out += markdown(memory_block(report.memory, run.timeline == "gpu"))
     out += nccl_lines(report.nccl)
-    out += straggler_lines(report.stragglers)
+    out += straggler_lines(report.stragglers, report)
     out += pipeline_lines(report.pipeline)
     out += critical_path_markdown(report.critical_path)
     out += per_rank_lines(report.per_rank)
