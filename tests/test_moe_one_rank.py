@@ -64,3 +64,35 @@ def test_json_report_keeps_its_shape(db: Path, capsys: pytest.CaptureFixture[str
 def test_db_holds_one_rank(db: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM ranks").fetchone() == (1,)
+
+
+def test_deepep_internode_kernels_cross_nodes_with_unknown_bytes(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 §10. Before: crosses_nodes false, link nvlink (200), 0.0 MB/step. DeepEP's
+    internode kernels move tokens between nodes over RDMA, and none records its bytes."""
+    report = from_json(_report(db, capsys, "json"), Report)
+    rows = {c.group_label: c for c in report.collectives}
+    assert sorted(rows) == ["deepep combine", "deepep dispatch", "deepep notify"]
+    assert {(c.crosses_nodes, c.link, c.link_source, c.bytes_per_step, c.bus_bw_gbs)
+            for c in rows.values()} == {(True, "network", "assumed", None, None)}
+    # calls per step as counted in the trace: 8 dispatch, 8 combine, 16 notify
+    # (4 notify_dispatch + 12 cached_notify) in its one complete step
+    assert [rows[k].calls_per_step for k in ("deepep dispatch", "deepep combine",
+                                             "deepep notify")] == [8.0, 8.0, 16.0]
+    md = _report(db, capsys, "md")
+    assert "| all_to_all | deepep dispatch | 8.0 | - | " in md
+    assert "network (50)" in md and "nvlink (200)" not in md
+
+
+def test_ep_inferred_from_deepep_internode_kernels(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 §9. Before: EP 1. `dpsk::ep::internode::notify_dispatch<false, 8>` is
+    compiled for 8 RDMA ranks (nodes) of DeepEP's 8 NVLink peers: EP 64, the upstream
+    README's "EP64, TP1"."""
+    report = from_json(_report(db, capsys, "json"), Report)
+    lay = report.layout
+    assert lay is not None
+    assert (lay.tp, lay.pp, lay.dp, lay.cp, lay.ep, lay.source) == (1, 1, 64, 1, 64,
+                                                                     "inferred")
+    assert any(n.startswith("EP 64 inferred from DeepEP's internode kernels")
+               and "8 nodes x 8 NVLink peers" in n for n in lay.notes)

@@ -26,6 +26,7 @@ from stepscope.dashboard.render.format import (
     EN_DASH,
     layout_degrees,
     layout_nodes,
+    mb,
     num,
     pct,
     points,
@@ -202,7 +203,7 @@ def _communication(report: Report) -> str:
     if not rows:
         return ""
     cells = [[esc(c.collective), esc(c.group_label), esc(c.group_size),
-              f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
+              f"{c.calls_per_step:.1f}", mb(c.bytes_per_step, EN_DASH),
               f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", f"{c.straggler_wait_ms:.2f}",
               f"{c.bubble_ms:.2f}", f"{c.overlapped_ms:.2f}",
               num(c.bus_bw_gbs, ".1f", EN_DASH),

@@ -29,6 +29,7 @@ from stepscope.dashboard.render.format import (
     fixed,
     layout_degrees,
     layout_nodes,
+    mb,
     md_code,
     md_text,
     num,
@@ -145,7 +146,7 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
         link = f"{md_text(c.link)} ({num(c.link_peak_gbs, '.0f')})"
         out.append(f"| {md_text(c.collective)} | {md_text(c.group_label)} | "
                    f"{c.calls_per_step:.1f} | "
-                   f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
+                   f"{mb(c.bytes_per_step)} | {c.time_ms:.2f} | "
                    f"{c.exposed_ms:.2f} | {c.straggler_wait_ms:.2f} | {c.bubble_ms:.2f} | "
                    f"{c.overlapped_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
                    f"{num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
