@@ -27,7 +27,7 @@ class _StatRow(TypedDict):
     crosses_nodes: bool
     group_size: int | None
     calls_per_step: float
-    bytes_per_step: float
+    bytes_per_step: float | None
     time_ms: float
     exposed_ms: float
     straggler_wait_ms: float
@@ -58,7 +58,8 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
         collective=row["collective"], group_label=row["group_label"], crosses_nodes=crosses,
         group_size=None if row["group_size"] is None else int(row["group_size"]),
         calls_per_step=float(row["calls_per_step"]),
-        bytes_per_step=float(row["bytes_per_step"]), time_ms=float(row["time_ms"]),
+        bytes_per_step=None if row["bytes_per_step"] is None else float(row["bytes_per_step"]),
+        time_ms=float(row["time_ms"]),
         exposed_ms=float(row["exposed_ms"]),
         straggler_wait_ms=float(row["straggler_wait_ms"]), bubble_ms=float(row["bubble_ms"]),
         overlapped_ms=float(row["overlapped_ms"]), bus_bw_gbs=bw, is_p2p=bool(row["is_p2p"]),

@@ -96,6 +96,7 @@ class _GdrRow(TypedDict):
 class _WarningRow(TypedDict):
     global_rank: int | None
     host: str
+    benign: bool
     n: int
     first: str
     timeout: bool
@@ -262,14 +263,27 @@ def _gdr_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]
         for r in rows]
 
 
+# WARN lines that report a failed capability probe the caller falls back from, not a
+# fault: aws-ofi-nccl asks libfabric for each protocol's provider (fi_getinfo) and a
+# provider that lacks the protocol answers "Function not implemented" (FI_ENOSYS); the
+# plugin then tries the next protocol (aws-ofi-nccl src/nccl_ofi_rdma.cpp, sendrecv.cpp).
+BENIGN_WARNINGS = r"NET/OFI (?:OFI )?fi_getinfo\(\) call failed: Function not implemented"
+
+
 def _warning_findings(con: duckdb.DuckDBPyConnection, run: str) -> list[NcclFinding]:
-    rows = fetch_rows(con, "nccl/warning_lines.sql", {"run": run}, _WarningRow)
+    """One finding per (rank, host) with WARN lines: high, or info for known probes."""
+    rows = fetch_rows(con, "nccl/warning_lines.sql", {"run": run, "benign": BENIGN_WARNINGS},
+                      _WarningRow)
     return [NcclFinding(
-        kind="nccl_timeout" if r["timeout"] else "nccl_warnings",
-        severity="high", ranks=[] if r["global_rank"] is None else [r["global_rank"]],
+        kind="nccl_probe_failed" if r["benign"] else (
+            "nccl_timeout" if r["timeout"] else "nccl_warnings"),
+        severity="info" if r["benign"] else "high",
+        ranks=[] if r["global_rank"] is None else [r["global_rank"]],
         hosts=[r["host"]],
         message=(f"{'rank ' + str(r['global_rank']) if r['global_rank'] is not None else r['host']}"
-                 f" logged {r['n']} NCCL WARN line(s); first: {r['first'][:200]}"))
+                 f" logged {r['n']} NCCL WARN line(s); first: {r['first'][:200]}"
+                 + (" (a capability probe the network plugin falls back from, not a fault)"
+                    if r["benign"] else "")))
         for r in rows]
 
 

@@ -59,9 +59,9 @@ def _stage_compute(report: Report) -> dict[int, float]:
 def _p2p_ms(report: Report) -> tuple[float, float]:
     """(ms per step at the link's peak, MB per step) of the point-to-point traffic."""
     rows = [c for c in report.collectives if c.is_p2p and c.link_peak_gbs]
-    ms = sum(c.bytes_per_step / (c.link_peak_gbs * 1e9) * 1e3 for c in rows
+    ms = sum((c.bytes_per_step or 0.0) / (c.link_peak_gbs * 1e9) * 1e3 for c in rows
              if c.link_peak_gbs)
-    return ms, sum(c.bytes_per_step for c in rows) / 1e6
+    return ms, sum(c.bytes_per_step or 0.0 for c in rows) / 1e6
 
 
 def bubble_excess(report: Report) -> BubbleExcess | None:

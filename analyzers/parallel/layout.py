@@ -45,7 +45,11 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
     the run_nodes view. Factors that do not multiply out are never shown as a layout."""
     groups = con.sql(sql("layout/groups.sql"), params={"run": run}).fetchall()
     known, notes = group_degrees((str(d), int(s)) for d, s in groups if d and s)
+    named = bool(known)
+    if "ep" not in known:
+        _deepep_ep(con, run, known, notes)
     degrees, source = _resolve(known, world_size, pipeline_stages, notes)
+    source = source if named else "inferred"
     row = next(iter(con.execute(sql("layout/hosts.sql"), {"run": run}).fetchall()), None)
     nodes, per_node, node_gpus, host_source, node_source = _nodes(row, world_size, notes)
     host_notes = con.execute(sql("layout/host_notes.sql"), {"run": run}).fetchall()
@@ -57,6 +61,26 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
                   host_source=host_source, source=source,
                   consistent=world_size <= 0 or product == world_size,
                   node_gpus=node_gpus, node_source=node_source, notes=tuple(notes))
+
+
+# GPUs per node DeepEP's internode kernels address over NVLink (NUM_MAX_NVL_PEERS in
+# deepseek-ai/DeepEP csrc/kernels/configs.cuh): a rank's node is rank / 8.
+DEEPEP_NVL_PEERS = 8
+
+
+def _deepep_ep(con: duckdb.DuckDBPyConnection, run: str, known: dict[str, int],
+               notes: list[str]) -> None:
+    """EP from DeepEP's internode kernels when no EXPERT group names it: they exchange
+    tokens among kNumRDMARanks nodes x DEEPEP_NVL_PEERS GPUs, the expert-parallel group."""
+    row = con.execute(sql("layout/deepep_ep.sql"), {"run": run}).fetchone()
+    rdma_ranks = None if row is None or row[0] is None else int(row[0])
+    if rdma_ranks is None or rdma_ranks < 1:
+        return
+    known["ep"] = rdma_ranks * DEEPEP_NVL_PEERS
+    notes.append(f"EP {known['ep']} inferred from DeepEP's internode kernels (expert "
+                 f"exchange; no expert-parallel process group in the traces): "
+                 f"notify_dispatch<..., {rdma_ranks}> runs on {rdma_ranks} nodes x "
+                 f"{DEEPEP_NVL_PEERS} NVLink peers")
 
 
 def group_degrees(groups: Iterable[tuple[str, int]]) -> tuple[dict[str, int], list[str]]:

@@ -68,7 +68,7 @@ class SetupChange(Model, frozen=True, kw_only=True):
 
 class CollectiveSide(Model, frozen=True, kw_only=True):
     calls_per_step: float
-    bytes_per_step: float
+    bytes_per_step: float | None
     time_ms: float
     exposed_ms: float
     straggler_wait_ms: float = 0.0

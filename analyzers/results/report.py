@@ -211,7 +211,7 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     crosses_nodes: bool
     group_size: int | None
     calls_per_step: float
-    bytes_per_step: float
+    bytes_per_step: float | None        # None: no call in the complete steps has a size
     time_ms: float
     exposed_ms: float                   # attributed to exposed_comm (nothing else ran)
     straggler_wait_ms: float = 0.0      # attributed to straggler_wait (waiting for a late rank)
@@ -270,7 +270,7 @@ class NcclGroup(Model, frozen=True, kw_only=True):
     hosts: list[str]
     tiers: list[str]                    # p2p, shm, ib, socket, ... seen on its channels
     link: str                           # the slowest tier it uses: socket > ib > shm > p2p
-    gdr: bool | None                    # every IB connection uses GPUDirect RDMA
+    gdr: bool | None                    # every IB or plugin-network connection uses GDR
 
 
 class NcclFinding(Model, frozen=True, kw_only=True):

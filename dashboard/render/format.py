@@ -58,6 +58,11 @@ def num(value: float | None, spec: str = ".2f", missing: str = DASH) -> str:
     return missing if value is None else format(value, spec)
 
 
+def mb(nbytes: float | None, missing: str = DASH) -> str:
+    """Bytes as MB with one decimal; None (no call recorded a size) -> `missing`."""
+    return missing if nbytes is None else f"{nbytes / 1e6:.1f}"
+
+
 def points(value: float, digits: int = 1, signed: bool = False) -> str:
     """MFU points (percentage points) with the digits rule: -2.345 -> '-2.3', -0.04 ->
     '-0.04', 0.0 -> '0.0' ('+0.004' / '-2.35' with signed=True, digits=2)."""

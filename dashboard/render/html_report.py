@@ -27,6 +27,7 @@ from stepscope.dashboard.render.format import (
     EN_DASH,
     layout_degrees,
     layout_nodes,
+    mb,
     num,
     pct,
     points,
@@ -57,6 +58,7 @@ from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.report import FAILED_SHOWN
 from stepscope.dashboard.render.roofline import roofline_block
 from stepscope.dashboard.render.sections import walk
+from stepscope.dashboard.render.stragglers import no_straggler_line
 from stepscope.dashboard.render.svg_charts import stacked_bars, waterfall
 
 FULL_RANK_TABLE_MAX = 256   # more ranks: slowest ranks and per-host tables only
@@ -187,7 +189,8 @@ def recommendations_section(recs: Sequence[Recommendation]) -> str:
 def _stragglers(report: Report) -> str:
     rows = report.stragglers
     if not rows:
-        return section("Stragglers", "<p>None: no rank is consistently the last to arrive.</p>",
+        line = no_straggler_line(report)
+        return section("Stragglers", f"<p>{esc(line[0].upper() + line[1:])}.</p>",
                        anchor="stragglers")
     headers = ["rank", "host", "waited on ms/step", "slowdown", "evidence"]
     cells = [[esc(s.rank), esc(s.host or EN_DASH), f"{s.waited_on_ms:.2f}",
@@ -202,7 +205,7 @@ def _communication(report: Report) -> str:
     if not rows:
         return ""
     cells = [[esc(c.collective), esc(c.group_label), esc(c.group_size),
-              f"{c.calls_per_step:.1f}", f"{c.bytes_per_step / 1e6:.1f}",
+              f"{c.calls_per_step:.1f}", mb(c.bytes_per_step, EN_DASH),
               f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", f"{c.straggler_wait_ms:.2f}",
               f"{c.bubble_ms:.2f}", f"{c.overlapped_ms:.2f}",
               num(c.bus_bw_gbs, ".1f", EN_DASH),

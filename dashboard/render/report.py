@@ -30,6 +30,7 @@ from stepscope.dashboard.render.format import (
     fixed,
     layout_degrees,
     layout_nodes,
+    mb,
     md_code,
     md_text,
     num,
@@ -50,6 +51,7 @@ from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.nccl import nccl_lines
 from stepscope.dashboard.render.roofline import roofline_block
 from stepscope.dashboard.render.sections import walk
+from stepscope.dashboard.render.stragglers import NONE_FOUND, no_straggler_line
 
 LABELS = CATEGORY_LABELS
 
@@ -146,7 +148,7 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
         link = f"{md_text(c.link)} ({num(c.link_peak_gbs, '.0f')})"
         out.append(f"| {md_text(c.collective)} | {md_text(c.group_label)} | "
                    f"{c.calls_per_step:.1f} | "
-                   f"{c.bytes_per_step / 1e6:.1f} | {c.time_ms:.2f} | "
+                   f"{mb(c.bytes_per_step)} | {c.time_ms:.2f} | "
                    f"{c.exposed_ms:.2f} | {c.straggler_wait_ms:.2f} | {c.bubble_ms:.2f} | "
                    f"{c.overlapped_ms:.2f} | {num(c.bus_bw_gbs, '.1f')} | "
                    f"{num(c.measured_bus_bw_gbs, '.1f')} | {link} |")
@@ -159,10 +161,12 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
     return out + ([""] if warnings else []) + [f"- warning: {md_text(w)}" for w in warnings]
 
 
-def straggler_lines(stragglers: Sequence[Straggler]) -> list[str]:
+def straggler_lines(stragglers: Sequence[Straggler], report: Report | None = None
+                    ) -> list[str]:
+    """The Stragglers section; with `report`, "unknown" when ranks were not traced."""
     out = ["", "## Stragglers", ""]
     if not stragglers:
-        return out + ["- none: no rank is consistently the last to arrive"]
+        return out + [f"- {NONE_FOUND if report is None else no_straggler_line(report)}"]
     return out + [f"- **rank {s.rank}** ({md_text(s.host or 'unknown host')}): "
                   f"{s.waited_on_ms:.1f} ms/step of waiting in total; {md_text(s.evidence)}"
                   for s in stragglers]
@@ -253,7 +257,7 @@ MARKDOWN: dict[str, Callable[[Report], list[str]]] = {
     "all_to_all": lambda r: markdown(alltoall_block(r.all_to_all)),
     "memory": lambda r: markdown(memory_block(r.memory, r.run.timeline == "gpu")),
     "nccl": lambda r: nccl_lines(r.nccl),
-    "stragglers": lambda r: straggler_lines(r.stragglers),
+    "stragglers": lambda r: straggler_lines(r.stragglers, r),
     "pipeline": lambda r: pipeline_lines(r.pipeline),
     "critical_path": lambda r: critical_path_markdown(r.critical_path),
     "clocks": lambda r: markdown(clocks_block(r.clocks)),

@@ -172,7 +172,8 @@ def _finish(state: LogState) -> NcclLog:
     for table, frame in (("nccl_processes", processes), ("nccl_comms", comms),
                          ("nccl_rings", rings), ("nccl_warnings", warnings)):
         frame.write_parquet(tables[table])
-    resolved_channels(state, tables["nccl_channels"])
+    resolved_channels(state, tables["nccl_channels"], comms.select(
+        "host", "pid", "cuda_dev", "comm_ptr", "rank", "nranks"))
     ranks = sorted({r for r in processes["global_rank"].to_list() if r is not None})
     n_warn = int(warnings["n_lines"].sum()) + state.dropped_warnings
     return NcclLog(

@@ -103,3 +103,30 @@ def resolve(frame: pl.LazyFrame | pl.DataFrame, segments: pl.DataFrame,
                              maintain_order="left").with_columns(
         pl.coalesce("comm_ptr", pl.when(pl.col("pending")).then(pl.col("done_ptr")))
         .alias("comm_ptr")).drop("done_ptr")
+
+
+def by_own_rank(rows: pl.DataFrame, comms: pl.DataFrame) -> pl.DataFrame:
+    """Connection lines no thread attributes get the communicator of their own process
+    and GPU in which one end of the line has its rank, where exactly one fits.
+
+    Since NCCL 2.22 connections are made at a communicator's first collective (runtime
+    connection, the default), by threads that never named it, after its Init COMPLETE
+    (nccl-tests issue #331: `[0] Channel 00/1 : 0[0] -> 1[1] via P2P/direct pointer/read`
+    from threads 4063882/4063883, the communicators initialised by 4063871/4063872). A
+    line with two fitting communicators (the same rank in two of them) stays unattributed:
+    nothing in it tells them apart."""
+    lost = pl.col("comm_ptr").is_null() & pl.col("src_rank").is_not_null()
+    if comms.is_empty() or rows.filter(lost).is_empty():
+        return rows
+    rows = rows.with_row_index("_row")
+    own = comms.select("host", "pid", "cuda_dev", pl.col("comm_ptr").alias("_ptr"), "rank",
+                       "nranks")
+    fits = rows.filter(lost).select("_row", "host", "pid", "cuda_dev", "src_rank",
+                                    "dst_rank").join(own, on=["host", "pid", "cuda_dev"])
+    fits = fits.filter(((pl.col("rank") == pl.col("src_rank"))
+                        | (pl.col("rank") == pl.col("dst_rank")))
+                       & (pl.max_horizontal("src_rank", "dst_rank") < pl.col("nranks")))
+    unique = fits.group_by("_row").agg(pl.col("_ptr").unique()).filter(
+        pl.col("_ptr").list.len() == 1).select("_row", pl.col("_ptr").list.first())
+    return rows.join(unique, on="_row", how="left", maintain_order="left").with_columns(
+        pl.coalesce("comm_ptr", "_ptr").alias("comm_ptr")).drop("_row", "_ptr")

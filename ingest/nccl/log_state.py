@@ -104,9 +104,11 @@ def _counted(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("line_no").first()).select(P.WARNING_COUNTS.names()).cast(P.WARNING_COUNTS)
 
 
-def resolved_channels(state: LogState, target: Path) -> None:
+def resolved_channels(state: LogState, target: Path,
+                      comms: pl.DataFrame | None = None) -> None:
     """The staged connection rows with pending communicators resolved, batch by batch
-    (memory of one batch), into `target`."""
+    (memory of one batch), into `target`; rows still without one are matched to `comms`
+    (host, pid, cuda_dev, comm_ptr, rank, nranks) by their own rank (C.by_own_rank)."""
     schema = _empty(P.CHANNEL_OUT).to_arrow().schema
     with pq.ParquetWriter(target, schema) as out:
         if state.staged.exists():
@@ -114,6 +116,8 @@ def resolved_channels(state: LogState, target: Path) -> None:
                 frame = pl.from_arrow(batch)
                 assert isinstance(frame, pl.DataFrame)
                 rows = C.resolve(frame, state.segments, dev="cuda_dev").collect()
+                if comms is not None:
+                    rows = C.by_own_rank(rows, comms)
                 out.write_table(rows.select(P.CHANNEL_OUT.names()).cast(
                     P.CHANNEL_OUT).to_arrow())
     state.staged.unlink(missing_ok=True)

@@ -436,7 +436,7 @@ def socket_free_port() -> contextlib.AbstractContextManager[int]:  # type: ignor
 
 
 def test_the_ray_extra_installs_the_client() -> None:
-    text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert 'ray = ["ray[client]>=2.9"]' in text
 
 

@@ -26,9 +26,15 @@ WITH complete AS (
         group_label(c.pg_desc, c.source, c.library, c.comm_op, c.group_size) AS group_label,
         coalesce(c.library, CASE WHEN c.source = 'gloo' THEN 'gloo' ELSE 'nccl' END) AS library,
         c.comm_op, c.comm_role,
-        -- on more than one host, or larger than one node's GPUs whatever the names say
-        crosses_nodes(gh.hosts, c.group_size, (SELECT gpus_per_node FROM node)) AS crosses_nodes,
+        -- on more than one host, or larger than one node's GPUs whatever the names say;
+        -- a kernel whose library names it internode (DeepEP's internode / internode_ll
+        -- dispatch, combine, notify: RDMA between nodes) crosses them by definition
+        crosses_nodes(gh.hosts, c.group_size, (SELECT gpus_per_node FROM node))
+            OR coalesce(c.source = 'comm_kernel'
+                        AND regexp_matches(c.kernel_name, '::internode(?:_ll)?::'), false)
+            AS crosses_nodes,
         greatest(coalesce(c.in_bytes, 0), coalesce(c.out_bytes, 0)) AS nbytes,
+        c.in_bytes IS NOT NULL OR c.out_bytes IS NOT NULL AS sized,
         c.work_end_ns - c.work_start_ns AS dur_ns,
         w.min_dur_ns,
         s.step IS NOT NULL AS in_complete_step
@@ -64,8 +70,13 @@ WITH complete AS (
 SELECT collective, group_label, bool_or(crosses_nodes) AS crosses_nodes,
     max(group_size) AS group_size,
     count(*) FILTER (WHERE in_complete_step) / any_value(rs.n) AS calls_per_step,
-    coalesce(sum(nbytes) FILTER (WHERE in_complete_step), 0) / any_value(rs.n)
-        AS bytes_per_step,
+    -- unknown (NULL) when calls ran in complete steps and none of them has a size
+    -- (kernels of the communication-kernel table such as DeepEP's record none)
+    CASE WHEN count(*) FILTER (WHERE in_complete_step) > 0
+              AND NOT coalesce(bool_or(sized) FILTER (WHERE in_complete_step), false)
+         THEN NULL
+         ELSE coalesce(sum(nbytes) FILTER (WHERE in_complete_step), 0) / any_value(rs.n)
+    END AS bytes_per_step,
     sum(inside_ns) / any_value(rs.n) / 1e6 AS time_ms,
     sum(exposed_ns) / any_value(rs.n) / 1e6 AS exposed_ms,
     sum(wait_ns) / any_value(rs.n) / 1e6 AS straggler_wait_ms,

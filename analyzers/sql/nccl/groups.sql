@@ -15,8 +15,10 @@ WITH members AS (
 links AS (
     SELECT comm_id, list(DISTINCT tier ORDER BY tier) AS tiers,
            count(*) FILTER (WHERE tier IN ('ib', 'net', 'socket', 'collnet')) AS n_net,
-           count(*) FILTER (WHERE tier = 'ib') AS n_ib,
-           count(*) FILTER (WHERE tier = 'ib' AND gdr) AS n_ib_gdr,
+           -- connections whose transport says whether it uses GPUDirect RDMA (/GDRDMA):
+           -- NET/IB and network plugins (NET/AWS Libfabric, ...: tier net)
+           count(*) FILTER (WHERE tier IN ('ib', 'net')) AS n_ib,
+           count(*) FILTER (WHERE tier IN ('ib', 'net') AND gdr) AS n_ib_gdr,
            count(*) FILTER (WHERE tier = 'socket') AS n_socket
     FROM nccl_channels WHERE run = $run AND comm_id IS NOT NULL
     GROUP BY comm_id

@@ -49,7 +49,8 @@ def link_table(report: Report) -> pl.DataFrame:
     """One row per collective and group: its traffic and the link it ran on."""
     return pl.DataFrame([{
         "collective": c.collective, "group": group_name(c.group_label),
-        "size": c.group_size, "MB/step": round(c.bytes_per_step / 1e6, 2),
+        "size": c.group_size,
+        "MB/step": None if c.bytes_per_step is None else round(c.bytes_per_step / 1e6, 2),
         "bus GB/s": None if c.bus_bw_gbs is None else round(c.bus_bw_gbs, 1),
         "link": c.link, "peak GB/s": c.link_peak_gbs,
         "use": None if c.link_utilization is None else round(c.link_utilization, 3),

@@ -29,6 +29,7 @@ from stepscope.dashboard.render.labels import (
     STAGE_LABELS,
     idle_shown,
 )
+from stepscope.dashboard.render.stragglers import no_straggler_line, untraced_ranks
 
 TITLE = "Overview"
 HEADER = "Overview"
@@ -45,7 +46,7 @@ def straggler_value(report: Report) -> str:
     """The headline's straggler cell: short enough for its column at 1000 px."""
     ranks = [s.rank for s in report.stragglers]
     if not ranks:
-        return "none"
+        return untraced_ranks(report) or "none"
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
 
 
@@ -65,7 +66,7 @@ def headline(report: Report) -> None:
     cols[1].metric("Stragglers", straggler_value(report),
                    help=", ".join(f"rank {s.rank} ({plain(s.host or '?')})"
                                   for s in report.stragglers)
-                   or "no rank is consistently the last to arrive")
+                   or no_straggler_line(report))
     cols[2].metric("Ranks", f"{report.run.ranks} of {report.run.world_size}")
     run = report.run
     st.caption(f"{run.ranks} of {run.world_size} ranks on {len(run.hosts) or '?'} host(s) · "

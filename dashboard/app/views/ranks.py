@@ -17,6 +17,7 @@ from stepscope.dashboard.app.context import NAV_PAGE, PageContext, timeline_link
 from stepscope.dashboard.app.widgets import chart_and_table, plain, table
 from stepscope.dashboard.render.format import rank_list_short, share
 from stepscope.dashboard.render.labels import CATEGORY_LABELS
+from stepscope.dashboard.render.stragglers import no_straggler_line, untraced_ranks
 
 TITLE = "Ranks"
 HEADER = "Ranks"
@@ -48,7 +49,11 @@ def slowest_step(grid: RankStepGrid, rank: int) -> int | None:
 def stragglers(report: Report, grid: RankStepGrid) -> None:
     st.subheader("Stragglers")
     if not report.stragglers:
-        st.success("None: no rank is consistently the last to arrive.")
+        line = no_straggler_line(report)
+        if untraced_ranks(report) is None:
+            st.success(line[0].upper() + line[1:] + ".")
+        else:
+            st.warning(line[0].upper() + line[1:] + ".")
         return
     run = report.run.name
     for s in report.stragglers:
