@@ -170,12 +170,12 @@ def test_round_trip_simulated(drifting: Path, tmp_path: Path) -> None:
         assert all(abs(x - y) <= 20_000 for x, y in zip(a[2:], b[2:], strict=True)), (a, b)
 
 
-def test_round_trip_real(shared_traces: Path, tmp_path: Path) -> None:
-    """Two ranks of a real 128-rank job (HTA's trace_filter samples, ../shared/traces):
+def test_round_trip_real(real_traces: Path, tmp_path: Path) -> None:
+    """Two ranks of a real 128-rank job (HTA's trace_filter samples, tests/data/traces):
     the same breakdown to the nanosecond."""
     from stepscope import ingest_run
 
-    folder = shared_traces / "HolisticTraceAnalysis" / "tests" / "data" / "trace_filter"
+    folder = real_traces / "HolisticTraceAnalysis" / "tests" / "data" / "trace_filter"
     db = tmp_path / "real.duckdb"
     ingest_run(sorted(folder.glob("sampled_rank-*.json.gz")), db=db, run="real", jobs=1)
     before, after = _round_trip(db, "real", tmp_path)
