@@ -20,3 +20,15 @@ def test_package_data_covers_every_non_python_file() -> None:
             rel = path.relative_to(root).as_posix()
             globs = data.get(package, [])
             assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{package}: {rel} not shipped"
+
+
+def test_every_package_folder_is_in_the_wheel() -> None:
+    """pyproject.toml lists the packages by hand (the layers are linked into stepscope/):
+    every folder of a layer that holds an __init__.py is listed, and nothing else."""
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {"stepscope", "stepscope.commands"} | {
+        "stepscope." + ".".join(init.parent.relative_to(REPO).parts)
+        for layer in ("ingest", "analyzers", "dashboard")
+        for init in (REPO / layer).rglob("__init__.py")}
+    assert listed == found
