@@ -102,3 +102,18 @@ def test_every_page_of_a_real_job_renders(monkeypatch: pytest.MonkeyPatch, jobs_
             heads = [str(h.value) for h in at.subheader]
             assert "Predicted from A vs measured" in heads and "Setup changes" in heads, heads
             assert "ZeroDivisionError" not in texts(at)
+
+
+def test_plan_says_why_it_assumes_the_efficiency(jobs_db: Path) -> None:
+    """Point 8: the DLRM job has an MFU (0.027%), so Plan's start does not say "no MFU for
+    this run": its own kernel efficiency is outside the planner's range, in numbers."""
+    from stepscope.dashboard.views.plan import run_start
+    with stepscope.open(jobs_db) as store:
+        report = build_report(store.con, "dlrm_kineto")
+    assert report.mfu.mfu is not None and report.mfu.mfu > 0
+    start = run_start(report, [])
+    (said,) = [a for a in start.assumed if a.startswith("kernel efficiency")]
+    assert "no MFU" not in said and "is outside 0.05-1)" in said, said
+    measured = next(1 + w.points / 100 for w in report.mfu.waterfall
+                    if w.name == "kernel_efficiency")
+    assert f"the run's own, {measured:.2g}," in said

@@ -232,10 +232,15 @@ def _details(ctx: PageContext, diff: Diff) -> None:
 def _setup(diff: Diff) -> None:
     st.subheader("Setup changes")
     if diff.setup_changes:
-        table(pl.DataFrame([{"what": c.what, "A": str(c.a), "B": str(c.b)}
+        table(pl.DataFrame([{"what": c.what, "A": _shown(c.a), "B": _shown(c.b)}
                             for c in diff.setup_changes]), "setup changes", "cmp_setup")
     else:
         st.caption("Same setup.")
+
+
+def _shown(value: object) -> str:
+    """A setup value as text: unknown (None) is "unknown", never the word None."""
+    return "unknown" if value is None else str(value)
 
 
 def _communication(diff: Diff) -> None:
