@@ -117,3 +117,11 @@ def test_plan_says_why_it_assumes_the_efficiency(jobs_db: Path) -> None:
     measured = next(1 + w.points / 100 for w in report.mfu.waterfall
                     if w.name == "kernel_efficiency")
     assert f"the run's own, {measured:.2g}," in said
+
+
+def test_the_runs_table_names_the_v100_briefly() -> None:
+    """The DLRM job's 'Tesla V100-SXM2-32GB' was cut to 'Tesla V10…XM2-32GB', which
+    widened the Runs table past the page at 1000 px (743 > 710 px in Chromium)."""
+    from stepscope.dashboard.views.runs import device_label
+    assert device_label("Tesla V100-SXM2-32GB") == "V100 32GB"
+    assert device_label("NVIDIA H100 80GB HBM3") == "H100 80GB"
