@@ -215,8 +215,11 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
     if not is_regular_file(archive):
         out.failures.append((quote_name(archive), NOT_REGULAR))
         return
-    target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
     shown = quote_name(archive)
+    if archive.stat().st_size == 0:
+        out.failures.append((shown, "an empty file (0 bytes), not an archive"))
+        return
+    target = Path(tempfile.mkdtemp(prefix="archive-", dir=unpack_dir))
     try:
         members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
         found = 0
@@ -227,7 +230,7 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
                      budget)
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError,
             zlib.error) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        detail = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
         if not _said_by_last_member(out, shown, detail):
             out.failures.append((shown, f"unreadable archive ({detail})"))
         return

@@ -159,7 +159,7 @@ def narrative(d: Diff) -> str:
     parts = []
     if d.mfu_delta_points is not None and a.mfu is not None and b.mfu is not None:
         verb = "fell" if d.mfu_delta_points < 0 else "rose"
-        parts.append(f"MFU {verb} {100 * a.mfu:.1f}% -> {100 * b.mfu:.1f}% "
+        parts.append(f"MFU {verb} {mfu_percent(a.mfu)} -> {mfu_percent(b.mfu)} "
                      f"({d.mfu_delta_points:+.1f} pts); step time "
                      f"{a.step_time_ms:.1f} -> {b.step_time_ms:.1f} ms.")
     else:
@@ -197,12 +197,20 @@ def _top_causes(d: Diff) -> list[str]:
             text += f" {delta[cat]:+.2f} ms/step"
         if pts is not None:
             text += f" ({pts:+.1f} pts)"
-        text += _why(cat, d)
+        text += _why(cat, d, pts)
         out.append(text)
     return out
 
 
-def _why(cat: str, d: Diff) -> str:
+def mfu_percent(mfu: float) -> str:
+    """An MFU as a percentage with one decimal, or with two significant digits below 0.1%
+    (0.027%, not 0.0%, so the sentence agrees with the table beside it)."""
+    if mfu == 0 or abs(mfu) >= 0.001:
+        return f"{100 * mfu:.1f}%"
+    return f"{100 * mfu:.2g}%"
+
+
+def _why(cat: str, d: Diff, pts: float | None = None) -> str:
     """The collective behind a communication cause, with its own numbers for that cause
     (exposed time, or straggler wait), or the new straggler that makes the others wait."""
     if cat in ("exposed_comm", "straggler_wait") and d.collectives:
@@ -222,7 +230,9 @@ def _why(cat: str, d: Diff) -> str:
             bits.append(f"bus bandwidth {ca.bus_bw_gbs:.0f} -> {cb.bus_bw_gbs:.0f} GB/s")
         return " as " + ", ".join(bits)
     if cat == "kernel_efficiency":
-        return " (compute runs further below peak)"
+        gained = pts > 0 if pts is not None else d.breakdown_delta_ms.compute < 0
+        return (" (compute runs closer to peak)" if gained
+                else " (compute runs further below peak)")
     return ""
 
 

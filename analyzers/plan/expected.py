@@ -194,10 +194,27 @@ def _link_why(role: str, cal_a: Calibration, cal_b: Calibration) -> str:
     link = tier(cal_a.links, c.tier)
     hops, factor = ring(c.collective, c.group_size)
     bus = c.bytes_per_call * factor
-    expected_bw = bus / (hops * link.latency_us * 1e3 + bus / link.bus_bw_gbs)
+    line_ns = hops * link.latency_us * 1e3 + (bus / link.bus_bw_gbs if link.bus_bw_gbs > 0
+                                              else 0.0)
+    if bus <= 0 or line_ns <= 0:
+        return (f"{c.collective} on {c.group} ran at {c.bus_bw_gbs:.0f} GB/s bus bandwidth; "
+                f"A's {c.tier} line predicts nothing for it: "
+                + _no_line_reason(c.group_size, c.bytes_per_call))
+    expected_bw = bus / line_ns
     return (f"{c.collective} on {c.group} ({c.group_size} ranks, {c.tier}) ran at "
             f"{c.bus_bw_gbs:.0f} GB/s bus bandwidth; A's {c.tier} line predicts "
             f"{expected_bw:.0f} GB/s for {c.bytes_per_call / 1e6:.1f} MB")
+
+
+def _no_line_reason(group_size: int, bytes_per_call: float) -> str:
+    """Why a link line gives no bandwidth for a collective: a ring over fewer than two ranks
+    (the group's size unknown, as in traces without process-group records) moves no bus
+    bytes, nor does a call of unknown size."""
+    if group_size < 2:
+        return f"its group has {group_size} known rank(s), so a ring moves no bus bytes"
+    if bytes_per_call <= 0:
+        return "its message size is unknown"
+    return "A's line has neither latency nor bandwidth"
 
 
 def _reason(name: str, cal_a: Calibration, cal_b: Calibration) -> str:

@@ -92,12 +92,20 @@ def bubble_theory(stages: int, microbatches: int, interleave: int = 1) -> float:
     return (stages - 1) / (stages - 1 + interleave * microbatches)
 
 
+HEAD_DIM = 128
+HEAD_MULTIPLE = 8  # derived heads are a multiple of 8, so TP 8 (one node) divides them
+
+
 def default_shape(params: float) -> tuple[int, int, int]:
     """(layers, hidden, heads) of a dense transformer with ~params weights when not
-    given: 12*L*h^2 = N with h ~ 110 L (Llama-like aspect), h a multiple of 128."""
+    given: 12*L*h^2 = N with h ~ 110 L (Llama-like aspect), 128 per head and, from 8
+    heads up, a multiple of 8 heads (70e9: 78 layers, hidden 8192, 64 heads as Llama 2
+    70B; a multiple of 128 alone gave 8704 and 68 heads, which no TP 8 divides)."""
     layers = max(1, round((params / (12 * 110**2)) ** (1 / 3)))
-    hidden = max(128, round(math.sqrt(params / (12 * layers)) / 128) * 128)
-    return layers, hidden, max(1, hidden // 128)
+    exact = math.sqrt(params / (12 * layers))
+    step = HEAD_DIM * HEAD_MULTIPLE if exact >= HEAD_DIM * HEAD_MULTIPLE else HEAD_DIM
+    hidden = max(HEAD_DIM, round(exact / step) * step)
+    return layers, hidden, max(1, hidden // HEAD_DIM)
 
 
 def make_job(params: float, gpus: int, gpus_per_node: int, seq: int,
@@ -106,14 +114,14 @@ def make_job(params: float, gpus: int, gpus_per_node: int, seq: int,
              network_gbs: float = DEFAULT_NETWORK_GBS,
              efficiency: float = DEFAULT_EFFICIENCY, dtype: str | None = None) -> Job:
     """A job from what the user gave; the shape not given is derived from the parameter
-    count (default_shape), heads from the hidden size (128 per head)."""
+    count (default_shape), heads from the hidden size (HEAD_DIM per head)."""
     if params <= 0 or gpus <= 0 or seq <= 0 or gpus_per_node <= 0:
         raise UsageError("--params, --gpus, --gpus-per-node and --seq must be positive")
     d_layers, d_hidden, _ = default_shape(params)
     width = hidden or d_hidden
     return Job(params=params, gpus=gpus, gpus_per_node=gpus_per_node, seq=seq,
                global_batch_tokens=global_batch_tokens, layers=layers or d_layers,
-               hidden=width, heads=heads or max(1, width // 128), micro_batch=micro_batch,
+               hidden=width, heads=heads or max(1, width // HEAD_DIM), micro_batch=micro_batch,
                network_gbs=network_gbs, efficiency=efficiency, dtype=dtype)
 
 
@@ -175,7 +183,9 @@ def evaluate(job: Job, device: DevicePeak, tp: int, pp: int, zero: int,
     if microbatches < 1:
         return None
     layers_per_stage = math.ceil(job.layers / pp)
-    interleave = (min(MAX_INTERLEAVE, layers_per_stage)
+    # v chunks per stage need a layer each: PP x v <= layers (PP 32 x v 3 is 96 chunks,
+    # more than 78 layers)
+    interleave = (max(1, min(MAX_INTERLEAVE, job.layers // pp))
                   if pp > 1 and microbatches % pp == 0 else 1)
     peak = device.flops(dtype) or 0.0
     if peak <= 0:

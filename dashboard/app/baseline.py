@@ -3,9 +3,12 @@ baseline is a comparable run, and differences in device, model or world size are
 out loud. Pure functions of report models and the nightly history (no Streamlit).
 
 A comparable baseline, best first: the previous night of the same nightly job; else the
-newest other run on the same device with the same model (the same model FLOPs per step,
-within MODEL_TOLERANCE, or, without FLOPs, mostly the same kernels); else the newest on
-the same device; else the newest run, with the warnings saying why it is a poor match.
+newest other run on the same device with the same model spec (model.json beside the
+traces; analyzers.comparable); else, where either lacks a spec, the newest on the same
+device with the same op shapes per rank; else the newest on the same device; else the
+newest run, with the reason and the warnings saying why it is a poor match. Among the
+comparable runs, one with the target's GPUs per node (the same machines) comes first. Model FLOPs
+per step alone never make two runs comparable: two different models can match them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from stepscope.analyzers.comparable import same_shapes
+from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.results import Diff, DiffSide, Report
 from stepscope.dashboard.render.format import fixed
 
@@ -57,22 +62,57 @@ def same_model(a: Report, b: Report, ops_a: Mapping[str, float],
     return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= KERNEL_OVERLAP
 
 
+@dataclass(frozen=True)
+class RunKey:
+    """What says two runs are the same job: the model spec and the op shapes per rank,
+    then (between runs of one model) the same GPUs per node."""
+    spec: ModelSpec | None
+    shapes: frozenset[tuple[str, str]]
+    gpus_per_node: int | None = None
+
+
+def comparable(a: RunKey, b: RunKey) -> str | None:
+    """Why two runs (on the same device) are comparable, or None: the same model spec
+    when both have one (different specs never are), else the same op shapes per rank."""
+    if a.spec is not None and b.spec is not None:
+        return "the same model spec" if a.spec == b.spec else None
+    if same_shapes(a.shapes, b.shapes):
+        return "the same op shapes per rank"
+    return None
+
+
+def model_differs(key_a: RunKey, key_b: RunKey, a: Report, b: Report,
+                  ops_a: Mapping[str, float], ops_b: Mapping[str, float]) -> bool:
+    """Whether the warning says the models differ: by their specs when both have one,
+    else by FLOPs per step or kernels (same_model)."""
+    if key_a.spec is not None and key_b.spec is not None:
+        return key_a.spec != key_b.spec
+    return not same_model(a, b, ops_a, ops_b)
+
+
 def choose(target: str, others: Sequence[str], history_previous: str | None,
-           device_of: Mapping[str, str | None], report_of: Callable[[str], Report],
-           ops_of: Callable[[str], Mapping[str, float]]) -> Baseline | None:
-    """The default baseline for run `target` among `others` (newest first). Reports are
-    built only for the runs on the target's device, newest first, until one matches."""
+           device_of: Mapping[str, str | None], key_of: Callable[[str], RunKey]
+           ) -> Baseline | None:
+    """The default baseline for run `target` among `others` (newest first): the previous
+    night, else the newest comparable run on the target's device, else the newest on
+    that device, else the newest, the reason saying which."""
     if not others:
         return None
     if history_previous in others:
         return Baseline(str(history_previous), "the previous night of the same nightly job")
     device = [o for o in others if device_of.get(o) == device_of.get(target)]
-    for o in device:
-        if same_model(report_of(target), report_of(o), ops_of(target), ops_of(o)):
-            return Baseline(o, "the newest run with the same device and model")
+    mine = key_of(target)
+    found = [(o, why) for o in device if (why := comparable(mine, key_of(o))) is not None]
+    node = [(o, why) for o, why in found
+            if mine.gpus_per_node is not None and key_of(o).gpus_per_node == mine.gpus_per_node]
+    if node:
+        return Baseline(node[0][0], f"the newest run on the same device with {node[0][1]} "
+                                    f"and {mine.gpus_per_node} GPUs per node")
+    if found:
+        return Baseline(found[0][0], f"the newest run on the same device with {found[0][1]}")
     if device:
-        return Baseline(device[0], "the newest run on the same device (none with the same "
-                                   "model)")
+        return Baseline(device[0], "the newest run on the same device; none has the same "
+                                   "model spec or op shapes per rank")
     return Baseline(others[0], "the newest other run: none ran on the same device")
 
 

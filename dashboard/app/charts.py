@@ -296,6 +296,14 @@ def kernels(rows: Sequence[KernelRow], top: int = 20) -> go.Figure:
     return fig
 
 
+def waterfall_columns(diff: Diff) -> list[str]:
+    """The waterfall's columns: A, the causes, B. The runs are marked "A:" and "B:" so a
+    run named like a cause (`recompute`) or two runs of one name keep their own columns
+    (plotly merges equal category names into one column)."""
+    return [f"A: {chart_text(diff.a.run)}", *[STAGE_LABELS[s] for s in STAGES],
+            f"B: {chart_text(diff.b.run)}"]
+
+
 def diff_waterfall(diff: Diff) -> go.Figure:
     """MFU of run a, the points each cause moved, MFU of run b."""
     points = diff.mfu_points_by_category
@@ -304,8 +312,7 @@ def diff_waterfall(diff: Diff) -> go.Figure:
     if points is None or diff.a.mfu is None or diff.b.mfu is None:
         return fig
     fig.add_trace(go.Waterfall(
-        x=[chart_text(diff.a.run), *[STAGE_LABELS[s] for s in STAGES],
-           chart_text(diff.b.run)],
+        x=waterfall_columns(diff),
         measure=["absolute", *["relative"] * len(STAGES), "total"],
         y=[100 * diff.a.mfu, *[points.points(s) for s in STAGES], 0.0],
         text=[fixed(100 * diff.a.mfu),

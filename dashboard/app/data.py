@@ -24,6 +24,7 @@ import streamlit as st
 from stepscope.analyzers import run_summary
 from stepscope.analyzers.builders import RunDiff, calibrate_run, diff_runs
 from stepscope.analyzers.comm.collectives import op_times
+from stepscope.analyzers.comparable import gpus_per_node, model_spec, op_shapes
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.critical_path.analysis import Analysis, check
 from stepscope.analyzers.critical_path.whatif import WhatIf
@@ -47,6 +48,7 @@ from stepscope.analyzers.results import (
     Report,
     WhatIfResult,
 )
+from stepscope.dashboard.app.baseline import RunKey
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
 from stepscope.ingest import DatabaseBusyError, UsageError, connect_read_only
@@ -189,6 +191,17 @@ def kernels(db: Path, run: str) -> tuple[KernelRow, ...]:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _op_times(db: str, run: str, token: str) -> dict[str, float]:
     return with_connection(Path(db), lambda con: op_times(con, run))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _run_key(db: str, run: str, token: str) -> RunKey:
+    return with_connection(Path(db), lambda con: RunKey(
+        model_spec(con, run), op_shapes(con, run), gpus_per_node(con, run)))
+
+
+def run_key(db: Path, run: str) -> RunKey:
+    """What says whether another run is the same job: its model spec and op shapes."""
+    return _run_key(str(db), run, _token(db, run))
 
 
 def ops(db: Path, run: str) -> dict[str, float]:

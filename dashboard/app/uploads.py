@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from stepscope.analyzers.breakdown.attribution import materialize
-from stepscope.ingest import IngestResult, UsageError, relabel_files
+from stepscope.ingest import IngestResult, NothingIngestedError, UsageError, relabel_files
 from stepscope.ingest import ingest as ingest_traces
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.merge import merge_run, retry_busy
@@ -97,6 +97,15 @@ def relabel_failures(result: IngestResult, prefix: str, label: str) -> list[tupl
     return [(f.replace(prefix, label), why) for f, why in result.failures]
 
 
+def relabel_nothing(exc: NothingIngestedError, prefix: str) -> NothingIngestedError:
+    """The same refusal naming each file by the name it was uploaded under, not its
+    temporary path on the server, and pointing at the errors the page lists below it."""
+    message = str(exc).replace(prefix, UPLOAD_LABEL).replace(
+        "(see the errors above)", "(each file's error is listed below)")
+    return NothingIngestedError(message, [(f.replace(prefix, UPLOAD_LABEL), why)
+                                          for f, why in exc.failures])
+
+
 def ingest_staged(paths: list[Path], db: Path, run: str, progress: ProgressFn | None = None,
                   on_busy: BusyFn | None = None, relabel_prefix: str | None = None,
                   ) -> IngestResult:
@@ -106,8 +115,17 @@ def ingest_staged(paths: list[Path], db: Path, run: str, progress: ProgressFn | 
     db.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".stepscope-staging-", dir=db.parent) as tmp:
         staging = Path(tmp) / "staging.duckdb"
-        result = ingest_traces(paths, db=staging, run=run, progress=progress,
-                               after_load=materialize)
+        try:
+            result = ingest_traces(paths, db=staging, run=run, progress=progress,
+                                   after_load=materialize)
+        except NothingIngestedError as exc:
+            if relabel_prefix is None:
+                raise
+            raise relabel_nothing(exc, relabel_prefix) from None
+        except UsageError as exc:  # two jobs in one upload: each named by its files
+            if relabel_prefix is None:
+                raise
+            raise UsageError(str(exc).replace(relabel_prefix, UPLOAD_LABEL)) from None
         if relabel_prefix is not None:
             relabel_files(staging, run, relabel_prefix, UPLOAD_LABEL)
             result.failures = relabel_failures(result, relabel_prefix, UPLOAD_LABEL)

@@ -165,6 +165,19 @@ def _run_dirs(paths: list[str]) -> list[tuple[Path, str]]:
             for d in dirs]
 
 
+def _say_renamed(dirs: list[tuple[Path, str]]) -> None:
+    """One note per folder name that several PATHs share, naming each run it became
+    ('straggler' in cpu/ and simulated/: runs 'cpu-straggler' and 'simulated-straggler'),
+    so a name the user did not type is never a surprise (printed even with --quiet)."""
+    renamed: dict[str, list[str]] = {}
+    for d, name in dirs:
+        if name != d.name:
+            renamed.setdefault(d.name, []).append(f"'{name}' ({d})")
+    for folder, runs in renamed.items():
+        say(f"note: {len(runs)} folders are named '{folder}': ingested as runs "
+            f"{' and '.join(runs)}")
+
+
 def _interrupted(exc: KeyboardInterrupt, committed: list[str], db: str) -> Interrupted:
     """One line that says what the database holds, whenever Ctrl-C came."""
     done = ", ".join(f"'{r}'" for r in committed)
@@ -192,7 +205,9 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
     if args.run_per_dir:
         if args.run:
             raise UsageError("--run and --run-per-dir exclude each other")
-        jobs = [([str(d)], name) for d, name in _run_dirs(args.paths)]
+        dirs = _run_dirs(args.paths)
+        _say_renamed(dirs)
+        jobs = [([str(d)], name) for d, name in dirs]
     else:
         jobs = [(args.paths, args.run)]
     results: list[IngestResult] = []

@@ -7,6 +7,7 @@ their digits, and a link never silently shows another run."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from statistics import mean
 
 import duckdb
 import pytest
+from conftest import SIM
 from dashboard_helpers import app_test, no_exception, texts
 from streamlit.testing.v1 import AppTest
 
@@ -22,7 +24,6 @@ from stepscope.analyzers.detail import rank_step_grid
 from stepscope.analyzers.parallel.bubble import bubble_excess
 from stepscope.analyzers.report import build_report
 from stepscope.analyzers.results import Report
-from stepscope.dashboard.app.baseline import MODEL_TOLERANCE
 from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 from stepscope.dashboard.render.format import pct, points, share
 from stepscope.dashboard.render.html_report import report_html
@@ -222,26 +223,36 @@ def test_pipeline_says_what_makes_up_a_bubble_above_theory(monkeypatch, sample_d
 
 # ------------------------------------------------------------------ compare
 def comparable(db: Path, run: str) -> str:
-    """The rule, from the CLI's reports: the newest other run on the same device whose
-    model FLOPs per step agree within MODEL_TOLERANCE."""
+    """The rule, from the files: the newest other run on the same device whose model.json
+    beside its traces holds the same spec (parsed, not stepscope's reading of it), one
+    on nodes of as many GPUs (the simulator's gpus_per_node) first."""
     target = cli(db, run)
+    spec = json.loads((SIM / run / "model.json").read_text())
     con = duckdb.connect(str(db), read_only=True)
     newest_first = [r for r in run_tokens(con) if r != run]
     con.close()
-    for other in newest_first:
-        rep = cli(db, other)
-        fa, fb = target.mfu.model_flops_per_step, rep.mfu.model_flops_per_step
-        if rep.run.device == target.run.device and fa and fb and \
-                abs(fa - fb) <= MODEL_TOLERANCE * max(fa, fb):
-            return other
-    raise AssertionError("no comparable run")
+    same = [o for o in newest_first if (SIM / o / "model.json").is_file()
+            and json.loads((SIM / o / "model.json").read_text()) == spec
+            and cli(db, o).run.device == target.run.device]
+    node = [o for o in same if _sim_gpus_per_node(o) == _sim_gpus_per_node(run)]
+    if not (node or same):
+        raise AssertionError("no comparable run")
+    return (node or same)[0]
+
+
+def _sim_gpus_per_node(run: str) -> int:
+    return int(json.loads((SIM / run / "ground_truth.json").read_text())["config"]
+               ["gpus_per_node"])
 
 
 def test_compare_defaults_to_a_comparable_run_and_warns(monkeypatch, sample_db):
     want = comparable(sample_db, "diff_scaled")
     at = open_page(monkeypatch, sample_db, "compare", "diff_scaled")
     assert at.selectbox(key="cmp_base").value == want
-    assert "same device and model" in texts(at)
+    # diff_base: the identical model.json on 4-GPU nodes (dp_exposed's nodes have 2;
+    # straggler's model only matches its FLOPs per step)
+    assert want == "diff_base"
+    assert "same device with the same model spec" in texts(at)
     warnings = [w.value for w in at.warning]
     assert any("Different world sizes: 8 → 16" in w for w in warnings), warnings
     assert not any("Different devices" in w for w in warnings)

@@ -105,6 +105,24 @@ def test_upload_bad_files_only(monkeypatch, tmp_path):
     assert not db.exists() or "bad" not in runs_in(db)
 
 
+def test_upload_errors_name_the_uploaded_files_below_the_message(monkeypatch, tmp_path):
+    """Every file failed: the message and each file's line name the file as uploaded
+    (they named it by its temporary path on the server), the message points below (it
+    said "see the errors above"), and a 0-byte zip is said to be empty (it got
+    "unreadable archive (file could not be opened successfully:)")."""
+    db = tmp_path / "db.duckdb"
+    at = app_test(monkeypatch, db, page="upload")
+    at.run()
+    upload(at, [("rank0.json", b"[1, 2"), ("job.zip", b"")], "bad")
+    no_exception(at)
+    shown = texts(at)
+    assert "stepscope-upload-" not in shown and "/tmp" not in shown, shown
+    assert "see the errors above" not in shown
+    assert "(each file's error is listed below)" in at.error[0].value
+    assert "`upload:job.zip`: an empty file (0 bytes), not an archive" in shown
+    assert "upload:rank0.json" in shown
+
+
 @pytest.mark.slow
 def test_upload_archive_and_size_limit(monkeypatch, tmp_path):
     db = tmp_path / "db.duckdb"

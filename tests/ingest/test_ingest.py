@@ -318,7 +318,8 @@ def test_reader_open_does_not_block_other_readers(tmp_path: Path) -> None:
         assert a.runs() == b.runs() == ["ddp"]
 
 
-def test_run_per_dir_names_collisions_by_parent(tmp_path: Path) -> None:
+def test_run_per_dir_names_collisions_by_parent(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     for parent in ("cpu", "sim"):
         write_trace(tmp_path / parent / "straggler" / "rank0.json.gz", kineto_trace(rank=0))
     write_trace(tmp_path / "sim" / "healthy" / "rank0.json.gz", kineto_trace(rank=0))
@@ -327,6 +328,12 @@ def test_run_per_dir_names_collisions_by_parent(tmp_path: Path) -> None:
                  "--db", str(db), "--quiet"]) == 0
     assert q(db, "SELECT run FROM runs ORDER BY run") == [
         ("cpu-straggler",), ("healthy",), ("sim-straggler",)]
+    # the new names are said, even with --quiet (they changed in silence)
+    err = capsys.readouterr().err
+    assert (f"note: 2 folders are named 'straggler': ingested as runs 'cpu-straggler' "
+            f"({tmp_path / 'cpu' / 'straggler'}) and 'sim-straggler' "
+            f"({tmp_path / 'sim' / 'straggler'})") in err
+    assert "healthy" not in err
 
 
 def _child_processes() -> list[int]:

@@ -94,3 +94,11 @@ def test_schema_doc_lists_exactly_the_tables_and_columns(
     assert set(documented) == set(actual), "tables in docs/schema.md vs the database"
     for table, columns in actual.items():
         assert documented[table] == columns, table
+
+
+def test_nightly_docs_synopsis_matches_help() -> None:
+    """docs/nightly.md's synopsis lacked --jobs and --comm-kernels."""
+    text = (REPO / "docs" / "nightly.md").read_text()
+    block = text[text.index("stepscope nightly PATH"):text.index("stepscope history JOB")]
+    options, _ = help_words(subparsers()["nightly"])
+    assert set(OPTION.findall(block)) == options

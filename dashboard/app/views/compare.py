@@ -7,6 +7,8 @@ changed most and B's recommendations."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 import streamlit as st
 
@@ -35,10 +37,8 @@ def default_baseline(ctx: PageContext, others: list[str]) -> baseline.Baseline |
     assert ctx.run is not None
     devices = {r["run"]: r["devices"] for r in data.summary(ctx.config.db).iter_rows(named=True)}
     previous = baseline.previous_night(ctx.run, data.history(ctx.config.db))
-    return baseline.choose(
-        ctx.run, others, previous, devices,
-        lambda r: data.report(ctx.config.db, r, ctx.dtype, ctx.peak_tflops),
-        lambda r: data.ops(ctx.config.db, r))
+    return baseline.choose(ctx.run, others, previous, devices,
+                           lambda r: data.run_key(ctx.config.db, r))
 
 
 def _baseline(ctx: PageContext) -> tuple[str | None, str]:
@@ -179,7 +179,8 @@ def render(ctx: PageContext) -> None:
     st.caption(f"Explaining **{plain(ctx.run)}** (B, the sidebar's run) against "
                f"**{plain(base)}** (A: {plain(reason)}).")
     diff = data.diff(ctx.config.db, base, ctx.run, ctx.dtype, ctx.peak_tflops)
-    model_differs = not baseline.same_model(
+    model_differs = baseline.model_differs(
+        data.run_key(ctx.config.db, base), data.run_key(ctx.config.db, ctx.run),
         data.report(ctx.config.db, base, ctx.dtype, ctx.peak_tflops),
         data.report(ctx.config.db, ctx.run, ctx.dtype, ctx.peak_tflops),
         data.ops(ctx.config.db, base), data.ops(ctx.config.db, ctx.run))
@@ -190,11 +191,21 @@ def render(ctx: PageContext) -> None:
     work = baseline.work_per_gpu(diff)
     if work is not None:
         st.info(plain(work))
-    _points(diff)
-    chart_and_table(charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd",
-                    folded=True)
-    predicted_vs_measured(ctx, base)
+    _section("MFU points by cause", lambda: _points(diff))
+    _section("The breakdowns side by side", lambda: chart_and_table(
+        charts.diff_breakdown(diff), side_by_side(diff), "breakdown", "cmp_bd", folded=True))
+    _section("Predicted from A vs measured", lambda: predicted_vs_measured(ctx, base))
     _details(ctx, diff)
+
+
+def _section(title: str, draw: Callable[[], None]) -> None:
+    """Draw one section; one that fails says so, naming the error, and the sections
+    below it still render (a failure above had left the rest of the page blank)."""
+    try:
+        draw()
+    except Exception as exc:  # noqa: BLE001 - any failure of a section is reported in place
+        st.error(f"{title}: this section could not be drawn ({type(exc).__name__}: "
+                 f"{plain(str(exc))}). The other sections are unaffected; please report it.")
 
 
 def _points(diff: Diff) -> None:
@@ -212,17 +223,35 @@ def _points(diff: Diff) -> None:
 
 
 def _details(ctx: PageContext, diff: Diff) -> None:
+    _section("Setup changes", lambda: _setup(diff))
+    _section("Communication", lambda: _communication(diff))
+    _section("Stragglers", lambda: _stragglers(ctx, diff))
+    _section("Ops that changed most", lambda: _details_rest(diff))
+
+
+def _setup(diff: Diff) -> None:
     st.subheader("Setup changes")
     if diff.setup_changes:
-        table(pl.DataFrame([{"what": c.what, "A": str(c.a), "B": str(c.b)}
+        table(pl.DataFrame([{"what": c.what, "A": _shown(c.a), "B": _shown(c.b)}
                             for c in diff.setup_changes]), "setup changes", "cmp_setup")
     else:
         st.caption("Same setup.")
+
+
+def _shown(value: object) -> str:
+    """A setup value as text: unknown (None) is "unknown", never the word None."""
+    return "unknown" if value is None else str(value)
+
+
+def _communication(diff: Diff) -> None:
     if diff.collectives:
         st.subheader("Communication (per rank and step, A → B)")
         st.caption(COMM_SPLIT)
         table(collectives_table(diff), "communication changes", "cmp_comm")
-    _stragglers(ctx, diff)
+
+
+def _details_rest(diff: Diff) -> None:
+    """The ops that changed most, B's recommendations and the downloads."""
     if diff.top_ops:
         st.subheader("Ops that changed most")
         table(pl.DataFrame([{"op": short_name(o.op, 60), "A (ms)": round(o.a_ms, 3),

@@ -72,11 +72,13 @@ def run_start(report: Report, devices: list[str]) -> Start:
     (facts.append(f"network ({net:.1f} GB/s per GPU, measured across nodes)") if net else
      assumed.append(f"network ({DEFAULT_NETWORK_GBS:g} GB/s per GPU: no collective "
                     "crossed nodes)"))
-    eff = next((1 + w.points / 100 for w in report.mfu.waterfall
-                if w.name == "kernel_efficiency"), None) if report.mfu.mfu else None
-    eff = round(eff, 3) if eff is not None and 0.05 <= eff <= 1 else None
+    measured = next((1 + w.points / 100 for w in report.mfu.waterfall
+                     if w.name == "kernel_efficiency"), None) if report.mfu.mfu else None
+    eff = round(measured, 3) if measured is not None and 0.05 <= measured <= 1 else None
     (facts.append(f"kernel efficiency ({eff:g})") if eff else
-     assumed.append(f"kernel efficiency ({DEFAULT_EFFICIENCY:g}: no MFU for this run)"))
+     assumed.append(f"kernel efficiency ({DEFAULT_EFFICIENCY:g}: "
+                    + ("no MFU for this run)" if measured is None else
+                       f"the run's own, {measured:.2g}, is outside 0.05-1)")))
     return Start(gpus=int(gpus or 8), device=device or "H100-SXM", per_node=per_node or 8,
                  network_gbs=net or DEFAULT_NETWORK_GBS, efficiency=eff or DEFAULT_EFFICIENCY,
                  facts=tuple(facts), assumed=(*assumed, *MODEL_ASSUMED))

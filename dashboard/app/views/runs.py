@@ -36,6 +36,9 @@ def device_label(devices: str | None) -> str:
     """The device short enough for the table ('NVIDIA H100 80GB HBM3' -> 'H100 80GB'):
     the run's details below name it in full."""
     text = re.sub(r"\s+HBM\w*", "", (devices or "-").replace("NVIDIA ", ""))
+    # 'Tesla V100-SXM2-32GB' -> 'V100 32GB': the 18-character cut widened the table past
+    # the page at 1000 px (743 > 710 px)
+    text = re.sub(r"-(?:SXM\d*|PCIE)-", " ", text.removeprefix("Tesla "))
     return short_name(text, 18)
 
 

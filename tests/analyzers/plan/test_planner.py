@@ -108,14 +108,31 @@ def test_no_layout_fits_says_why_in_one_line(capsys: pytest.CaptureFixture[str])
     assert main([*args, "--gpus", "8"]) == EXIT_NOTHING
     captured = capsys.readouterr()
     assert captured.err == (
-        "error: plan: no layout fits on 8 NVIDIA H100 SXM5: the leanest layout (TP 1 x PP 1 "
-        "x DP 8, ZeRO 3, full recompute) needs 820 GB per GPU; 72 GB of the GPU's 80 GB are "
-        "usable; 128 GPUs would fit (TP 1 x PP 16 x DP 8, ZeRO 3, full recompute), or a GPU "
+        "error: plan: no layout fits on 8 NVIDIA H100 SXM5: the leanest layout (TP 8 x PP 1 "
+        "x DP 1, ZeRO 3, full recompute) needs 802 GB per GPU; 72 GB of the GPU's 80 GB are "
+        "usable; 128 GPUs would fit (TP 2 x PP 32 x DP 2, ZeRO 2, full recompute), or a GPU "
         "with more memory\n")
-    assert "- no layout fits: the leanest layout (TP 1 x PP 1 x DP 8" in captured.out
+    assert "- no layout fits: the leanest layout (TP 8 x PP 1 x DP 1" in captured.out
     # the GPU count named is the first doubling that fits
     assert main([*args, "--gpus", "64", "--format", "json"]) == EXIT_NOTHING
     assert json.loads(capsys.readouterr().out)["feasible"] == 0
     assert main([*args, "--gpus", "128", "--format", "json"]) == 0
     best = json.loads(capsys.readouterr().out)["plans"][0]
-    assert (best["tp"], best["pp"], best["dp"], best["zero"]) == (1, 16, 8, 3)
+    assert (best["tp"], best["pp"], best["dp"], best["zero"]) == (2, 32, 2, 2)
+
+
+def test_the_readme_example_derives_64_heads_and_keeps_tp8(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan --params 70e9 --gpus 1024 --gpu H100 --gpus-per-node 8 --seq 8192` derived
+    68 heads (hidden 8704) and silently left out every TP 8 layout; Llama 2 70B has
+    hidden 8192 and 64 heads. And no layout has more pipeline chunks than layers (PP 32 x
+    v 3 = 96 chunks for 78 layers was ranked)."""
+    assert main(["plan", "--params", "70e9", "--gpus", "1024", "--gpu", "H100",
+                 "--gpus-per-node", "8", "--seq", "8192", "--format", "json",
+                 "--top", "1000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    model = out["job"]
+    assert (model["layers"], model["hidden"], model["heads"]) == (78, 8192, 64)
+    assert 12 * 78 * 8192**2 == pytest.approx(70e9, rel=0.12)
+    assert any(p["tp"] == 8 for p in out["plans"])
+    assert all(p["pp"] * p["interleave"] <= 78 for p in out["plans"])
