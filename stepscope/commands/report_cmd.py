@@ -8,6 +8,7 @@ from pathlib import Path
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.peaks import DTYPES
 from stepscope.analyzers.spec import load_spec
+from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
@@ -16,7 +17,7 @@ from stepscope.dashboard.render.report import report_json, report_markdown
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.outputs import check_output, option_inputs, write_text
-from stepscope.targets import report
+from stepscope.targets import is_path, report
 from stepscope.validate import PEAK_TFLOPS, output_file
 
 HELP = COMMAND_HELP["report"]
@@ -28,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("target", metavar="RUN_OR_PATH",
                    help="a run in the database, or a trace folder / archive / file to "
                         "ingest on the fly into a temporary database")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--db", default=None, help=f"database file (default: {DEFAULT_DB}); "
+                   "unused with a trace path, which is ingested into a temporary database")
     p.add_argument("--format", choices=sorted(RENDERERS), default="md")
     p.add_argument("--out", type=output_file,
                    help="write the report here instead of stdout (its folder must exist)")
@@ -45,11 +47,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    db = args.db if args.db is not None else DEFAULT_DB
+    if args.db is not None and is_path(args.target):
+        say(f"note: --db {args.db} is unused: {args.target} is a trace path, ingested into a "
+            f"temporary database; to keep the run there: stepscope ingest {args.target} "
+            f"--db {args.db}, then stepscope report RUN --db {args.db}")
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.target, *option_inputs(args)])
+        check_output(args.out, db=db, inputs=[args.target, *option_inputs(args)])
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
-    built = report(args.target, args.db, options, step_marker=args.step_marker,
+    built = report(args.target, db, options, step_marker=args.step_marker,
                    comm_kernels=args.comm_kernels)
     print_remarks(built)
     write_text(RENDERERS[args.format](built.report), args.out)
