@@ -57,6 +57,9 @@ MIGRATIONS = (
     Migration(7, ("migrations/0007_exposure_claims.sql",),
               "collective_exposure.exposed_claim_ns: the exposed time each collective "
               "claims in full (the planner's calibration)"),
+    Migration(8, ("migrations/0008_bounded_steps.sql",),
+              "complete_steps: a step needs both ends (the first Optimizer.step# step, "
+              "which starts at the trace's start, is not complete)"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""
