@@ -17,6 +17,7 @@ from stepscope.dashboard.render.report import report_json, report_markdown
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.outputs import check_output, option_inputs, write_text
+from stepscope.targets import _both_note as both_note  # its own line says it
 from stepscope.targets import is_path, report
 from stepscope.validate import PEAK_TFLOPS, output_file
 
@@ -48,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     db = args.db if args.db is not None else DEFAULT_DB
-    if args.db is not None and is_path(args.target):
+    if args.db is not None and is_path(args.target) and not both_note(args.target, args.db):
         say(f"note: --db {args.db} is unused: {args.target} is a trace path, ingested into a "
             f"temporary database; to keep the run there: stepscope ingest {args.target} "
             f"--db {args.db}, then stepscope report RUN --db {args.db}")
