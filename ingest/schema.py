@@ -60,6 +60,9 @@ MIGRATIONS = (
     Migration(8, ("migrations/0008_clock_offsets.sql",),
               "clock_offsets (each host's clock from the matched collectives' ends) and "
               "the view rank_clocks"),
+    Migration(9, ("migrations/0009_bounded_steps.sql",),
+              "complete_steps: a step needs both ends (the first Optimizer.step# step, "
+              "which starts at the trace's start, is not complete)"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

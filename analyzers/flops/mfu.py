@@ -192,8 +192,9 @@ def _peak(ctx: RunContext, choice: DtypeChoice) -> tuple[float | None, str | Non
     label = entry.name if entry else name
     if entry is None:
         if name is None and device.has_gpu:
-            return None, label, ("the traces do not name the GPU (no deviceProperties); "
-                                 "pass --peak-tflops")
+            return None, label, ("the traces do not name the GPU (no deviceProperties, or "
+                                 "an empty name, and its properties match no entry of the "
+                                 "table); pass --peak-tflops")
         return None, label, (f"unknown device '{name or 'CPU only'}': no peak in the table "
                              f"(version {table_version()}); pass --peak-tflops")
     peak = entry.flops(choice.peak_dtype)

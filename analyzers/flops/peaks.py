@@ -165,6 +165,7 @@ def run_device(con: duckdb.DuckDBPyConnection, run: str) -> RunDevice:
     if not rows:
         return RunDevice(None, {}, None, 0, False)
     name, props_raw, _, has_gpu = rows[0]
+    name = name.strip() or None if name else None  # vLLM writes "": a GPU without a name
     props = json.loads(props_raw) if props_raw else {}
-    peak = lookup(name, props) if name else None
+    peak = lookup(name, props) if name or props else None
     return RunDevice(name, props, peak, len(rows), bool(has_gpu))

@@ -8,6 +8,7 @@ from pathlib import Path
 from stepscope.analyzers.context import ReportOptions
 from stepscope.analyzers.flops.model_spec import load_spec
 from stepscope.analyzers.flops.peaks import DTYPES
+from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
 from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
@@ -15,7 +16,8 @@ from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.outputs import add_format_options, check_output, emit, option_inputs
-from stepscope.targets import report
+from stepscope.targets import _both_note as both_note  # its own line says it
+from stepscope.targets import is_path, report
 from stepscope.validate import PEAK_TFLOPS
 
 HELP = COMMAND_HELP["report"]
@@ -26,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("target", metavar="RUN_OR_PATH",
                    help="a run in the database, or a trace folder / archive / file to "
                         "ingest on the fly into a temporary database")
-    p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
+    p.add_argument("--db", default=None, help=f"database file (default: {DEFAULT_DB}); "
+                   "unused with a trace path, which is ingested into a temporary database")
     add_format_options(p, formats.REPORT, out_help="write the report here instead of stdout "
                        "(its folder must exist)")
     p.add_argument("--model", type=Path, help="model spec (JSON or YAML): n_params, n_layers, "
@@ -42,11 +45,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    db = args.db if args.db is not None else DEFAULT_DB
+    if args.db is not None and is_path(args.target) and not both_note(args.target, args.db):
+        say(f"note: --db {args.db} is unused: {args.target} is a trace path, ingested into a "
+            f"temporary database; to keep the run there: stepscope ingest {args.target} "
+            f"--db {args.db}, then stepscope report RUN --db {args.db}")
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.target, *option_inputs(args)])
+        check_output(args.out, db=db, inputs=[args.target, *option_inputs(args)])
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
-    built = report(args.target, args.db, options, step_marker=args.step_marker,
+    built = report(args.target, db, options, step_marker=args.step_marker,
                    comm_kernels=args.comm_kernels)
     print_remarks(built)
     emit(args, formats.REPORT, built.report)

@@ -6,6 +6,11 @@
 --   is_recompute   the op re-runs forward work for activation checkpointing.
 -- Composites (aten::linear, aten::matmul) count only when none of their children is a
 -- counted primitive; attention counts the full (non-causal) square, PaLM's convention.
+-- Each op tree is counted once, by one rule: an op with a FLOP formula is not counted
+-- under an ancestor (an enclosing op on its thread, cpu_ops.parent_id's containment) that
+-- is counted, so aten::_scaled_dot_product_flash_attention counts and its child
+-- aten::_flash_attention_forward does not (likewise efficient/cuDNN attention, their
+-- backwards, and aten::linear over aten::matmul over aten::mm).
 -- Defines two temporary table macros and a temporary table (analyzers._sql.install_macros):
 --   flops_claims(run_name, lo, hi)  every counted op of the ranks lo..hi of the run, with
 --                                   kernel_ns: the GPU time of the compute kernels it
@@ -19,7 +24,8 @@
 --                                   "Implausible shapes"); NULL max_rate keeps every op.
 CREATE OR REPLACE TEMP MACRO flops_claims(run_name, lo, hi) AS TABLE
 WITH counted AS (
-    SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs
+    SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs,
+        o.tid, o.depth, o.start_ns, o.end_ns
     FROM cpu_ops o
     WHERE o.run = run_name AND o.rank BETWEEN lo AND hi AND o.input_dims IS NOT NULL
       AND o.name IN (
@@ -48,7 +54,7 @@ WITH counted AS (
        OR NOT EXISTS (SELECT 1 FROM primitive_children p
                       WHERE p.rank = c.rank AND p.op_id = c.op_id)
 ), flops AS (
-    SELECT rank, op_id, step, name,
+    SELECT rank, op_id, step, name, tid, depth, start_ns, end_ns,
         CASE
             WHEN name = 'aten::mm' AND len(d0) = 2 THEN 2.0 * d0[1] * d0[2] * d1[2]
             WHEN name = 'aten::addmm' AND len(d1) = 2 THEN 2.0 * d1[1] * d1[2] * d2[2]
@@ -91,6 +97,14 @@ WITH counted AS (
             ELSE NULL
         END AS model_flops
     FROM shaped
+), formula AS (   -- the ops whose formula gives FLOPs
+    SELECT * FROM flops WHERE model_flops IS NOT NULL AND model_flops > 0
+), once AS (      -- ... less those under another such op (the op tree counts once)
+    SELECT f.* FROM formula f
+    WHERE NOT EXISTS (
+        SELECT 1 FROM formula a
+        WHERE a.rank = f.rank AND a.tid = f.tid AND a.depth < f.depth
+          AND a.start_ns <= f.start_ns AND a.end_ns >= f.end_ns)
 ), launched AS (  -- compute-kernel time per CPU op (the kernels' External id link)
     SELECT rank, cpu_op_id AS op_id, sum(dur_ns) AS ns
     FROM gpu_ops
@@ -117,11 +131,10 @@ SELECT f.rank, f.op_id, f.step, f.name, f.model_flops,
         AS hardware_extra,
     r.op_id IS NOT NULL AS is_recompute,
     k.kernel_ns
-FROM flops f
+FROM once f
 LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank BETWEEN lo AND hi
     AND r.rank = f.rank AND r.op_id = f.op_id
-LEFT JOIN kernel_time k ON k.rank = f.rank AND k.op_id = f.op_id
-WHERE f.model_flops IS NOT NULL AND f.model_flops > 0;
+LEFT JOIN kernel_time k ON k.rank = f.rank AND k.op_id = f.op_id;
 
 -- counted_ops: the counted ops of the runs being reported, with their run; empty until
 -- analyzers/flops/counted_ops.py fills it (counted_ops/fill.sql) and empty again after (the

@@ -3,7 +3,7 @@
 -- and step sources, and the `--ranks` subset. Reads runs, ranks, step_attribution,
 -- run_nodes. Parameter: $run.
 SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
-    (SELECT mode(coalesce(device_name, CASE WHEN device IS NULL THEN 'CPU only'
+    (SELECT mode(coalesce(nullif(trim(device_name), ''), CASE WHEN device IS NULL THEN 'CPU only'
                                             ELSE 'GPU (unnamed)' END))
      FROM ranks WHERE run = $run) AS device,
     (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)

@@ -7,7 +7,7 @@ WITH rk AS (
     -- a rank without a device name: 'GPU (unnamed)' when it ran GPU ops, else 'CPU only'
     SELECT run,
         count(DISTINCT host) AS hosts,
-        string_agg(DISTINCT coalesce(device_name,
+        string_agg(DISTINCT coalesce(nullif(trim(device_name), ''),
                                      CASE WHEN device IS NULL THEN 'CPU only'
                                           ELSE 'GPU (unnamed)' END), ', ') AS devices
     FROM ranks WHERE $runs IS NULL OR list_contains($runs, run) GROUP BY run

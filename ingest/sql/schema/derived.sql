@@ -57,13 +57,22 @@ CREATE TABLE IF NOT EXISTS collective_exposure (
 -- over steps (report, MFU, collectives, pipeline, summary, diff) reads it. A rank's
 -- complete steps are those with a successor (their window ends where the next step's
 -- work starts, so it holds the whole step); a rank with no such step (one profiled step,
--- or the whole window taken as one step) counts every step it has.
+-- or the whole window taken as one step) counts every step it has. A step needs both
+-- ends: with `Optimizer.step#` as the step source, the rank's first step runs from the
+-- start of the trace (no optimizer step before it: warm-up, the first DataLoader fetch),
+-- so it has no start boundary and is not complete either.
 CREATE OR REPLACE VIEW complete_steps AS
 SELECT run, rank, step FROM (
-    SELECT run, rank, step, has_successor,
-        bool_or(has_successor) OVER (PARTITION BY run, rank) AS rank_has_complete
-    FROM step_attribution
-) WHERE has_successor OR NOT rank_has_complete;
+    SELECT run, rank, step, bounded,
+        bool_or(bounded) OVER (PARTITION BY run, rank) AS rank_has_complete
+    FROM (
+        SELECT a.run, a.rank, a.step,
+            a.has_successor AND NOT (coalesce(r.step_source, '') = 'optimizer_step'
+                AND a.step = min(a.step) OVER (PARTITION BY a.run, a.rank)) AS bounded
+        FROM step_attribution a
+        LEFT JOIN ranks r ON r.run = a.run AND r.rank = a.rank
+    )
+) WHERE bounded OR NOT rank_has_complete;
 
 -- Nodes of each run (docs/attribution.md, "Hosts and nodes"): hosts seen, GPUs per node
 -- (the GPUs each rank's trace lists in deviceProperties, else the most ranks on one host)
