@@ -305,6 +305,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite the golden snapshots and published JSON Schemas")
 
 
+# Ray's local node: ray/_private/node.py waits a hard-coded 30 s for the raylet to register
+# with the GCS (RAY_raylet_start_wait_time_s is not read there). On a loaded 2-core machine
+# the raylet is slowest while it forks its prestarted Python workers, so the tests' node
+# starts none (enable_worker_prestart / prestart_worker_first_driver, both read by the
+# raylet) and a start that still times out is retried once, afresh.
+RAY_SYSTEM_CONFIG = {"enable_worker_prestart": False, "prestart_worker_first_driver": False}
+RAY_START_TRIES = 2
+
+
+def start_local_ray(num_cpus: int = 2) -> Any:
+    """`ray`, initialised as a local node with `num_cpus` CPUs and no dashboard."""
+    import ray  # a dev dependency (the `ray` extra); imported here: it takes seconds
+
+    for attempt in range(RAY_START_TRIES):
+        try:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False, ignore_reinit_error=True,
+                     _system_config=RAY_SYSTEM_CONFIG)
+            return ray
+        except Exception as exc:
+            ray.shutdown()
+            if "timed out during startup" not in str(exc) or attempt + 1 == RAY_START_TRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture
 def update_snapshots(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-snapshots"))

@@ -8,14 +8,13 @@ included, to the nanosecond. Speed and memory are measured in benchmarks/, not h
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from conftest import SIM, kineto_trace, write_trace
+from conftest import SIM, kineto_trace, start_local_ray, write_trace
 
 import stepscope
 import stepscope.ingest.writer
@@ -108,11 +107,7 @@ def test_missing_stage_dir_is_a_usage_error(tmp_path: Path,
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[Any]:
     """A local Ray instance with 2 CPUs, as on a CI machine (started once: ~10 s)."""
-    # a loaded 2-core machine can take longer than Ray's default 30 s to start a node
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
-    import ray  # a dev dependency (the `ray` extra); imported here: it takes seconds
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+    ray = start_local_ray()
     yield ray
     ray.shutdown()
 

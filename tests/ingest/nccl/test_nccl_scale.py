@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import REAL_TRACES, REPO
+from conftest import REAL_TRACES, REPO, start_local_ray
 
 import stepscope
 from stepscope.cli import main
@@ -110,10 +110,7 @@ def test_a_dump_of_another_rank_is_skipped_before_it_is_read(tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def local_ray() -> Any:
-    import ray  # a dev dependency (the `ray` extra); imported here: it takes seconds
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False, ignore_reinit_error=True)
+    ray = start_local_ray()
     yield ray
     ray.shutdown()
 
