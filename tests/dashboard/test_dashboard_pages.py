@@ -62,11 +62,25 @@ def open_page(monkeypatch: pytest.MonkeyPatch, db: Path, page: str, run: str | N
     return at
 
 
+def page_texts(at: AppTest) -> set[str]:
+    """What a page wrote besides its header: text, captions, notes and metric labels."""
+    kinds = ("markdown", "caption", "subheader", "info", "warning", "error", "text")
+    return ({str(e.value) for kind in kinds for e in getattr(at, kind)}
+            | {m.label for m in at.metric})
+
+
 def test_every_page_renders_for_gpu_and_cpu_runs(monkeypatch, pages_db):
-    for page in PAGES:
-        for run in ("straggler", "cpu-straggler"):
+    """Each page gets past its header: it shows something no other page of the same run
+    shows (a page that gave up after its header would show only what all pages share)."""
+    for run in ("straggler", "cpu-straggler"):
+        shown = {}
+        for page in PAGES:
             at = open_page(monkeypatch, pages_db, page, run)
             assert at.header[0].value == PAGES[page].HEADER, (page, run)
+            shown[page] = page_texts(at)
+        for page, own in shown.items():
+            others = set().union(*(t for p, t in shown.items() if p != page))
+            assert own - others, (page, run)
 
 
 def test_overview_shows_the_cli_numbers_and_the_straggler(monkeypatch, pages_db):
