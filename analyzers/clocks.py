@@ -75,7 +75,8 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
                              res.get(no, (None, 0))[0], n, note))
     elif hosts:
         rows.append(_row(hosts[0][0], None, 0.0, 0.0, t0 or 0, 0, 0, None))
-    run_script(con, "clocks/write.sql", {"run": run, "rows": rows})
+    if rows:  # a run without Kineto ranks (Flight Recorder dumps, NCCL logs alone) has none
+        run_script(con, "clocks/write.sql", {"run": run, "rows": rows})
 
 
 def _row(host: str, rank: int | None, offset: float, slope: float, t0: int,

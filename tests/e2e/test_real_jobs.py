@@ -15,12 +15,12 @@ import msgspec
 import pytest
 from conftest import REPO, SIM
 from dashboard_helpers import app_test, no_exception, texts
-from stepscope.analyzers.model import STAGES
 
 import stepscope
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.diff.build import build_diff, mfu_percent
 from stepscope.analyzers.report import build_report
+from stepscope.analyzers.results import STAGES
 from stepscope.cli import main
 from stepscope.dashboard.app.charts import diff_waterfall, waterfall_columns
 from stepscope.dashboard.app.views import RUN_PAGES
@@ -42,7 +42,7 @@ def jobs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def _diff(db: Path, a: str, b: str) -> stepscope.analyzers.model.Diff:
+def _diff(db: Path, a: str, b: str) -> stepscope.analyzers.results.Diff:
     with stepscope.open(db) as store:
         ra, rb = build_report(store.con, a), build_report(store.con, b)
         return build_diff(ra, rb, op_times(store.con, a), op_times(store.con, b))

@@ -16,7 +16,7 @@ import pytest
 from conftest import kineto_trace, write_trace
 
 import stepscope
-from stepscope.analyzers import counted_ops as co
+from stepscope.analyzers.flops import counted_ops as co
 
 B, H, S, D = 2, 16, 1024, 64
 BHSD = [B, H, S, D]   # aten::_scaled_dot_product_* tensors: [batch, heads, seq, head_dim]
