@@ -192,9 +192,10 @@ def _raise(exc: BaseException) -> Callable[..., object]:
 def test_machine_failures_in_the_reader(where: str, exc: BaseException, said: str,
                                         tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from stepscope.ingest import reader
+    from stepscope.ingest import json_split, kineto_text, reader
 
-    monkeypatch.setattr(reader, where, _raise(exc))
+    module = {"_gunzip": kineto_text, "_document_bounds": json_split}.get(where, reader)
+    monkeypatch.setattr(module, where, _raise(exc))
     db = tmp_path / "db.duckdb"
     rc, _, err = cli("ingest", job(tmp_path / "t"), "--db", db, "--executor", "inline")
     expect(rc, err, 1, said)

@@ -115,14 +115,14 @@ def test_a_machine_failure_in_a_reader_stops_the_ingest(exc: BaseException, said
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from stepscope.ingest import reader
 
-    real = reader._mapped_json
+    real = reader.mapped_json
 
     def failing(path: Path, display: str, *args: object, **kwargs: object) -> object:
         if "rank1" in display:
             raise exc
         return real(path, display, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(reader, "_mapped_json", failing)
+    monkeypatch.setattr(reader, "mapped_json", failing)
     db = tmp_path / "db.duckdb"
     folder = job(tmp_path / "t", world=3)
     rc, _, err = cli("ingest", folder, "--db", db, "--executor", "inline", "--quiet")
@@ -137,14 +137,14 @@ def test_a_file_problem_still_fails_that_file_alone(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from stepscope.ingest import reader
 
-    real = reader._mapped_json
+    real = reader.mapped_json
 
     def failing(path: Path, display: str, *args: object, **kwargs: object) -> object:
         if "rank1" in display:
             raise OSError(errno.EIO, "Input/output error")
         return real(path, display, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(reader, "_mapped_json", failing)
+    monkeypatch.setattr(reader, "mapped_json", failing)
     db = tmp_path / "db.duckdb"
     rc, _, err = cli("ingest", job(tmp_path / "t"), "--db", db, "--executor", "inline",
                      "--quiet")
