@@ -45,8 +45,8 @@ def largest_loss(report: Report) -> tuple[str | None, float]:
 def straggler_value(report: Report) -> str:
     """The headline's straggler cell: short enough for its column at 1000 px."""
     ranks = [s.rank for s in report.stragglers]
-    if not ranks:
-        return untraced_ranks(report) or "none"
+    if not ranks:  # the metric's delta says how many ranks were traced
+        return "unknown" if untraced_ranks(report) else "none"
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
 
 
@@ -63,7 +63,10 @@ def headline(report: Report) -> None:
     cols[0].metric(f"Largest loss: {CATEGORY_LABELS[cat] if cat else 'none'}", f"{ms:.2f} ms",
                    f"{share(ms, report.step_time_ms)} of the step", delta_color="off",
                    delta_arrow="off")
+    untraced = untraced_ranks(report)
     cols[1].metric("Stragglers", straggler_value(report),
+                   untraced.removeprefix("unknown: ") if untraced else None,
+                   delta_color="off", delta_arrow="off",
                    help=", ".join(f"rank {s.rank} ({plain(s.host or '?')})"
                                   for s in report.stragglers)
                    or no_straggler_line(report))
