@@ -121,10 +121,10 @@ def step_timeline(con: duckdb.DuckDBPyConnection, run: str, step: int,
             category=tuple(CATEGORY_CODES[int(c)] for c in seg["cat"]), bin_ms=None,
             label=tuple(seg["name"].tolist()))
     width = longest / bins
-    rank, start, end, cat = draw_by_time(seg, lanes, width, bins)
+    rank, start, end, cat, label = draw_by_time(seg, lanes, width, bins)
     return StepTimeline(run=run, step=step, ranks=lanes, window_ms=window_ms,
                         offset_ms=offset_ms, rank=rank, start_ms=start, end_ms=end,
-                        category=cat, bin_ms=width / 1e6, label=(None,) * len(rank))
+                        category=cat, bin_ms=width / 1e6, label=label)
 
 
 def bin_times(s: npt.NDArray[np.int64], e: npt.NDArray[np.int64], cat: npt.NDArray[Any],
@@ -170,22 +170,37 @@ def dither(times: npt.NDArray[np.float64], full: float) -> npt.NDArray[np.int64]
 
 def draw_by_time(seg: dict[str, Any], ranks: Sequence[int], width: float, bins: int,
                  ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...],
-                            tuple[str, ...]]:
+                            tuple[str, ...], tuple[str | None, ...]]:
     """The segments as rectangles of whole bins of `width` ns, a category per bin
-    (`dither`), adjacent bins of one category merged: (rank, start ms, end ms, category)."""
-    out: list[tuple[int, float, float, str]] = []
+    (`dither`), adjacent bins of one category merged: (rank, start ms, end ms, category,
+    label), a rectangle's label the name of the op of its category with most time in it."""
+    out: list[tuple[int, float, float, str, str | None]] = []
     edges = np.arange(bins + 1, dtype=np.float64) * width
     for r in ranks:
         pick = seg["rank"] == r
-        drawn = dither(bin_times(seg["start_ns"][pick], seg["end_ns"][pick], seg["cat"][pick],
-                                 edges), width)
+        s, e, c, names = seg["start_ns"][pick], seg["end_ns"][pick], seg["cat"][pick], \
+            seg["name"][pick]
+        drawn = dither(bin_times(s, e, c, edges), width)
         cut = np.flatnonzero(np.diff(drawn) != 0) + 1
         for lo, hi in zip(np.r_[0, cut], np.r_[cut, drawn.size], strict=True):
             if drawn[lo] > 0:
                 out.append((int(r), lo * width / 1e6, hi * width / 1e6,
-                            CATEGORY_CODES[int(drawn[lo])]))
-    cols = list(zip(*out, strict=True)) if out else [(), (), (), ()]
-    return tuple(cols[0]), tuple(cols[1]), tuple(cols[2]), tuple(cols[3])
+                            CATEGORY_CODES[int(drawn[lo])],
+                            _main_op(s, e, c, names, int(drawn[lo]), lo * width, hi * width)))
+    cols = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
+    return tuple(cols[0]), tuple(cols[1]), tuple(cols[2]), tuple(cols[3]), tuple(cols[4])
+
+
+def _main_op(s: npt.NDArray[np.int64], e: npt.NDArray[np.int64], cat: npt.NDArray[Any],
+             names: npt.NDArray[Any], code: int, lo: float, hi: float) -> str | None:
+    """The name of the segment of category `code` with most time within [lo, hi), else
+    (a bin given the category by dithering, its time just outside) the nearest one."""
+    mine = cat == code
+    if not mine.any():
+        return None
+    overlap = np.where(mine, np.minimum(e, hi) - np.maximum(s, lo), -np.inf)
+    name = names[int(np.argmax(overlap))]
+    return None if name is None else str(name)
 
 
 def top_kernels(con: duckdb.DuckDBPyConnection, run: str, limit: int = 30,

@@ -38,7 +38,8 @@ def deepseek_like() -> dict[str, Any]:
         at = start + dur
     rows.append((at, WINDOW_NS, CODE["compute"]))
     s, e, c = (np.array(col, dtype=np.int64) for col in zip(*rows, strict=True))
-    return {"rank": np.zeros(s.size, dtype=np.int64), "start_ns": s, "end_ns": e, "cat": c}
+    return {"rank": np.zeros(s.size, dtype=np.int64), "start_ns": s, "end_ns": e, "cat": c,
+            "name": np.array([f"op{i % 7}" for i in range(s.size)], dtype=object)}
 
 
 def truth(seg: dict[str, Any]) -> dict[str, float]:
@@ -55,7 +56,7 @@ def timelines(seg: dict[str, Any]) -> dict[str, StepTimeline]:
                          category=tuple(CATEGORY_CODES[int(c)] for c in seg["cat"]),
                          bin_ms=None)
     width = WINDOW_NS / TIMELINE_PIXELS
-    rank, start, end, cat = draw_by_time(seg, (0,), width, TIMELINE_PIXELS)
+    rank, start, end, cat, _ = draw_by_time(seg, (0,), width, TIMELINE_PIXELS)
     by_time = StepTimeline(**common, rank=rank, start_ms=start, end_ms=end, category=cat,
                            bin_ms=width / 1e6)
     return {"a bar per segment": exact, "by time": by_time}
