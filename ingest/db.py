@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 
@@ -51,6 +52,11 @@ MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace eve
 # in 5; 36 MiB or 1 thread: none in 5).
 ROOM_PER_THREAD_BYTES = 32 << 20
 MEMORY_CEILING_BYTES = 4 << 30
+# The rooms an ingest tries, as multiples of the ones above, when a step runs out of its
+# room: 32 MiB, then 256 MiB, then 2 GiB of floor (the last only with twice that free).
+# Retried, not guessed: the small room keeps memory flat in ranks where it suffices.
+ROOM_SCALES = (1, 8, 64)
+_ROOM_SCALE: ContextVar[int] = ContextVar("stepscope_room_scale", default=1)
 # Rows per row group in what a writer appends (catalog/attach_writer.sql): the
 # uncommitted run's partly filled last group of every table stays in memory until the
 # commit; at DuckDB's default of 122,880 rows that tail grew the writer by 46 MB at 1,024
@@ -265,11 +271,66 @@ def _memory_config() -> Config:
 
 def memory_limit_for(events: int) -> int | None:
     """The writer's memory limit in bytes for work on `events` trace events at once
-    (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling); None when
-    $STEPSCOPE_MEMORY_LIMIT is set: the user's limit holds as given."""
+    (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling), times the room
+    scale of the ingest's attempt (`larger_rooms`); None when $STEPSCOPE_MEMORY_LIMIT
+    is set: the user's limit holds as given."""
     if os.environ.get(MEMORY_ENV):
         return None
-    return min(max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events), MEMORY_CEILING_BYTES)
+    scale = _ROOM_SCALE.get()
+    wanted = max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events) * scale
+    return min(wanted, max(MEMORY_CEILING_BYTES, MEMORY_FLOOR_BYTES * scale))
+
+
+def room_scales() -> tuple[int, ...]:
+    """The room scales an ingest tries in turn (ROOM_SCALES), the last one bounded by
+    what the machine has free; (1,) when $STEPSCOPE_MEMORY_LIMIT is set (the user's
+    limit is not second-guessed)."""
+    if os.environ.get(MEMORY_ENV):
+        return (1,)
+    free = available_memory_bytes()
+    return tuple(s for i, s in enumerate(ROOM_SCALES)
+                 if i == 0 or free is None or MEMORY_FLOOR_BYTES * s <= free // 2)
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (None where there is none: not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@contextmanager
+def larger_rooms(scale: int) -> Iterator[None]:
+    """Within the block, every room `memory_limit_for` gives is `scale` times larger:
+    an ingest whose step ran out of its room tries again with a larger one
+    (ingest.writer) instead of failing where the machine has memory free."""
+    token = _ROOM_SCALE.set(scale)
+    try:
+        yield
+    finally:
+        _ROOM_SCALE.reset(token)
+
+
+_LIMIT_HIT = re.compile(r"\(([0-9.]+ ?[KMGT]?i?B)/([0-9.]+ ?[KMGT]?i?B) used\)")
+
+
+def limit_that_failed(exc: BaseException) -> str | None:
+    """The memory limit DuckDB names in an out-of-memory error ('... (3.9 MiB/4.0 MiB
+    used)' -> '4.0 MiB'); None when the text names none."""
+    match = _LIMIT_HIT.search(str(exc))
+    return match.group(2) if match else None
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether DuckDB ran out of its memory limit (not the machine's failure to
+    allocate, which Python reports as MemoryError)."""
+    return isinstance(exc, duckdb.OutOfMemoryException) or (
+        isinstance(exc, duckdb.Error) and "out of memory" in str(exc).lower())
 
 
 def threads_for(events: int) -> int | None:
@@ -311,12 +372,10 @@ def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[No
     limit = room + run_memory_bytes(con)
     (before,), = con.execute(sql("catalog/memory_limit_get.sql")).fetchall()
     con.execute(sql("catalog/memory_limit.sql"), {"limit": f"{limit}B"})
-    try:
-        yield
-    finally:
-        lower = size_bytes(before)
-        if lower is None or lower > limit:
-            con.execute(sql("catalog/memory_limit.sql"), {"limit": before})
+    yield  # not `finally`: see threads_limit
+    lower = size_bytes(before)
+    if lower is None or lower > limit:
+        con.execute(sql("catalog/memory_limit.sql"), {"limit": before})
 
 
 _SIZE = re.compile(r"\s*([0-9.]+)\s*(bytes|[KMGT]iB)\s*")
@@ -345,10 +404,13 @@ def threads_limit(con: duckdb.DuckDBPyConnection, threads: int | None) -> Iterat
         yield
         return
     con.execute(sql("catalog/threads.sql"), {"threads": threads})
-    try:
-        yield
-    finally:
-        con.execute(sql("catalog/threads.sql"), {"threads": int(before)})
+    # Restored when the block ends, not when it raises: the connection is then past saving
+    # (its transaction aborted, or the database invalidated by a failed commit) and its
+    # owner closes it; a statement now would raise a second error ("Current transaction
+    # is aborted", "database has been invalidated") in place of the first, the one the
+    # user must see (a batch's append that ran out of memory read "could not be stored").
+    yield
+    con.execute(sql("catalog/threads.sql"), {"threads": int(before)})
 
 
 @cache

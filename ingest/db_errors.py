@@ -16,7 +16,7 @@ import errno
 import os
 from pathlib import Path
 
-from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV, MEMORY_FLOOR_BYTES
+from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV, limit_that_failed
 from stepscope.ingest.errors import StepscopeError, UsageError, one_line, quote_name
 
 
@@ -45,6 +45,21 @@ def _name(db: str | Path | None) -> str:
     return quote_name(str(db)) if db is not None else "the database"
 
 
+def _out_of_memory(exc: BaseException, db: str | Path | None) -> DatabaseProblem:
+    """Out of memory, naming the limit that failed (DuckDB's text has it) and where it
+    came from: the user's $STEPSCOPE_MEMORY_LIMIT, or the ingest's rooms, which grow
+    when a step runs out (ingest.db.room_scales) up to what the machine has free."""
+    failed = limit_that_failed(exc)
+    at = f"at its limit of {failed}" if failed else "at its limit"
+    user = os.environ.get(MEMORY_ENV)
+    source = (f"${MEMORY_ENV}={user}" if user else
+              f"the largest room the machine's free memory allowed; default {DEFAULT_MEMORY_LIMIT}"
+              " outside an ingest")
+    return DatabaseProblem(
+        f"out of memory in the database {at} ({source}); set ${MEMORY_ENV} higher "
+        f"(e.g. 8GB) or free memory; nothing was committed to {_name(db)}")
+
+
 def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     """The one-line error for a failure of the database or the disk, or None."""
     if isinstance(exc, StepscopeError | BrokenPipeError):
@@ -55,13 +70,7 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
         return None
     text = str(exc).lower()
     if kind == "OutOfMemoryException" or "out of memory" in text:
-        limit = os.environ.get(MEMORY_ENV) or (
-            f"{DEFAULT_MEMORY_LIMIT}; an ingest appends at {MEMORY_FLOOR_BYTES >> 20}MiB and "
-            "attributes at a limit sized to its batches, each above what the run holds")
-        return DatabaseProblem(
-            f"out of memory in the database (its limit is {limit}, from ${MEMORY_ENV} or "
-            f"the default); raise ${MEMORY_ENV} (e.g. 2GB) or free "
-            f"memory; nothing was committed to {_name(db)}")
+        return _out_of_memory(exc, db)
     if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:
         return DatabaseProblem(
             f"the disk is full ({_first(exc)}); nothing was committed to {_name(db)}: "

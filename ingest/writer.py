@@ -15,6 +15,7 @@ was committed (read back from the database, not guessed).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -29,7 +30,17 @@ from typing import Any
 import duckdb
 
 from stepscope.ingest.comm_kernels import CommPattern
-from stepscope.ingest.db import connect_write, delete_run_rows, fit_memory_limit, threads_limit
+from stepscope.ingest.db import (
+    connect_write,
+    delete_run_rows,
+    fit_memory_limit,
+    is_out_of_memory,
+    larger_rooms,
+    limit_that_failed,
+    room_scales,
+    threads_limit,
+)
+from stepscope.ingest.db_file import FileState
 from stepscope.ingest.errors import (
     Interrupted,
     NothingIngestedError,
@@ -244,22 +255,9 @@ def ingest(
         if guard.hit:
             raise Interrupted(_interrupt_message(run_name, db, False), committed=False)
         opts = _Options(strict, jobs, progress, after_load, limit, step_marker, executor,
-                        ranks, comm_kernels)
-        with _stage_folder(stage_dir) as stage:
-            work = _Work.prepare((traces.files, nccl), stage, opts)
-            guard.add_stopper(work.executor.cancel)
-            work.executor.start(len(work.tasks))  # the workers import as the database opens
-            try:
-                con = connect_write(db)
-                guard.add_stopper(con.interrupt)
-                try:
-                    sources = [one_line(os.fspath(p)) for p in paths]
-                    with fit_memory_limit(con, 0):  # the floor: the run spills
-                        _transaction(con, run_name, sources, work, result, opts, guard)
-                finally:
-                    con.close()
-            finally:
-                work.executor.close()
+                        ranks, comm_kernels, stage_dir)
+        sources = [one_line(os.fspath(p)) for p in paths]
+        result = _ingest_in_rooms(db, (traces.files, nccl), sources, result, opts, guard)
     return result
 
 
@@ -274,6 +272,70 @@ class _Options:
     executor: str = "auto"
     ranks: RankSet | None = None
     comm_kernels: tuple[CommPattern, ...] | None = None
+    stage_dir: str | Path | None = None
+
+
+def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[NcclFile]],
+                     sources: list[str], start: IngestResult, opts: _Options,
+                     guard: InterruptGuard) -> IngestResult:
+    """Parse and store the run in the writer's smallest room (ingest.db), and where a step
+    runs out of it, again from the start in a larger one (`room_scales`): a step that
+    needs more than the floor gets it instead of failing the ingest with memory free
+    (1,024- and 2,048-rank jobs failed at the commit or the first append at the 32 MiB
+    floor). Each failed try is rolled back and the file cut back to its size
+    (`FileState`), so a retry starts from the database as it was; the last try's error is
+    raised as it came, the first error of that try."""
+    scales = room_scales()
+    for attempt, scale in enumerate(scales):
+        result = copy.deepcopy(start)
+        try:
+            with larger_rooms(scale):
+                _ingest_once(db, files, sources, result, opts, guard)
+        except Exception as exc:
+            if not is_out_of_memory(exc) or attempt + 1 == len(scales):
+                raise
+            room = limit_that_failed(exc) or "its room"
+            start.warnings.append(
+                f"the database ran out of memory at {room}; the ingest was rolled back "
+                f"and ran again with {scales[attempt + 1] // scale}x the room")
+            continue
+        return result
+    raise AssertionError("room_scales() is never empty")
+
+
+def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[NcclFile]],
+                 sources: list[str], result: IngestResult, opts: _Options,
+                 guard: InterruptGuard) -> None:
+    """One try: parse every file on the executor and store the run in one transaction;
+    when it fails, the database file is left as it was (`FileState.restore_size`)."""
+    with _stage_folder(opts.stage_dir) as stage:
+        work = _Work.prepare(files, stage, opts)
+        guard.add_stopper(work.executor.cancel)
+        work.executor.start(len(work.tasks))  # the workers import as the database opens
+        try:
+            con = connect_write(db)
+            before = FileState.of(db)
+            guard.add_stopper(con.interrupt)
+            try:
+                with fit_memory_limit(con, 0):  # the floor: the run spills
+                    _transaction(con, result.run, sources, work, result, opts, guard)
+            except BaseException:
+                _close_quietly(con)
+                if before is not None:
+                    before.restore_size()
+                raise
+            con.close()
+        finally:
+            work.executor.close()
+
+
+def _close_quietly(con: duckdb.DuckDBPyConnection) -> None:
+    """Close a connection that failed: an invalidated database raises on close too, and
+    that follow-on error must not replace the first."""
+    try:
+        con.close()
+    except duckdb.Error:
+        pass
 
 
 @dataclass(frozen=True)
@@ -493,6 +555,9 @@ class _Batch:
         except duckdb.InterruptException:
             raise
         except duckdb.Error as exc:
+            if is_out_of_memory(exc):
+                raise  # the room's problem, not the file's: a larger room is tried
+
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(

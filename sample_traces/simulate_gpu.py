@@ -235,6 +235,11 @@ BENCH_SETS: dict[str, Config] = {
     **{f"scale{n}": Config(f"scale{n}", tp=8, pp=2, dp=n // 16, microbatches=4,
                            layers_per_stage=1, steps=3, gpus_per_node=8)
        for n in (64, 256, 1024, 2048)},
+    # issue 44's two shapes at the defaults (benchmarks/bench_scale.py --shape):
+    # TP8 x PP4 with 4 microbatches and TP8 x PP8 with 8, 64 to 4,096 ranks
+    **{f"tp8pp{pp}_{n}": Config(f"tp8pp{pp}_{n}", tp=8, pp=pp, dp=n // (8 * pp),
+                               microbatches=pp, layers_per_stage=1, steps=3, gpus_per_node=8)
+       for pp in (4, 8) for n in (64, 256, 1024, 2048, 4096)},
     # benchmarks/bench_analyses.py: the roofline shape (EP 8 per node) at 1,024 ranks
     "roofline1024": Config("roofline1024", shape="roofline", tp=1, pp=1, dp=1024,
                            gpus_per_node=8, microbatches=2, steps=3, ep_imbalance=0.2),

@@ -401,7 +401,8 @@ def test_database_and_disk_failures_are_one_line(two_runs: Path, tmp_path: Path,
 
     line = str(db_errors.explain(duckdb.OutOfMemoryException("Out of Memory Error: x\ny"),
                                  tmp_path / "m.duckdb"))
-    assert line.startswith("out of memory in the database (its limit is lots") and "\n" not in line
+    assert line.startswith("out of memory in the database at its limit "
+                           "($STEPSCOPE_MEMORY_LIMIT=lots)") and "\n" not in line
     monkeypatch.delenv("STEPSCOPE_MEMORY_LIMIT")
     assert q(good, "SELECT count(*) FROM runs") == [(2,)]
 

@@ -15,6 +15,7 @@ import pytest
 import stepscope
 from stepscope.analyzers.breakdown import attribution
 from stepscope.ingest import db as ingest_db
+from stepscope.ingest import ingest
 from stepscope.ingest.db import (
     MEMORY_CEILING_BYTES,
     MEMORY_ENV,
@@ -197,3 +198,67 @@ def test_failed_attribution_leaves_the_database(
                              executor="inline")
     assert _rows(db, ("runs", "step_attribution", "gpu_ops")) == before
     assert not Path(f"{db}.tmp").exists() or not any(Path(f"{db}.tmp").iterdir())
+
+
+HEALTHY = Path(__file__).resolve().parents[2] / "sample_traces" / "simulated" / "healthy"
+
+
+def test_failed_ingest_leaves_the_file_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run rolled back after its rows were written (DuckDB writes a large transaction's
+    row groups to the file as it goes) leaves the file byte for byte as it was: before,
+    the healthy set's failed ingest grew the file from 4.47 to 4.73 MB for good."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    db = tmp_path / "s.duckdb"
+    stepscope.ingest_run(HEALTHY, db=db, run="keep", executor="inline")
+    before = db.read_bytes()
+
+    def fail(con: duckdb.DuckDBPyConnection, run: str) -> None:
+        raise RuntimeError("the analyzers failed")
+
+    with pytest.raises(RuntimeError, match="the analyzers failed"):
+        ingest([HEALTHY], db=db, run="new", executor="inline", after_load=fail)
+    assert db.read_bytes() == before
+    assert not Path(f"{db}.wal").exists()
+
+
+def test_out_of_memory_is_the_error_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step that runs out of its room, with no larger room to try, fails with DuckDB's
+    own out-of-memory error, named with the limit that failed; before, the appends'
+    settings were restored inside the aborted transaction and the user read "could not be
+    stored (TransactionContext Error: Current transaction is aborted) ... (please report
+    this file)", and the message named a 1GB limit when 8 MiB failed."""
+    from stepscope.ingest.db_errors import explain
+
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    db = tmp_path / "s.duckdb"
+    stepscope.ingest_run(HEALTHY, db=db, run="keep", executor="inline")
+    before = db.read_bytes()
+    monkeypatch.setattr(ingest_db, "MEMORY_FLOOR_BYTES", 8 * MIB)
+    monkeypatch.setattr(ingest_db, "ROOM_SCALES", (1,))
+    with pytest.raises(duckdb.OutOfMemoryException) as failed:
+        stepscope.ingest_run(HEALTHY, db=db, run="new", executor="inline")
+    line = str(explain(failed.value, db))
+    assert line.startswith("out of memory in the database at its limit of 8.0 MiB"), line
+    assert "nothing was committed" in line and "\n" not in line
+    assert db.read_bytes() == before
+
+
+def test_ingest_tries_a_larger_room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the smallest room is too small, the ingest runs again in a larger one and
+    stores the same rows as at the defaults, saying so in one warning."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    stepscope.ingest_run(HEALTHY, db=tmp_path / "ref.duckdb", run="r", executor="inline")
+    monkeypatch.setattr(ingest_db, "MEMORY_FLOOR_BYTES", 4 * MIB)
+    result = stepscope.ingest_run(HEALTHY, db=tmp_path / "s.duckdb", run="r",
+                                  executor="inline")
+    assert [w for w in result.warnings if "ran out of memory" in w] == [
+        "the database ran out of memory at 4.0 MiB; the ingest was rolled back and ran "
+        "again with 8x the room"]
+    tables = ("runs", "step_attribution", "collective_waits", "gpu_ops", "cpu_ops")
+    ref, got = _rows(tmp_path / "ref.duckdb", tables), _rows(tmp_path / "s.duckdb", tables)
+    assert got.pop("runs")[0].split("datetime")[0] == ref.pop("runs")[0].split("datetime")[0]
+    assert got == ref
