@@ -130,7 +130,11 @@ def test_stragglers_same_with_and_without_skew(tmp_path: Path) -> None:
         paths.append([(p.step, [(r.rank, r.category, round(r.start_ms, 3), round(r.ms, 3))
                                 for r in p.runs]) for p in report.critical_path.steps])
     assert found[0] and found[0][0][0] == 6
-    assert found[0] == found[1] == found[2]
+    assert found[0] == found[1]
+    # under drift the same rank, its wait within 10 us: the wait passed on through the
+    # pipeline weighs bubbles, which drift stretches (5.347 vs 5.350 ms at 150 ppm)
+    assert [r for r, _ in found[2]] == [r for r, _ in found[0]]
+    assert [w for _, w in found[2]] == pytest.approx([w for _, w in found[0]], abs=0.01)
     assert paths[0] and paths[0] == paths[1]
 
 

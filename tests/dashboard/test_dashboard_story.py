@@ -174,8 +174,14 @@ def test_heatmap_opens_on_who_makes_the_others_wait(monkeypatch, sample_db):
     assert worst == report.stragglers[0].rank == 3
     text = texts(at)
     # the sentence above the chart is the chart's own numbers
-    assert f"rank 3: {means[3]:.2f} ms/step ({share(means[3], report.step_time_ms)}" in text
-    assert means[3] == pytest.approx(report.stragglers[0].waited_on_ms, abs=0.01)
+    others = (len(means) - 1) * report.step_time_ms  # summed over the waiting ranks
+    assert f"rank 3: {means[3]:.2f} ms/step ({share(means[3], others)} of the other " in text
+    # the Stragglers table's figure adds the waits passed on through the ranks that
+    # waited for it (its pipeline peers): all the others' straggler wait
+    assert report.stragglers[0].waited_on_ms > means[3]
+    assert report.stragglers[0].waited_on_ms == pytest.approx(
+        sum(r.breakdown_ms.straggler_wait for r in report.per_rank if r.rank != 3), rel=1e-6)
+    assert "also counts the waits passed on" in text
     assert "ms per step" in text  # the unit of the view, in words
     # the straggler links to its Timeline at its worst step
     assert "page=timeline&run=straggler&rank=3&step=" in text

@@ -123,12 +123,21 @@ def sentence(report: Report, grid: RankStepGrid, metric: str) -> str:
         return f"No rank {'caused' if metric == 'wait_caused_ms' else 'suffered'} more than " \
                f"1% of the step ({0.01 * step:.2f} ms) of straggler wait."
     flagged = {s.rank for s in report.stragglers}
-    parts = [f"rank{'s' if len(rs) > 1 else ''} {rank_list_short(rs)}: {v:.2f} ms/step"
-             + (" each" if len(rs) > 1 else "") + f" ({share(v, step)} of the step)"
-             for v, rs in groups]
     if metric == "wait_suffered_ms":
+        parts = [f"rank{'s' if len(rs) > 1 else ''} {rank_list_short(rs)}: {v:.2f} ms/step"
+                 + (" each" if len(rs) > 1 else "") + f" ({share(v, step)} of the step)"
+                 for v, rs in groups]
         return "Waited for late ranks (mean over complete steps): " + "; ".join(parts) + "."
-    text = "Made the others wait (mean over complete steps): " + "; ".join(parts) + "."
+    # summed over the waiting ranks: a share of their time together, never past 100%
+    others = max(len(means) - 1, 1) * step
+    parts = [f"rank{'s' if len(rs) > 1 else ''} {rank_list_short(rs)}: {v:.2f} ms/step"
+             + (" each" if len(rs) > 1 else "") + f" ({share(v, others)} of the other "
+             "ranks' time)" for v, rs in groups]
+    text = ("Made the others wait in the collectives where it arrived last, summed over "
+            "the ranks that waited (mean over complete steps): " + "; ".join(parts) + ".")
+    if flagged:
+        text += (" The Stragglers table also counts the waits passed on through the ranks "
+                 "that waited for a straggler.")
     upstream = sorted(r for _, rs in groups for r in rs if r not in flagged)
     if upstream and flagged:
         text += (f" Rank(s) {rank_list_short(upstream)} arrive last too but are not "
