@@ -8,6 +8,7 @@ builds the report. Memory is the peak of the summed RSS of the whole process tre
 (benchmarks/_measure.py), workers included.
 
     python benchmarks/bench_scale.py [--sizes 64,256,1024] [--executors process,inline,ray]
+                                     [--shape scale|tp8pp4|tp8pp8]
                                      [--baseline DIR] [--split] [--db-dir DIR] [--json OUT]
 
 `--split` runs the ingest and the report as two commands (two fresh interpreters on the
@@ -45,7 +46,7 @@ DATA = HERE / "data"
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
-n, executor, db, out, stage = sys.argv[1:6]
+n, executor, db, out, stage, name = sys.argv[1:7]
 t0 = time.perf_counter()
 ray_start = 0.0
 if executor == "ray":
@@ -59,34 +60,45 @@ import stepscope
 t1 = time.perf_counter()
 facts = {{"ray_start_s": ray_start}}
 if stage in ("both", "ingest"):
-    result = stepscope.ingest_run([{data!r} + "/scale" + n], db=db, run="scale" + n,
+    result = stepscope.ingest_run([{data!r} + "/" + name], db=db, run=name,
                                   executor=executor)
-    facts.update(ranks=len(result.ranks), status=result.status)
+    facts.update(ranks=len(result.ranks), status=result.status,
+                 room_retries=sum("ran out of memory" in w for w in result.warnings))
 t2 = time.perf_counter()
 if stage in ("both", "report"):
-    facts["step_ms"] = stepscope.report("scale" + n, db=db).report.step_time_ms
+    facts["step_ms"] = stepscope.report(name, db=db).report.step_time_ms
 t3 = time.perf_counter()
 json.dump({{**facts, "ingest_s": t2 - t1, "report_s": t3 - t2}}, open(out, "w"))
 """
 
 
-def ensure_set(n: int) -> Path:
-    target = DATA / f"scale{n}"
+SHAPES = ("scale", "tp8pp4", "tp8pp8")  # sample_traces/simulate_gpu.py BENCH_SETS
+
+
+def set_name(shape: str, n: int) -> str:
+    """The simulated set of `shape` at `n` ranks: scale<n> (TP8 x PP2), or issue 44's
+    tp8pp4_<n> (4 microbatches) and tp8pp8_<n> (8 microbatches)."""
+    return f"scale{n}" if shape == "scale" else f"{shape}_{n}"
+
+
+def ensure_set(name: str, n: int) -> Path:
+    target = DATA / name
     if not (target / f"rank{n - 1}.json.gz").exists():
         subprocess.run([sys.executable, str(REPO / "sample_traces" / "simulate_gpu.py"),
-                        "--sets", f"scale{n}", "--no-truth", "--out", str(DATA)], check=True)
+                        "--sets", name, "--no-truth", "--out", str(DATA)], check=True)
     return target
 
 
-def _child(n: int, executor: str, repo: Path, db: Path, stage: str) -> dict[str, object]:
+def _child(n: int, executor: str, repo: Path, db: Path, stage: str,
+           name: str) -> dict[str, object]:
     """One fresh interpreter doing `stage` (ingest, report or both) of the set of `n`
     ranks into `db`: its facts, wall time and peak memory."""
     out = db.with_suffix(f".{stage}.json")
     code = CHILD.format(repo=str(repo), data=str(DATA))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(repo), os.environ.get("PYTHONPATH")) if p)}
-    m = run_measured([sys.executable, "-c", code, str(n), executor, str(db), str(out), stage],
-                     env=env)
+    m = run_measured([sys.executable, "-c", code, str(n), executor, str(db), str(out), stage,
+                      name], env=env)
     facts = json.loads(out.read_text())
     return {**facts, "wall_s": m.wall_s, "peak_tree_mb": m.peak_tree_mb,
             "largest_process_mb": m.peak_single_mb}
@@ -96,20 +108,21 @@ REUSED = {"ingest_s": 0.0, "wall_s": 0.0, "peak_tree_mb": 0.0, "largest_process_
 
 
 def measure(n: int, executor: str, repo: Path = REPO, split: bool = False,
-            db_dir: Path | None = None) -> dict[str, object]:
+            db_dir: Path | None = None, shape: str = "scale") -> dict[str, object]:
     """Ingest and report of `n` ranks in one process, or (`split`) as two commands, the
     way a user runs them: then the peaks are the larger of the two, and each is kept.
     With `db_dir` (split only) the database there is reused when it exists."""
     with tempfile.TemporaryDirectory() as tmp:
-        db = (db_dir or Path(tmp)) / (f"scale{n}.duckdb" if db_dir else "s.duckdb")
+        name = set_name(shape, n)
+        db = (db_dir or Path(tmp)) / (f"{name}.duckdb" if db_dir else "s.duckdb")
         if not split:
             return {"ranks_asked": n, "executor": executor,
-                    **_child(n, executor, repo, db, "both")}
+                    **_child(n, executor, repo, db, "both", name)}
         if db_dir is not None and db.exists():
             ingest: dict[str, object] = dict(REUSED)
         else:
-            ingest = _child(n, executor, repo, db, "ingest")
-        report = _child(n, executor, repo, db, "report")
+            ingest = _child(n, executor, repo, db, "ingest", name)
+        report = _child(n, executor, repo, db, "report", name)
     return {"ranks_asked": n, "executor": executor, **ingest, "report_s": report["report_s"],
             "step_ms": report["step_ms"],
             "ingest_tree_mb": ingest["peak_tree_mb"],
@@ -125,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64,256,1024")
     parser.add_argument("--executors", default="process")
+    parser.add_argument("--shape", choices=SHAPES, default="scale",
+                        help="scale: TP8 x PP2; tp8pp4 / tp8pp8: issue 44's two shapes")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another stepscope source checkout, measured after this one")
     parser.add_argument("--json", type=Path, default=None)
@@ -144,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{'tree peak MB':>13s} {'largest proc MB':>16s} {'gz MB':>6s}")
     rows = []
     for n in sizes:
-        folder = ensure_set(n)
+        folder = ensure_set(set_name(args.shape, n), n)
         gz_mb = sum(f.stat().st_size for f in folder.glob("*.json.gz")) / 1e6
         for executor in args.executors.split(","):
             for version, repo in versions:
-                row = measure(n, executor, repo, args.split, args.db_dir)
+                row = measure(n, executor, repo, args.split, args.db_dir, args.shape)
                 row["gz_mb"] = gz_mb
                 row["version"] = version
                 rows.append(row)
