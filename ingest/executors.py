@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -313,6 +314,26 @@ class ProcessExecutor:
         self.cancelled = True
 
 
+_KEPT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                      if hasattr(signal, name))
+
+
+def _keep_ours(handler: Any) -> None:
+    """Stands in for Ray's `set_sigterm_handler` while Ray starts: the handler it
+    offers is not installed."""
+    del handler
+
+
+def _restore_handlers(handlers: dict[int, Any]) -> None:
+    """Put back the signal handlers a library replaced (main thread only, where
+    handlers can be set; None: one set outside Python, left as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 class RayExecutor:
     name = "ray"
 
@@ -346,6 +367,15 @@ class RayExecutor:
         naming the address."""
         if self.address not in (None, "auto"):
             ray_reachable(self.address)
+        # ray.init puts its own SIGTERM handler (sys.exit(15), no word: a SIGTERM during
+        # the ~10-30 s of its start exited 15 in silence) in place of the CLI's, which
+        # stops the ingest at a safe point with one line and exit 143: Ray's is not set,
+        # and the handlers are put back after, whatever Ray did
+        handlers = {sig: signal.getsignal(sig) for sig in _KEPT_SIGNALS}
+        utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
+        ray_sets = getattr(utils, "set_sigterm_handler", None)
+        if ray_sets is not None:
+            utils.set_sigterm_handler = _keep_ours
         try:
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
                      include_dashboard=False, configure_logging=True,
@@ -357,6 +387,10 @@ class RayExecutor:
                     if "ray[client]" in first else "")
             raise UsageError(f"--executor: cannot start Ray at {where} "
                              f"({type(exc).__name__}: {first}){hint}") from None
+        finally:
+            if ray_sets is not None:
+                utils.set_sigterm_handler = ray_sets
+            _restore_handlers(handlers)
 
     def _wait(self, ray: Any, task: Task, ref: Any) -> Outcome:
         while True:

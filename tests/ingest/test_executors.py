@@ -319,3 +319,44 @@ def _wait_until_answered(fd: int, settle_s: float = 1.0, limit_s: float = 60) ->
             return
         time.sleep(0.05)
     raise AssertionError("the worker never answered")
+
+
+def test_ray_start_keeps_the_stop_signal_handlers() -> None:
+    """ray.init installs a SIGTERM handler that exits 15 without a word (a SIGTERM during
+    Ray's start ended `stepscope ingest --executor ray` that way); the executor keeps
+    the CLI's handlers in place during the start and after it."""
+    import signal
+    import types
+
+    from stepscope.ingest.executors import RayExecutor
+
+    offered: list[Any] = []
+
+    def ray_sets(handler: Any) -> None:  # Ray's own: installs its handler
+        signal.signal(signal.SIGTERM, handler)
+
+    utils = types.SimpleNamespace(set_sigterm_handler=ray_sets)
+
+    def init(**_: Any) -> None:
+        def exits_15(signum: int, frame: Any) -> None:
+            raise SystemExit(signum)
+        offered.append(exits_15)
+        utils.set_sigterm_handler(exits_15)
+        assert signal.getsignal(signal.SIGTERM) is ours  # during the start, too
+        signal.signal(signal.SIGINT, exits_15)  # whatever else it does is undone
+
+    fake_ray = types.SimpleNamespace(init=init, _private=types.SimpleNamespace(utils=utils))
+
+    def ours(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, ours)
+    try:
+        RayExecutor(None)._init(fake_ray)
+        assert offered and signal.getsignal(signal.SIGTERM) is ours
+        assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
+        assert utils.set_sigterm_handler is ray_sets  # Ray's function is given back
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
