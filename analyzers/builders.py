@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
+import msgspec
 
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.context import ReportOptions, RunContext, run_context
+from stepscope.analyzers.diff.bandwidth import bandwidth_recommendations
 from stepscope.analyzers.diff.build import build_diff
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.peaks import DevicePeak
@@ -50,6 +52,10 @@ def diff_reports(ctx_a: RunContext, report_a: Report, ctx_b: RunContext,
     expected, why_not = expected_for(ctx_a, report_a, ctx_b, report_b)
     diff = build_diff(report_a, report_b, op_times(ctx_a.con, ctx_a.run),
                       op_times(ctx_b.con, ctx_b.run), expected=expected)
+    network = bandwidth_recommendations(ctx_b, report_b, diff.collectives)
+    if network:  # a slower network is a cause too: with B's own advice, by gain
+        recs = sorted((*network, *diff.recommendations), key=lambda r: -r.expected_gain_ms)
+        diff = msgspec.structs.replace(diff, recommendations=tuple(recs))
     return RunDiff(diff, why_not)
 
 
