@@ -10,7 +10,7 @@ faster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from statistics import median
 
 import duckdb
@@ -19,10 +19,13 @@ import numpy as np
 from stepscope.analyzers.context import RunContext, no_gpu_timeline
 from stepscope.analyzers.critical_path.graph import (
     KERNEL,
+    LAUNCH_EDGE,
+    LAUNCH_TOL_NS,
     NEG,
     PATH_CATEGORIES,
     SYNC_TOL_NS,
     XS_TOL_NS,
+    Causes,
     Graph,
     causes,
     load,
@@ -37,7 +40,7 @@ from stepscope.analyzers.critical_path.whatif import (
     step_graph,
     window_times,
 )
-from stepscope.analyzers.parallel.pipeline import PipelineTopology
+from stepscope.analyzers.parallel.pipeline import PipelineTopology, topology
 from stepscope.analyzers.results import (
     CriticalPath,
     PathOp,
@@ -54,6 +57,7 @@ TOP_OPS = 10
 TOP_RANKS = 8
 MAX_STRAGGLER_WHATIFS = 4
 MIN_STAGE_IMBALANCE = 1.05  # slowest stage's compute over the median stage's
+REPLAY_TOL_NS = 1_000  # a window the unchanged graph gives back this close is reproduced
 # the default what-ifs whose target has time on the path by construction
 ON_PATH_REASONS = ("top_op", "top_collective")
 LABELS = {"cpu": "host (CPU before a launch)", "launch": "kernel launch",
@@ -66,8 +70,11 @@ class Analysis:
     graph, and not kept: on a large job they are the largest part (docs/scale.md,
     "Memory")."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str,
+                 stage_of: Mapping[int, int] | None = None) -> None:
         g, edges = load(con, run)
+        # a rank at the median speed is compared with the ranks of its pipeline stage
+        self.peers = stage_of
         self.g: Graph = g
         self.delay = launch_latency(g, edges)
         self.steps: tuple[int, ...] = tuple(sorted({int(k) for k in g.w_step}))
@@ -79,6 +86,7 @@ class Analysis:
         del edges
         self.parent = parents(g, self.why)
         self.cycles = 0  # dependency cycles the last evaluation broke
+        self.history = _history(g, self.why, self.steps)
         self._observed: dict[int, dict[int, int]] | None = None
 
     def path(self, step: int) -> Path | None:
@@ -91,7 +99,7 @@ class Analysis:
     def windows(self, spec: WhatIf | None) -> dict[int, dict[int, int]]:
         """Per step, per rank: the window length (ns) with the what-if applied (None:
         as observed); windows on a cycle of the graph are left out."""
-        scale = None if spec is None else scaling(self.g, spec)
+        scale = None if spec is None else scaling(self.g, spec, self.peers)
         sg = self.graph()
         values, self.cycles = run_step(sg, scale)
         ws, we = window_times(self.g, sg, values)
@@ -102,6 +110,27 @@ class Analysis:
             out.setdefault(int(step), {})[int(rank)] = int(b - a)
         return out
 
+    def replay_note(self) -> str | None:
+        """The replay self-check: the graph evaluated with no change must give back every
+        complete step's window (within REPLAY_TOL_NS; a window on a broken cycle is not
+        given back). None when it does, else the sentence the report shows instead of
+        its what-ifs: a what-if built on a graph that does not replay the run would
+        measure its gains from the wrong place."""
+        if self._observed is None:
+            self._observed = self.windows(None)
+        g = self.g
+        got = np.asarray([self._observed.get(int(k), {}).get(int(r), -1)
+                          for k, r in zip(g.w_step, g.w_rank, strict=True)], dtype=np.int64)
+        want = g.w_we - g.w_ws
+        miss = (got < 0) | (np.abs(got - want) > REPLAY_TOL_NS)
+        if not miss.any():
+            return None
+        worst = float(np.where(got[miss] < 0, want[miss], np.abs(got - want)[miss]).max())
+        return (f"the dependency graph with no change does not reproduce {int(miss.sum())} "
+                f"of {miss.size} step windows (worst {worst / 1e6:.3f} ms off"
+                + (f"; {self.cycles} dependency cycle(s) broken" if self.cycles else "")
+                + "): no what-if is computed on it")
+
     def whatif(self, spec: WhatIf, measured_ms: float, what: str | None = None,
                reason: str | None = None) -> WhatIfResult:
         """The step time with `spec` applied, as the report measures it: the mean over
@@ -109,8 +138,9 @@ class Analysis:
         if self._observed is None:
             self._observed = self.windows(None)
         after = self.windows(spec)
-        base = _mean_step({k: w for k, w in self._observed.items() if k in after})
-        predicted = measured_ms - (base - _mean_step(after)) / 1e6
+        steady = _steady(after) if self.history else after
+        base = _mean_step({k: w for k, w in self._observed.items() if k in steady})
+        predicted = measured_ms - (base - _mean_step(steady)) / 1e6
         label = what or spec.label
         sentence = whatif_sentence(label, predicted, measured_ms,
                                    on_path=reason in ON_PATH_REASONS)
@@ -137,7 +167,8 @@ def whatif_sentence(label: str, predicted_ms: float, measured_ms: float,
 
 
 def check(a: Analysis, spec: WhatIf) -> None:
-    """UsageError (one line) when the what-if names nothing in the run."""
+    """UsageError (one line) when the what-if names nothing in the run, or when the
+    graph with no change does not give the run back (the replay self-check)."""
     g = a.g
     if spec.speedup is None and not spec.ranks:
         raise UsageError("--speedup median applies to --rank; give a factor (e.g. 2)")
@@ -156,6 +187,9 @@ def check(a: Analysis, spec: WhatIf) -> None:
         names = sorted({str(n) for n in g.name_of(np.flatnonzero(g.kind != KERNEL))})
         raise UsageError(f"no matched collective '{spec.collective}' in this run (have: "
                          f"{', '.join(names) or 'none'}; NAME:GROUP picks a group)")
+    replay = a.replay_note()
+    if replay is not None:
+        raise UsageError(replay)
 
 
 def what_if(ctx: RunContext, spec: WhatIf) -> WhatIfResult:
@@ -163,11 +197,39 @@ def what_if(ctx: RunContext, spec: WhatIf) -> WhatIfResult:
     if ctx.info.timeline == "cpu":
         raise UsageError(f"{no_gpu_timeline(ctx.info)}: the what-if works on GPU kernels and "
                          "collectives")
-    a = Analysis(ctx.con, ctx.run)
+    a = analysis_of(ctx.con, ctx.run)
     if not a.steps:
         raise UsageError("no complete step with GPU ops in this run: nothing to recompute")
     check(a, spec)
     return a.whatif(spec, ctx.attribution.step_time_ms)
+
+
+def analysis_of(con: duckdb.DuckDBPyConnection, run: str) -> Analysis:
+    """The run's Analysis, its ranks at the median speed compared within their pipeline
+    stage (`stepscope whatif`, the dashboard)."""
+    topo = topology(con, run)
+    return Analysis(con, run, topo.stage_of if topo is not None else None)
+
+
+def _history(g: Graph, why: Causes, steps: tuple[int, ...]) -> bool:
+    """Whether the first complete step shows GPU work from before the trace: one of its
+    ops was launched and started more than the launch tolerance after its call returned
+    with nothing recorded holding it (the GPU still ran earlier steps' work)."""
+    if not steps:
+        return False
+    first = np.flatnonzero((g.step == steps[0]) & (why.kind == LAUNCH_EDGE))
+    ready = np.maximum(g.launch_s[first] + LAUNCH_TOL_NS, g.launch_e[first])
+    return bool((g.s[first] - ready > LAUNCH_TOL_NS).any())
+
+
+def _steady(windows: dict[int, dict[int, int]]) -> dict[int, dict[int, int]]:
+    """The steps a what-if's gain is measured on when the first complete step shows
+    work from before the trace (_history): all but the first when there are two or
+    more. That step starts where the unrecorded work left each rank (a GPU behind its
+    CPU, ranks out of phase), which the graph keeps as observed: its window mixes that
+    history with the change (docs/critical_path.md, "What-if")."""
+    steps = sorted(windows)
+    return {k: windows[k] for k in (steps[1:] if len(steps) > 1 else steps)}
 
 
 def _mean_step(windows: dict[int, dict[int, int]]) -> float:
@@ -371,7 +433,7 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         return CriticalPath(message=f"{no_gpu_timeline(ctx.info)}: the critical path follows "
                                     "GPU kernels, their launches and collectives; there are "
                                     "none here")
-    a = Analysis(ctx.con, ctx.run)
+    a = Analysis(ctx.con, ctx.run, topo.stage_of if topo is not None else None)
     if a.g.n == 0 or not a.steps:
         return CriticalPath(message="no complete step with GPU ops: nothing to follow")
     means = {s.step: s.step_time_ms for s in ctx.attribution.per_step}
@@ -387,13 +449,15 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         cats[key] = ms
     by_rank = _shares(np.concatenate([p.rank for p in paths]), ns, total, n)
     measured = ctx.attribution.step_time_ms
-    a.windows(None)
+    replay = a.replay_note()  # evaluates the graph with no change
     cycles = a.cycles
-    whatifs = tuple(a.whatif(spec, measured, what, reason) for spec, what, reason in
-                    _default_whatifs(ctx, paths, late, topo))
+    whatifs = () if replay is not None else tuple(
+        a.whatif(spec, measured, what, reason) for spec, what, reason in
+        _default_whatifs(ctx, paths, late, topo))
     notes = _notes(a, ctx, paths) + ((
         f"{cycles} dependency cycle(s) broken in the what-if: collective matches that "
-        "contradict the recorded times",) if cycles else ())
+        "contradict the recorded times",) if cycles else ()) + (
+        (replay,) if replay is not None else ())
     return CriticalPath(
         steps=steps, path_ms=total / 1e6 / n, by_category_ms=cats,
         by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),

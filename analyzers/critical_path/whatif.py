@@ -1,13 +1,15 @@
 """What-if: a step's time recomputed on its dependency graph with some ops faster
 (docs/critical_path.md, "What-if").
 
-Every start becomes the latest of what it depends on (max-plus): its launch (shifted with
-the CPU when the CPU had waited for a GPU op of the step), the previous op on its stream,
-the communication it waits for (issue, consume, inferred waits), each with the gap
-observed when that dependency set the start and none otherwise; a kernel ends its
-duration later; a collective or send/recv ends the transfer time (the last member's
-duration) after its last member arrives. Arrivals are compared through the instance's
-observed end, which every member saw at the same instant, so no clock needs aligning.
+Every start becomes the latest of what it depends on (max-plus): its launch call, the
+previous op on its stream, the communication it waits for (issue, consume, inferred
+waits), each with the gap observed when that dependency set the start and none
+otherwise; a kernel ends its duration later; a collective or send/recv ends the transfer
+time (the last member's duration) after its last member arrives. Arrivals are compared
+through the instance's observed end, which every member saw at the same instant, so no
+clock needs aligning. The launch calls of a rank are a chain too (cpu_calls): the host's
+own work between them keeps its length, and what it waited for (a sync's GPU op, the op
+that freed a full launch queue) moves them, so a CPU paced by the GPU moves with it.
 With no change the evaluation reproduces every observed time exactly.
 
 The graph of a step is evaluated level by level in topological order (Kahn): each round
@@ -17,6 +19,7 @@ longest chain of dependencies in items, the work linear in nodes and edges.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,13 +28,17 @@ import numpy.typing as npt
 
 from stepscope.analyzers.critical_path.graph import (
     COMPUTE,
+    GAP_MIN_NS,
     I32,
     I64,
     KERNEL,
     LAUNCH_EDGE,
+    LAUNCH_TOL_NS,
     NEG,
+    NONE,
     RECOMPUTE,
     SYNC,
+    SYNC_TOL_NS,
     Edges,
     Graph,
 )
@@ -50,13 +57,18 @@ class Scaling:
 
 def launch_latency(g: Graph, edges: Edges) -> I64:
     """Per node, the launch delay it would have if its launch set its start: the one
-    observed when it did, else the median of its rank's launch-bound starts (0 if none)."""
+    observed when it did, else the median of its rank's launch-bound starts (0 if none)
+    that started within LAUNCH_TOL_NS of their call's return (one that started later
+    waited for something the trace does not record, docs/critical_path.md: a GPU still
+    busy with work before the trace made that median milliseconds)."""
     delay = np.where(g.launch_s > NEG, g.s - g.launch_s, 0)
     b = np.flatnonzero(edges.binding & np.isin(edges.ekind, (LAUNCH_EDGE, SYNC)))
     bound = edges.dst[b]
     typical = np.zeros(int(g.rank.max()) + 1 if g.n else 1, dtype=np.int64)
-    if bound.size:  # the median per rank, by sorting
-        r, dl = g.rank[bound], delay[bound]
+    quick = bound[g.s[bound] - np.maximum(g.launch_s[bound], g.launch_e[bound])
+                  <= LAUNCH_TOL_NS]
+    if quick.size:  # the median per rank, by sorting
+        r, dl = g.rank[quick], delay[quick]
         order = np.lexsort((dl, r))
         r, dl = r[order], dl[order]
         first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
@@ -119,19 +131,18 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     # ---- edges into starts, a chunk of edges at a time: the temporaries are as long as
     # a chunk, not as the edges (on a large job the edges are most of the report's
     # memory, docs/scale.md "Memory"); the chunks' edges keep their order
-    wait = np.zeros(g.n, dtype=np.int64)  # first every CPU wait: a launch's floor reads it
-    for sl in _chunks(edges.dst.size):
-        into = edges.dst[sl]
-        sync = (edges.ekind[sl] == SYNC) & (pos[into] >= 0)
-        np.maximum.at(wait, into[sync], edges.wait[sl][sync])
     es, ed, ew = [], [], []
     for sl in _chunks(edges.dst.size):
-        src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, delay, wait, c), n_loc)
+        src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, c), n_loc)
         es.append(src)
         ed.append(dst)
         ew.append(w)
-    del wait
-    es, ed, ew = [np.concatenate(es)], [np.concatenate(ed)], [np.concatenate(ew)]
+    # the host: each rank's launch calls as a chain (cpu_calls), after the instances
+    calls = cpu_calls(g, edges, nodes, (pos, loc, delay), 2 * n_loc + insts.size)
+    c = np.concatenate([c, calls.c])
+    n_items = c.size
+    es, ed, ew = ([np.concatenate([*es, calls.src])], [np.concatenate([*ed, calls.dst])],
+                  [np.concatenate([*ew, calls.w])])
     # ---- starts to ends: kernels by their duration, members through their instance
     kern = np.flatnonzero(~is_member)
     es.append(kern)
@@ -177,8 +188,8 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
         kernel_nodes=own_nodes[kern], inst_items=2 * n_loc + np.arange(insts.size),
         base_d=base_d, base_t=np.asarray(g.inst_t[_first_member(g, insts)],
                                                 dtype=np.int64),
-        hint=np.concatenate([g.s[nodes], g.e[nodes],
-                             g.e[_first_member(g, insts)]]).astype(np.int64))
+        hint=np.concatenate([g.s[nodes], g.e[nodes], g.e[_first_member(g, insts)],
+                             calls.cs, calls.ce]).astype(np.int64))
 
 
 EDGE_CHUNK = 1 << 18  # edges handled together while a step graph is built
@@ -190,30 +201,165 @@ def _chunks(n: int) -> list[slice]:
     return [slice(lo, min(lo + EDGE_CHUNK, n)) for lo in range(0, max(n, 1), EDGE_CHUNK)]
 
 
-def _edges_into_starts(g: Graph, edges: Edges, sl: slice,
-                       arrays: tuple[I64, I64, I64, I64, I64],
+def _edges_into_starts(g: Graph, edges: Edges, sl: slice, arrays: tuple[I64, I64, I64],
                        n_loc: int) -> tuple[I64, I64, I64]:
-    """The edges of chunk `sl` into the starts of the step graph's nodes: those from a
-    node of the step as (source item, start item, weight); those from outside (and the
-    launches: the CPU floor after a wait) raise the start's constant in c, in place.
-    arrays: pos (item of each node, -1: none), loc (own node's position, -1: none),
-    delay, wait (the CPU wait before each node's launch), c."""
-    pos, loc, delay, wait, c = arrays
-    take = sl.start + np.flatnonzero(pos[edges.dst[sl]] >= 0)
-    dst, kind, t = edges.dst[take], edges.ekind[take], edges.t[take]
+    """The GPU edges of chunk `sl` into the starts of the step graph's nodes (the launches
+    and CPU waits are the host chain's, cpu_calls): those from a node of the step as
+    (source item, start item, weight); those from outside raise the start's constant in
+    c, in place. arrays: pos (item of each node, -1: none), loc (own node's position,
+    -1: none), c."""
+    pos, loc, c = arrays
+    take = sl.start + np.flatnonzero((pos[edges.dst[sl]] >= 0)
+                                     & ~np.isin(edges.ekind[sl], (LAUNCH_EDGE, SYNC)))
+    dst, t = edges.dst[take], edges.t[take]
     lag = np.where(edges.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
-    lag = np.where(np.isin(kind, (LAUNCH_EDGE, SYNC)), delay[dst], lag)
-    sync = kind == SYNC
     src = edges.src[take]
     del take
     inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
-    floor = np.where(kind == LAUNCH_EDGE, t - wait[dst], t) + lag
-    del t, kind
+    floor = t + lag
+    del t
     outside = ~inside
     np.maximum.at(c, pos[dst[outside]], floor[outside])  # start items are 0..n_loc-1
     del floor, outside
-    w = np.where(sync, g.launch_s[dst] - g.e[np.maximum(src, 0)], 0) + lag
-    return n_loc + loc[src[inside]], pos[dst[inside]], w[inside]
+    return n_loc + loc[src[inside]], pos[dst[inside]], lag[inside]
+
+
+# A launch call this much longer than its rank's quickest waited for the GPU (a full launch
+# queue), when a GPU op of its rank launched before it started or ended at most
+# BLOCK_TOL_NS before the call returned: that op freed the queue (docs/critical_path.md).
+BLOCK_MIN_NS = GAP_MIN_NS
+BLOCK_TOL_NS = SYNC_TOL_NS
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The host's launch calls in the step graph: items base..base+n-1 are the calls'
+    starts, the next n their ends, with observed times cs, ce; constants c (NEG: none)
+    and the edges src -> dst, weight w, into and out of them."""
+    cs: I64
+    ce: I64
+    c: I64
+    src: I64
+    dst: I64
+    w: I64
+
+
+def cpu_calls(g: Graph, edges: Edges, nodes: I64, arrays: tuple[I64, I64, I64],
+              base: int) -> Calls:
+    """Each rank's launch calls as a chain (docs/critical_path.md, "What-if"): a call
+    starts the observed host time after the previous one returned, less a CPU wait
+    between them, and no earlier than the observed time after the GPU op that wait
+    waited for; it returns its own duration after it starts, and a call that waited
+    for a full launch queue no earlier than observed after the GPU op that freed it; a
+    GPU op starts no earlier than its launch delay after its call. So a CPU paced by the
+    GPU (syncs, a full queue) moves with the GPU, and only its own work stays as it was.
+    arrays: pos (item of each node, -1: none), loc (own node's position, -1: none),
+    delay (launch_latency)."""
+    pos, loc, delay = arrays
+    local = np.flatnonzero(g.launch_s[nodes] > NEG)  # start items of launched nodes
+    if local.size == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return Calls(cs=none, ce=none, c=none, src=none, dst=none, w=none)
+    x = nodes[local]
+    order = np.lexsort((x, g.launch_s[x], g.rank[x]))
+    local, x = local[order], x[order]
+    new = np.r_[True, (g.rank[x][1:] != g.rank[x][:-1])
+                | (g.launch_s[x][1:] != g.launch_s[x][:-1])]
+    call = np.cumsum(new) - 1
+    head = x[new]
+    n = int(head.size)
+    rank, cs = g.rank[head], g.launch_s[head]
+    ce = np.maximum(g.launch_e[head], cs)
+    first = np.r_[True, rank[1:] != rank[:-1]] if n else np.zeros(0, dtype=bool)
+    src, wait = _cpu_waits(g, edges, head)
+    fresh = (src >= 0) & (first | (src != np.r_[NONE, src[:-1]]))  # a wait before it
+    waited = np.where(fresh, wait, 0)
+    start, end = base + np.arange(n), base + n + np.arange(n)
+    c = np.full(2 * n, NEG, dtype=np.int64)
+    c[:n][first] = (cs - waited)[first]
+    j = np.flatnonzero(~first)
+    es, ed, ew = [end[j - 1]], [start[j]], [cs[j] - ce[j - 1] - waited[j]]
+    k = np.flatnonzero(fresh)
+    y = src[k]
+    inside = loc[y] >= 0
+    es.append(len(nodes) + loc[y[inside]])
+    ed.append(start[k[inside]])
+    ew.append(cs[k[inside]] - g.e[y[inside]])
+    out = k[~inside]
+    c[out] = np.maximum(c[out], cs[out])
+    dur = ce - cs
+    quick = _rank_min(rank, dur)  # a call that did not wait (a full queue may last)
+    blocked = dur >= quick + BLOCK_MIN_NS
+    es.append(start)
+    ed.append(end)
+    ew.append(np.where(blocked, quick, dur))
+    b = np.flatnonzero(blocked)
+    item, t = _blockers(g, (pos, loc), len(nodes), rank[b], cs[b], ce[b])
+    known = item >= 0
+    es.append(item[known])
+    ed.append(end[b[known]])
+    ew.append(ce[b[known]] - t[known])
+    c[n + b[~known]] = ce[b[~known]]
+    es.append(end[call])
+    ed.append(local)
+    ew.append(delay[x] - dur[call])
+    return Calls(cs=cs, ce=ce, c=c, src=np.concatenate(es).astype(np.int64),
+                 dst=np.concatenate(ed).astype(np.int64), w=np.concatenate(ew).astype(np.int64))
+
+
+def _cpu_waits(g: Graph, edges: Edges, head: I64) -> tuple[I64, I64]:
+    """Per launch call (its first node `head`): the GPU op the CPU last waited for before
+    it (the sync edge's source, -1: none) and how long it waited."""
+    src = np.full(g.n, NONE, dtype=np.int64)
+    wait = np.zeros(g.n, dtype=np.int64)
+    for sl in _chunks(edges.dst.size):
+        sync = sl.start + np.flatnonzero(edges.ekind[sl] == SYNC)
+        src[edges.dst[sync]] = edges.src[sync]
+        wait[edges.dst[sync]] = edges.wait[sync]
+    return src[head], wait[head]
+
+
+def _rank_min(rank: I64, values: I64) -> I64:
+    """Per item, the least of `values` over the items of its rank (`rank` sorted)."""
+    if rank.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1]])
+    count = np.diff(np.r_[first, rank.size])
+    return np.repeat(np.minimum.reduceat(values, first), count)
+
+
+def _blockers(g: Graph, arrays: tuple[I64, I64], n_loc: int, rank: I64, cs: I64,
+              ce: I64) -> tuple[I64, I64]:
+    """For each blocked call (rank, start cs, return ce): the item of the GPU event that
+    freed the queue (the latest start or end of an op of its rank launched before the
+    call, during the call and at most BLOCK_TOL_NS before its return; a start on a tie)
+    and its time; item -1 when there is none or it lies outside the step graph."""
+    pos, loc = arrays
+    item = np.full(rank.size, NONE, dtype=np.int64)
+    t = np.zeros(rank.size, dtype=np.int64)
+    if rank.size == 0:
+        return item, t
+    node = np.r_[np.arange(g.n), np.arange(g.n)]
+    at = np.r_[g.s, g.e]
+    is_start = np.r_[np.ones(g.n, dtype=bool), np.zeros(g.n, dtype=bool)]
+    ranks, code = np.unique(g.rank, return_inverse=True)
+    lo = int(at.min())
+    span = int(at.max()) - lo + 1
+    key = code[node] * span + (at - lo)
+    order = np.lexsort((is_start, key))
+    key, node, at, is_start = key[order], node[order], at[order], is_start[order]
+    mine = np.searchsorted(ranks, rank)
+    q = mine * span + np.clip(ce - lo, -1, span - 1)
+    hit = np.searchsorted(key, q, side="right") - 1
+    ok = hit >= 0
+    hit = np.maximum(hit, 0)
+    ev, et = node[hit], at[hit]
+    ok &= (g.rank[ev] == rank) & (et >= cs) & (ce - et <= BLOCK_TOL_NS) \
+        & (g.launch_s[ev] < cs)
+    as_item = np.where(is_start[hit], pos[ev], np.where(loc[ev] >= 0, n_loc + loc[ev], NONE))
+    ok &= as_item >= 0
+    item[ok], t[ok] = as_item[ok], et[ok]
+    return item, t
 
 
 def _first_member(g: Graph, insts: I64) -> I64:
@@ -366,9 +512,14 @@ def _contains(values: npt.NDArray[np.object_], pattern: str) -> npt.NDArray[np.b
     return np.asarray(np.char.find(text, pattern.lower()) >= 0, dtype=bool)
 
 
-def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F64) -> F64:
+def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F64,
+                  peers: Mapping[int, int] | None = None) -> F64:
     """Set, per node of `rank`, the factor that brings each of its kernels to the median
-    over ranks of the mean duration of that kernel name."""
+    over its peers (the other ranks of its group in `peers`, rank -> group, the
+    pipeline stage; without, or for a name no peer runs, every other rank) of the mean
+    duration of that kernel name.
+    The ranks of another pipeline stage run the same kernel names on other shapes: a
+    median over every rank would take a wider stage's speed for the typical one."""
     idx = np.flatnonzero(kernels)
     names, code = np.unique(g.name_code[idx], return_inverse=True)
     ranks, rcode = np.unique(g.rank[idx], return_inverse=True)
@@ -377,18 +528,35 @@ def _median_speed(g: Graph, rank: int, kernels: npt.NDArray[np.bool_], factor: F
     count = np.bincount(key, minlength=names.size * ranks.size)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = (total / count).reshape(names.size, ranks.size)
-    typical = np.nanmedian(np.where(count.reshape(mean.shape) > 0, mean, np.nan), axis=1)
+    mean = np.where(count.reshape(mean.shape) > 0, mean, np.nan)
     mine = np.searchsorted(ranks, rank)
     if mine >= ranks.size or ranks[mine] != rank:
         return factor
+    others = ranks != rank
+    known = peers or {}
+    group = np.asarray([known.get(int(r), NONE) for r in ranks],  # the ranks, not events
+                       dtype=np.int64)
+    same = others & (group == group[mine]) & (group[mine] >= 0)
+    typical = _nanmedian(mean[:, same])
+    typical = np.where(np.isnan(typical), _nanmedian(mean[:, others]), typical)
     own = idx[g.rank[idx] == rank]
     ratio = typical[code[g.rank[idx] == rank]] / mean[code[g.rank[idx] == rank], mine]
     factor[own] = np.where(np.isfinite(ratio), ratio, 1.0)
     return factor
 
 
-def scaling(g: Graph, spec: WhatIf) -> Scaling:
-    """The duration multipliers of a what-if."""
+def _nanmedian(values: F64) -> F64:
+    """The median of each row over its known values; NaN for a row with none."""
+    out = np.full(values.shape[0], np.nan)
+    known = (~np.isnan(values)).any(axis=1)
+    if known.any():
+        out[known] = np.nanmedian(values[known], axis=1)
+    return out
+
+
+def scaling(g: Graph, spec: WhatIf, peers: Mapping[int, int] | None = None) -> Scaling:
+    """The duration multipliers of a what-if; `peers` groups the ranks a rank at the
+    median speed is compared with (_median_speed)."""
     node = np.ones(g.n)
     inst = np.ones(int(g.inst.max()) + 1 if g.n else 1)
     k = 1.0 / spec.speedup if spec.speedup else 1.0
@@ -396,7 +564,7 @@ def scaling(g: Graph, spec: WhatIf) -> Scaling:
     if spec.ranks:
         for rank in spec.ranks:  # the ranks asked for, not events
             if spec.speedup is None:
-                _median_speed(g, rank, kernels, node)
+                _median_speed(g, rank, kernels, node, peers)
             else:
                 node[kernels & (g.rank == rank)] = k
     elif spec.op is not None:

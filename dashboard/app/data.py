@@ -26,7 +26,7 @@ from stepscope.analyzers.builders import RunDiff, calibrate_run, diff_runs
 from stepscope.analyzers.comm.collectives import op_times
 from stepscope.analyzers.comparable import gpus_per_node, model_spec, op_shapes
 from stepscope.analyzers.context import ReportOptions
-from stepscope.analyzers.critical_path.analysis import Analysis, check
+from stepscope.analyzers.critical_path.analysis import Analysis, analysis_of, check
 from stepscope.analyzers.critical_path.whatif import WhatIf
 from stepscope.analyzers.detail import (
     KernelRow,
@@ -267,7 +267,7 @@ def history(db: Path) -> dict[str, pl.DataFrame]:
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _path_graph(db: str, run: str, token: str) -> Analysis:
-    return with_connection(Path(db), lambda con: Analysis(con, run))
+    return with_connection(Path(db), lambda con: analysis_of(con, run))
 
 
 def whatif(db: Path, run: str, spec: WhatIf) -> WhatIfResult:

@@ -154,3 +154,15 @@ def test_a_waiting_cpu_is_not_host_on_the_path(con: duckdb.DuckDBPyConnection,
             overlap += int(np.maximum(0, np.minimum(he, e) - np.maximum(hs, s)).sum())
         if waited > 1_000_000:  # at least 1 ms of waiting over the steps
             assert overlap <= 0.02 * waited, (run, overlap, waited)
+
+
+def test_the_unchanged_graph_gives_back_every_real_window(
+        reports: dict[str, Report], con: duckdb.DuckDBPyConnection) -> None:
+    """The replay self-check on real traces (issue 42, point 5): the graph with no change
+    gives back every complete step's window, so the report does not withhold its
+    what-ifs."""
+    for run in TRACES:
+        assert Analysis(con, run).replay_note() is None, run
+    for run, rep in reports.items():
+        cp = rep.critical_path
+        assert cp is not None and not any("does not reproduce" in n for n in cp.notes), run
