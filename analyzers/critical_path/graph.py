@@ -39,8 +39,8 @@ GAP_MIN_NS = 20_000
 # A thread silent (nothing recorded) this long inside a step, after launching an op the
 # GPU had not started, that came back within SYNC_TOL of that op's end, waited for it
 # (a host polling memory the GPU writes: DeepEP's dispatch). Ten times SYNC_TOL, so a
-# host busy with its own work rarely comes back that near an op's end by chance; the
-# silences of HTA's and Kineto's real traces are at most 247 us, DeepSeek-V3's spins
+# host busy with its own work rarely comes back that near an op's end by chance; such
+# silences last at most 247 us on five HTA / Kineto real traces, DeepSeek-V3's spins
 # 2.1 to 22.7 ms (docs/critical_path.md).
 POLL_MIN_NS = 10 * SYNC_TOL_NS
 # A start that waited for its launch: the call and this long after it (or its return, when
