@@ -77,7 +77,7 @@ def test_deepep_spins_are_gpu_time_on_the_path(deepseek: Path, raw: dict[str, An
     """By hand from train.json: four times the main thread launches notify_dispatch,
     records nothing for 2.1-22.7 ms, and is back 25-67 µs before the kernel's end (it read
     the counts the kernel wrote while the kernel finished). The path now follows each spin to
-    that kernel: host 1.2% of the path (81.3% before), GPU ops 92%, the rest idle."""
+    that kernel: host 1.5% of the path (1.92 ms; 81.3% before), GPU ops 92%, the rest idle."""
     spins = _spins(raw)
     assert len(spins) == 4
     silences = sorted(back - silent for silent, _, back in spins)
@@ -100,13 +100,20 @@ def test_deepep_spins_are_gpu_time_on_the_path(deepseek: Path, raw: dict[str, An
     host = path.cat == "cpu"
     for silent, _, back in spins:
         assert not ((path.s[host] < back * 1000) & (path.e[host] > silent * 1000)).any()
+    # nor while it waited 17.3 ms in cudaDeviceSynchronize at the step's end (its CPU step
+    # over 17 ms before the GPU's last kernel)
+    (sync,) = [e for e in raw["traceEvents"] if e.get("name") == "cudaDeviceSynchronize"]
+    assert sync["dur"] == pytest.approx(17_308, abs=1)
+    a, b = sync["ts"] * 1000, (sync["ts"] + sync["dur"]) * 1000
+    assert not ((path.s[host] < b) & (path.e[host] > a)).any()
+    assert float((path.e[host] - path.s[host]).sum()) / 1e6 == pytest.approx(1.92, abs=0.01)
 
 
 def test_flash_attention_what_if_is_bounded_by_its_time(deepseek: Path,
                                                        raw: dict[str, Any]) -> None:
     """FlashAttnBwd runs 15.1 ms a step (4 kernels, summed from train.json): twice as fast
     saves at most half of it. Before: -1.93 ms (the path ran through host time); now
-    -6.36 ms, 84% of that bound, as its 4 kernels are on the path."""
+    -5.76 ms, 76% of that bound, as its 4 kernels are on the path."""
     total_us = sum(e["dur"] for e in raw["traceEvents"]
                    if e.get("cat") == "kernel" and "FlashAttnBwd<" in e["name"])
     assert total_us == pytest.approx(15_100, abs=200)
