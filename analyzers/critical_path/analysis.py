@@ -16,6 +16,7 @@ from statistics import median
 import duckdb
 import numpy as np
 
+from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.context import RunContext, no_gpu_timeline
 from stepscope.analyzers.critical_path.graph import (
     KERNEL,
@@ -23,6 +24,7 @@ from stepscope.analyzers.critical_path.graph import (
     LAUNCH_TOL_NS,
     NEG,
     PATH_CATEGORIES,
+    POLL_MIN_NS,
     SYNC_TOL_NS,
     XS_TOL_NS,
     Causes,
@@ -374,11 +376,15 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
     cats = np.concatenate([p.cat for p in paths])
     host = float(ns[np.isin(cats, ("cpu", "launch"))].sum())
     if ns.sum() > 0 and host > 0.5 * ns.sum():
+        recorded = host_recorded(ctx, paths)
+        busy = _busy_note(ctx, host / ns.sum(), recorded)
+        bound = not busy or recorded[1] >= MIN_RECORDED_HOST * recorded[0]
         out.append(f"{100 * host / ns.sum():.0f}% of the path is the host (CPU work before "
-                   "a launch, the launches): the GPU waits for the CPU, so faster kernels or "
-                   "collectives barely shorten the step; the idle split says what the host "
-                   "ran")
-        out.extend(_busy_note(ctx, host / ns.sum()))
+                   "a launch, the launches)" + (
+                       ": the GPU waits for the CPU, so faster kernels or collectives barely "
+                       "shorten the step; the idle split says what the host ran" if bound
+                       else ""))
+        out.extend(busy)
     out.extend(_wait_note(g))
     n_ranks, world = int(ctx.info.ranks or 0), int(ctx.info.world_size or 0)
     if len(np.unique(g.rank)) == 1:
@@ -396,22 +402,93 @@ def _notes(a: Analysis, ctx: RunContext, paths: Sequence[Path]) -> tuple[str, ..
     if idle:
         out.append(f"{idle} CPU waits inferred at step boundaries (a thread idle until "
                    f"{SYNC_TOL_NS // 1000} us after a GPU op ended; no sync call recorded)")
+    polls = g.syncs.get("poll", 0)
+    if polls:
+        out.append(f"{polls} CPU waits inferred inside steps (a thread that recorded nothing "
+                   f"for at least {POLL_MIN_NS / 1e6:g} ms after launching an op the GPU had "
+                   f"not started, and came back within {SYNC_TOL_NS // 1000} us of its end: a "
+                   "host polling memory the GPU writes, as DeepEP's dispatch does); the path "
+                   "follows each to that op, as after a sync call")
     return tuple(out)
 
 
-def _busy_note(ctx: RunContext, host_share: float) -> list[str]:
+# The host time on the path that the host spent in recorded work (its waits left out)
+# for the note to say the host set the step: the rest is silence, which may be a wait the
+# trace does not show.
+MIN_RECORDED_HOST = 0.5
+
+
+def _busy_note(ctx: RunContext, host_share: float, recorded: tuple[float, float]
+               ) -> list[str]:
     """Why a host-bound path and a mostly busy GPU (the breakdown) are one story, said
     when the GPU was busy at least half the step: the busy share is how much the GPU
-    worked, the path what the step waited for."""
+    worked, the path what the step waited for. Said only as far as the host's recorded
+    work bears it out (`recorded`: host ns on the path, and of them ns the host recorded
+    work in); otherwise the note says the host share is an upper bound."""
     b = ctx.attribution.breakdown_ms
     step = ctx.attribution.step_time_ms
     if step <= 0 or b.idle > 0.5 * step:
         return []
-    return [f"the breakdown has the GPU busy {100 * (1 - b.idle / step):.0f}% of the step "
-            f"and the path is {100 * host_share:.0f}% host: both hold. The host's own work "
-            "(CPU ops and launches, its waits for the GPU left out) took longer than the "
-            "GPU's, so the GPU's work had slack and the host set the step's length; the busy "
-            "share says how much the GPU worked, the path what the step waited for"]
+    busy = f"the breakdown has the GPU busy {100 * (1 - b.idle / step):.0f}% of the step"
+    on_path, worked = recorded
+    if on_path <= 0 or worked >= MIN_RECORDED_HOST * on_path:
+        return [f"{busy} and the path is {100 * host_share:.0f}% host: both hold. The host's "
+                "own work (CPU ops and launches, its waits for the GPU left out) took longer "
+                "than the GPU's, so the GPU's work had slack and the host set the step's "
+                "length; the busy share says how much the GPU worked, the path what the "
+                "step waited for"]
+    return [f"{busy}, yet the path is {100 * host_share:.0f}% host: the two disagree. The "
+            f"host recorded work (CPU ops and runtime calls, its waits for the GPU left out) "
+            f"in only {100 * worked / on_path:.0f}% of the path's host time "
+            f"({worked / 1e6:.2f} of {on_path / 1e6:.2f} ms); the rest it recorded nothing, "
+            "which a wait for the GPU that the trace does not show (a host polling memory "
+            "the GPU writes, a lock) would make GPU time. Read the host share as at most "
+            "that, and the breakdown as what the GPU did"]
+
+
+def host_recorded(ctx: RunContext, paths: Sequence[Path]) -> tuple[float, float]:
+    """The path's host (cpu) time, ns over the steps, and how much of it the host spent
+    in recorded work (critical_path/host_work.sql: CPU ops and runtime calls of any
+    thread, its waits for the GPU left out), each segment on its own rank's clock."""
+    on_path = worked = 0.0
+    run_script(ctx.con, "waits/macros.sql", {})
+    for p in paths:
+        host = p.cat == "cpu"
+        if not host.any():
+            continue
+        off = p.off[host] if p.off is not None else np.zeros(int(host.sum()), dtype=np.int64)
+        rank, s, e = p.rank[host], p.s[host] - off, p.e[host] - off
+        on_path += float((e - s).sum())
+        for r in np.unique(rank):  # the ranks the path's host time is on: a few
+            mine = rank == r
+            lo, hi = int(s[mine].min()), int(e[mine].max())
+            cover = [_covered(_islands(ctx, int(r), lo, hi, what), s[mine], e[mine])
+                     for what in ("work", "wait")]
+            worked += float(cover[0] - cover[1])
+    return on_path, worked
+
+
+def _islands(ctx: RunContext, rank: int, lo: int, hi: int, what: str) -> np.ndarray:
+    rows = ctx.con.execute(sql("critical_path/host_work.sql"),
+                           {"run": ctx.run, "rank": rank, "lo": lo, "hi": hi,
+                            "what": what}).fetchall()
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def _covered(islands: np.ndarray, s: np.ndarray, e: np.ndarray) -> int:
+    """How much of the intervals [s, e) the disjoint, ordered `islands` cover (ns)."""
+    if islands.size == 0:
+        return 0
+    a, b = islands[:, 0], islands[:, 1]
+    before = np.concatenate([[0], np.cumsum(b - a)])
+
+    def upto(t: np.ndarray) -> np.ndarray:  # covered time before t
+        i = np.searchsorted(a, t, side="right")
+        last = np.maximum(i - 1, 0)
+        part = np.where(i > 0, np.clip(t - a[last], 0, (b - a)[last]), 0)
+        return before[last] * (i > 0) + part
+
+    return int((upto(e) - upto(s)).sum())
 
 
 def _wait_note(g: Graph) -> list[str]:
@@ -463,7 +540,7 @@ def critical_path_section(ctx: RunContext, late: Sequence[Straggler],
         by_rank=tuple(PathShare(key=k, ms=ms, share=sh) for k, ms, sh in by_rank[:TOP_RANKS]),
         top_ops=_top_ops(paths, n), whatifs=whatifs, nodes=a.g.n, edges=a.g.n_edges,
         inferred={"cross_stream_waits": a.g.n_inferred,
-                  "cpu_waits": int(a.g.syncs.get("idle_thread", 0)),
+                  "cpu_waits": int(a.g.syncs.get("idle_thread", 0) + a.g.syncs.get("poll", 0)),
                   "sync_calls": int(a.g.syncs.get("sync_call", 0)
                                     + a.g.syncs.get("blocking_copy", 0))},
         notes=notes)

@@ -36,6 +36,13 @@ OBJ = npt.NDArray[np.object_]
 XS_TOL_NS = 10_000
 SYNC_TOL_NS = 100_000
 GAP_MIN_NS = 20_000
+# A thread silent (nothing recorded) this long inside a step, after launching an op the
+# GPU had not started, that came back within SYNC_TOL of that op's end, waited for it
+# (a host polling memory the GPU writes: DeepEP's dispatch). Ten times SYNC_TOL, so a
+# host busy with its own work rarely comes back that near an op's end by chance; such
+# silences last at most 247 us on five HTA / Kineto real traces, DeepSeek-V3's spins
+# 2.1 to 22.7 ms (docs/critical_path.md).
+POLL_MIN_NS = 10 * SYNC_TOL_NS
 # A start that waited for its launch: the call and this long after it (or its return, when
 # the call ran longer) is the launch, as the breakdown's launch overhead
 # (docs/attribution.md); a start later than that waited on the GPU for something the trace
@@ -163,7 +170,7 @@ def load(con: duckdb.DuckDBPyConnection, run: str,
             run_script(con, "critical_path/graph.sql", {
                 "run": run, "lo": lo, "hi": hi, "base": parts.n_nodes,
                 "xs_tol_ns": XS_TOL_NS, "sync_tol_ns": SYNC_TOL_NS,
-                "gap_min_ns": GAP_MIN_NS})
+                "gap_min_ns": GAP_MIN_NS, "poll_min_ns": POLL_MIN_NS})
             parts.add(con)
             release(con)  # what the batch freed, not kept while the arrays grow
         return parts.graph(con)

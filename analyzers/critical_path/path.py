@@ -32,6 +32,7 @@ from stepscope.analyzers.critical_path.graph import (
     NEG,
     NONE,
     OBJ,
+    STREAM,
     SYNC,
     Causes,
     Graph,
@@ -53,10 +54,22 @@ class Path:
     node: I64
     s: I64
     e: I64
+    off: I64 | None = None  # per segment, its rank's clock minus the reference rank's
 
     @property
     def length_ns(self) -> int:
         return int((self.e - self.s).sum())
+
+
+def overlapped(g: Graph, why: Causes) -> BOOL:
+    """Per node: its start was set by the previous op on its stream, which ended after
+    it started. The trace's stream of a graph replay's kernels can run them at once
+    (a CUDA graph's parallel branches; 31 such kernels on HTA's trace_diff/test): the
+    previous one did not set the start, both were released together. Its start then
+    follows the previous op's start, so the path never counts the overlap twice."""
+    src = np.maximum(why.src, 0)
+    along: BOOL = (why.kind == STREAM) & (why.src >= 0) & (g.e[src] > g.s)
+    return along
 
 
 def parents(g: Graph, why: Causes) -> I64:
@@ -64,7 +77,8 @@ def parents(g: Graph, why: Causes) -> I64:
     n = g.n
     node = np.arange(n)
     end_parent = n + np.where(g.inst >= 0, np.where(why.last >= 0, why.last, node), node)
-    return np.concatenate([end_parent, why.src])
+    start_parent = np.where(overlapped(g, why), n + why.src, why.src)
+    return np.concatenate([end_parent, start_parent])
 
 
 def reference(g: Graph, step: int) -> int | None:
@@ -100,15 +114,19 @@ def _segments(g: Graph, why: Causes, items: I64) -> tuple[I64, I8, I64, I64, I64
     kind = why.kind[x]
     cpu_wait = (~is_end) & np.isin(kind, (SYNC, LAUNCH_EDGE))
     gpu_gap = (~is_end) & np.isin(kind, GPU_EDGES)
+    # a start alongside the previous op on its stream: that op's run up to the start
+    along = (~is_end) & overlapped(g, why)[x]
+    prev = np.maximum(why.src[x], 0)
     # a start that waited for its launch: the launch is the call and LAUNCH_TOL after its
     # start (or its return, when later); what the start waited beyond that is idle
     lead = np.minimum(g.s[x], np.maximum(g.launch_s[x] + LAUNCH_TOL_NS, g.launch_e[x]))
     # slot 0: the busy interval (end items), the GPU gap, or the wait after the launch
     s0 = np.where(is_end, g.s[shown], np.where(cpu_wait, lead,
-                                               np.where(gpu_gap, why.t[x], NEG)))
+                                               np.where(along, g.s[prev],
+                                                        np.where(gpu_gap, why.t[x], NEG))))
     e0 = np.where(is_end, g.e[shown], g.s[x])
-    c0 = np.where(is_end, g.cat[shown], IDLE).astype(np.int8)
-    n0 = np.where(is_end, shown, NONE)
+    c0 = np.where(is_end, g.cat[shown], np.where(along, g.cat[prev], IDLE)).astype(np.int8)
+    n0 = np.where(is_end, shown, np.where(along, prev, NONE))
     # slot 1: the launch; slot 2: the host before it (from the GPU op the CPU waited
     # for, else open)
     src_e = np.where(why.src[x] >= 0, g.e[np.maximum(why.src[x], 0)], NEG)
@@ -135,13 +153,13 @@ def step_path(g: Graph, why: Causes, parent: I64, step: int) -> Path | None:
     probe, ws, we = int(g.w_probe[w]), int(g.w_ws[w]), int(g.w_we[w])
     start = g.n + probe if bool(g.w_succ[w]) else probe
     items = chain(parent, start)
-    rank, code, node, s, e, _off = _segments(g, why, items)
+    rank, code, node, s, e, off = _segments(g, why, items)
     cat = CATEGORY_NAMES[code]  # the path's own segments only
     # clip at the window start: the first segment reaching it is cut there, later ones go
     reach = np.flatnonzero(s <= ws)
     keep = int(reach[0]) + 1 if reach.size else s.size
     s, e = np.maximum(s[:keep], ws), np.minimum(e[:keep], we)
-    rank, cat, node = rank[:keep], cat[:keep], node[:keep]
+    rank, cat, node, off = rank[:keep], cat[:keep], node[:keep], off[:keep]
     real: BOOL = e > s
     labels = np.full(node.size, None, dtype=object)
     has = node >= 0
@@ -149,4 +167,4 @@ def step_path(g: Graph, why: Causes, parent: I64, step: int) -> Path | None:
     labels[~has] = cat[~has]
     return Path(step=step, reference_rank=int(g.w_rank[w]), ws=ws, we=we,
                 rank=rank[real], cat=cat[real], label=labels[real], node=node[real],
-                s=s[real], e=e[real])
+                s=s[real], e=e[real], off=off[real])

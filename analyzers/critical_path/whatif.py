@@ -64,11 +64,13 @@ def launch_latency(g: Graph, edges: Edges) -> I64:
     delay = np.where(g.launch_s > NEG, g.s - g.launch_s, 0)
     b = np.flatnonzero(edges.binding & np.isin(edges.ekind, (LAUNCH_EDGE, SYNC)))
     bound = edges.dst[b]
-    typical = np.zeros(int(g.rank.max()) + 1 if g.n else 1, dtype=np.int64)
+    # per rank present (a dense code: a trace may claim any rank number, 2**31 - 2 too)
+    ranks, rank_code = np.unique(g.rank, return_inverse=True)
+    typical = np.zeros(max(ranks.size, 1), dtype=np.int64)
     quick = bound[g.s[bound] - np.maximum(g.launch_s[bound], g.launch_e[bound])
                   <= LAUNCH_TOL_NS]
     if quick.size:  # the median per rank, by sorting
-        r, dl = g.rank[quick], delay[quick]
+        r, dl = rank_code[quick], delay[quick]
         order = np.lexsort((dl, r))
         r, dl = r[order], dl[order]
         first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
@@ -76,7 +78,7 @@ def launch_latency(g: Graph, edges: Edges) -> I64:
         typical[r[first]] = (dl[first + (count - 1) // 2] + dl[first + count // 2]) // 2
     own = np.zeros(g.n, dtype=bool)
     own[bound] = True
-    return np.where(own, delay, np.minimum(delay, typical[g.rank]))
+    return np.where(own, delay, np.minimum(delay, typical[rank_code]))
 
 
 @dataclass(frozen=True)
@@ -435,14 +437,7 @@ def window_times(g: Graph, sg: StepGraph, values: I64) -> tuple[I64, I64]:
     n_loc = sg.nodes.size
     own = sg.nodes[:sg.n_own]
     starts, ends = values[:n_loc], values[n_loc:2 * n_loc]
-    key_of = {(int(r), int(k)): i for i, (r, k) in enumerate(zip(g.w_rank, g.w_step,
-                                                                 strict=True))}
-    # window index of each own node, by (rank, step) codes: ranks x steps is small
-    top_r, top_k = int(g.rank.max()) + 1, int(max(g.step.max(), g.w_step.max())) + 2
-    table = np.full(top_r * top_k, -1, dtype=np.int64)
-    for (r, k), i in key_of.items():  # one entry per window (ranks x steps, not events)
-        table[r * top_k + k] = i
-    win = table[g.rank[own] * top_k + np.maximum(g.step[own], 0)]
+    win = _window_of(g, own)
     hit = win >= 0
     ws = np.full(g.w_rank.size, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(g.w_rank.size, NEG, dtype=np.int64)
@@ -456,6 +451,24 @@ def window_times(g: Graph, sg: StepGraph, values: I64) -> tuple[I64, I64]:
     we = np.where(succ, starts[np.maximum(at, 0)], last)
     bad = (ws == np.iinfo(np.int64).max) | (we <= NEG)
     return np.where(bad, -1, ws), np.where(bad, -1, we)
+
+
+def _window_of(g: Graph, nodes: I64) -> I64:
+    """The index (in g's window arrays) of the window of each of `nodes` (its rank and
+    step), -1 for none. Ranks and steps are coded densely over the windows' own, so the
+    lookup table is windows' ranks x steps whatever numbers a trace claims (a rank
+    2**31 - 2 made a table of 2**31 ranks: 16 GiB)."""
+    ranks, steps = np.unique(g.w_rank), np.unique(g.w_step)
+    if ranks.size == 0 or nodes.size == 0:
+        return np.full(nodes.size, -1, dtype=np.int64)
+    table = np.full(ranks.size * steps.size, -1, dtype=np.int64)
+    table[np.searchsorted(ranks, g.w_rank) * steps.size
+          + np.searchsorted(steps, g.w_step)] = np.arange(g.w_rank.size)
+    r = np.minimum(np.searchsorted(ranks, g.rank[nodes]), ranks.size - 1)
+    step = np.maximum(g.step[nodes], 0)  # launched outside any step: as step 0
+    k = np.minimum(np.searchsorted(steps, step), steps.size - 1)
+    known = (ranks[r] == g.rank[nodes]) & (steps[k] == step)
+    return np.where(known, table[r * steps.size + k], -1)
 
 
 # ------------------------------------------------------------------ what-if specs

@@ -60,17 +60,37 @@ def whatif_markdown(w: WhatIfResult) -> str:
     return "\n".join(out)
 
 
+def path_and_step(cp: CriticalPath, step_time_ms: float | None) -> str:
+    """The path per step next to the step time, saying which is which: the path is each
+    step's reference window (its longest rank's), the step time the mean over ranks of
+    each rank's window (the breakdown's); they differ when the ranks' windows do."""
+    path = (f"{cp.path_ms:.2f} ms/step on average, each step's reference rank's window "
+            "(the rank with the longest window of the step)")
+    if step_time_ms is None:
+        return path
+    gap = cp.path_ms - step_time_ms
+    if abs(gap) < 0.005:
+        return (f"{path}, as long as the step time (the mean over ranks of each rank's "
+                "window, as the breakdown)")
+    return (f"{path}: {abs(gap):.2f} ms {'longer' if gap > 0 else 'shorter'} than the step "
+            f"time of {step_time_ms:.2f} ms (the mean over ranks of each rank's window, as "
+            "the breakdown)")
+
+
 # ------------------------------------------------------------------ Markdown
-def critical_path_markdown(cp: CriticalPath | None) -> list[str]:
-    """The section's Markdown lines (nothing when the report has no section)."""
+def critical_path_markdown(cp: CriticalPath | None,
+                           step_time_ms: float | None = None) -> list[str]:
+    """The section's Markdown lines (nothing when the report has no section);
+    `step_time_ms`: the report's step time, said beside the path per step."""
     if cp is None:
         return []
     out = ["", "## Critical path", ""]
     if cp.message:
         return out + [f"- not computed: {md_text(cp.message)}"]
     out.append(f"- the chain of launches, kernels and collectives that sets each step's "
-               f"length, followed across ranks (docs/critical_path.md): {cp.path_ms:.2f} "
-               f"ms/step on average, {cp.nodes} ops and {cp.edges} dependencies")
+               f"length, followed across ranks (docs/critical_path.md): "
+               f"{path_and_step(cp, step_time_ms)}; {cp.nodes} ops and {cp.edges} "
+               "dependencies")
     out += ["", "| step | reference rank | window ms | path ms | mean step ms | jumps "
             "| ranks on the path |", "|---:|---:|---:|---:|---:|---:|---|"]
     out += [f"| {s.step} | {s.reference_rank} | {s.window_ms:.3f} | {s.path_ms:.3f} | "
@@ -141,8 +161,9 @@ def path_svg(step: StepPath, width: int = 900) -> str:
             f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>')
 
 
-def critical_path_html(cp: CriticalPath | None) -> str:
-    """The section as HTML (empty when the report has none)."""
+def critical_path_html(cp: CriticalPath | None, step_time_ms: float | None = None) -> str:
+    """The section as HTML (empty when the report has none); `step_time_ms`: the
+    report's step time, said beside the path per step."""
     if cp is None:
         return ""
     head = f'<section id="critical-path"><h2>{_e(TITLE)}</h2>'
@@ -150,7 +171,7 @@ def critical_path_html(cp: CriticalPath | None) -> str:
         return head + f"<p>Not computed: {_e(cp.message)}</p></section>"
     intro = (f"<p>The chain of launches, kernels and collectives that sets each step's "
              f"length, followed across ranks through the collectives: "
-             f"{cp.path_ms:.2f} ms/step on average ({cp.nodes} ops, {cp.edges} "
+             f"{_e(path_and_step(cp, step_time_ms))} ({cp.nodes} ops, {cp.edges} "
              "dependencies).</p>")
     steps = _table(["step", "reference rank", "window ms", "path ms", "mean step ms", "jumps",
                     "ranks on the path"],

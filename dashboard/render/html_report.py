@@ -329,7 +329,7 @@ HTML: dict[str, Callable[[Report], str]] = {
     "nccl": lambda r: nccl_section(r.nccl),
     "stragglers": _stragglers,
     "pipeline": _pipeline,
-    "critical_path": lambda r: critical_path_html(r.critical_path),
+    "critical_path": lambda r: critical_path_html(r.critical_path, r.step_time_ms),
     "clocks": lambda r: html(clocks_block(r.clocks)),
     "per_rank": _per_rank,
     "per_step": _per_step,

@@ -259,7 +259,7 @@ MARKDOWN: dict[str, Callable[[Report], list[str]]] = {
     "nccl": lambda r: nccl_lines(r.nccl),
     "stragglers": lambda r: straggler_lines(r.stragglers, r),
     "pipeline": lambda r: pipeline_lines(r.pipeline),
-    "critical_path": lambda r: critical_path_markdown(r.critical_path),
+    "critical_path": lambda r: critical_path_markdown(r.critical_path, r.step_time_ms),
     "clocks": lambda r: markdown(clocks_block(r.clocks)),
     "per_rank": lambda r: per_rank_lines(r.per_rank),
     "per_step": lambda r: per_step_lines(r.per_step),

@@ -10,7 +10,8 @@
 -- batch's first node: the nodes of the batches before it); xs_tol_ns (a start within this
 -- of another stream's end, that nothing else explains, waited for it); sync_tol_ns (a CPU
 -- that resumed within this of a GPU op's end waited for it); gap_min_ns (shortest idle gap
--- of a thread taken as an unrecorded wait at a step boundary).
+-- of a thread taken as an unrecorded wait at a step boundary); poll_min_ns (shortest
+-- silence of a thread inside a step taken as a wait for the op it launched last).
 
 -- ------------------------------------------------------------------ nodes
 -- Every GPU activity of the GPU ranks: kernels, memcpy, memset (gpu_ops) and every
@@ -132,12 +133,51 @@ WITH step_thread AS (
 ), ends AS (
     -- ops ending at the same instant: the highest node, so the graph is the same every run
     SELECT rank, e, max(node) AS node FROM cp_nodes GROUP BY rank, e
+), leaf AS (
+    -- every thread's recorded work; annotations left out (they mark ranges, not work)
+    SELECT rank, tid, start_ns, end_ns FROM cpu_ops
+    WHERE run = $run AND rank BETWEEN $lo AND $hi
+      AND category IN ('cpu_op', 'cuda_runtime', 'cuda_driver', 'Operator', 'Runtime')
+), leaf_reach AS (
+    SELECT *, max(end_ns) OVER (PARTITION BY rank, tid ORDER BY start_ns, end_ns
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS busy_to
+    FROM leaf
+), silent AS (
+    -- a thread that recorded nothing for $gap_min_ns inside a step (a step boundary is
+    -- the idle_thread rule's)
+    SELECT r.rank, r.tid, r.busy_to AS wait_from, r.start_ns AS back FROM leaf_reach r
+    WHERE r.start_ns - r.busy_to >= $gap_min_ns
+      AND NOT EXISTS (SELECT 1 FROM steps st WHERE st.run = $run AND st.rank = r.rank
+                      AND st.start_ns BETWEEN r.busy_to AND r.start_ns)
+), last_launch AS (
+    -- per launching thread and launch call, the op it launched that ended last
+    SELECT rank, launch_tid AS tid, launch_s, max(e) AS e, arg_max(s, [e, node]) AS s,
+        arg_max(node, [e, node]) AS node
+    FROM cp_nodes WHERE launch_s IS NOT NULL GROUP BY rank, launch_tid, launch_s
+), polls AS (
+    -- poll: the thread fell silent for $poll_min_ns or more after launching an op that
+    -- had not started yet (the GPU was behind it) and came back within $sync_tol_ns of
+    -- that op's end, before or
+    -- after it (a kernel can signal the host through mapped memory before it ends): it
+    -- waited for that op without a runtime call, as DeepEP's dispatch spins on the
+    -- receive counts its notify kernel writes. It resumed, for the launches after it,
+    -- once the op had ended.
+    SELECT p.rank, p.tid, p.wait_from, greatest(p.back, l.e) AS resumed, 'poll' AS how,
+        l.node AS src, l.e AS src_e
+    FROM silent p ASOF JOIN last_launch l
+        ON l.rank = p.rank AND l.tid = p.tid AND l.launch_s <= p.wait_from
+    WHERE p.back - p.wait_from >= $poll_min_ns AND l.s > p.wait_from
+      AND abs(p.back - l.e) <= $sync_tol_ns
 )
 SELECT w.rank, w.tid, w.wait_from, w.resumed, w.how, g.node AS src, g.e AS src_e,
     coalesce(w.tid = m.tid, false) AS main
 FROM waits w ASOF JOIN ends g ON g.rank = w.rank AND g.e <= w.resumed
 LEFT JOIN step_thread m ON m.rank = w.rank
-WHERE w.resumed - g.e <= $sync_tol_ns AND g.e >= w.wait_from;
+WHERE w.resumed - g.e <= $sync_tol_ns AND g.e >= w.wait_from
+UNION ALL
+SELECT p.rank, p.tid, p.wait_from, p.resumed, p.how, p.src, p.src_e,
+    coalesce(p.tid = m.tid, false) AS main
+FROM polls p LEFT JOIN step_thread m ON m.rank = p.rank;
 
 -- ------------------------------------------------------------------ edges
 -- Candidate causes of each node's start, with the time t each allowed it (on the node's

@@ -13,7 +13,12 @@ from stepscope.analyzers.results import CriticalPath, StepPath
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import PLOTLY_CONFIG, chart_and_table, plain, table
-from stepscope.dashboard.render.critical_path import PATH_COLORS, PATH_LABELS, whatif_line
+from stepscope.dashboard.render.critical_path import (
+    PATH_COLORS,
+    PATH_LABELS,
+    path_and_step,
+    whatif_line,
+)
 from stepscope.dashboard.render.format import short_names
 from stepscope.ingest import UsageError
 
@@ -119,13 +124,17 @@ def render(ctx: PageContext) -> None:
                 + (plain(cp.message) if cp and cp.message else "nothing to follow"))
         return
     top = cp.by_rank[0] if cp.by_rank else None
-    cols = st.columns(4)
-    cols[0].metric("Path per step", f"{cp.path_ms:.2f} ms")
-    cols[1].metric("Steps", len(cp.steps))
-    cols[2].metric("Ranks on the path", len({r for s in cp.steps for r in s.ranks}))
-    cols[3].metric("Most path time", f"rank {top.key}" if top else "–",
+    cols = st.columns(5)
+    cols[0].metric("Path per step", f"{cp.path_ms:.2f} ms",
+                   help="each step's reference rank's window (the longest of the step)")
+    cols[1].metric("Step time", f"{report.step_time_ms:.2f} ms",
+                   help="the mean over ranks of each rank's window, as the breakdown")
+    cols[2].metric("Steps", len(cp.steps))
+    cols[3].metric("Ranks on the path", len({r for s in cp.steps for r in s.ranks}))
+    cols[4].metric("Most path time", f"rank {top.key}" if top else "–",
                    f"{100 * top.share:.0f}% of the path" if top else None,
                    delta_color="off")
+    st.caption(f"path per step: {plain(path_and_step(cp, report.step_time_ms))}")
     _step_view(_step(cp))
     cats = pl.DataFrame([{"on the path": PATH_LABELS.get(k, k), "ms/step": round(ms, 4)}
                          for k, ms in cp.by_category_ms.items() if ms > 0])

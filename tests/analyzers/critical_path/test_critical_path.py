@@ -275,7 +275,8 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
     from stepscope.dashboard.render.critical_path import whatif_line
 
     with stepscope.open(sample_db) as store:
-        cp = build_report(store.con, "critical_path").critical_path
+        rep = build_report(store.con, "critical_path")
+        cp = rep.critical_path
         ctx = run_context(store.con, "critical_path")
         want_rank = what_if(ctx, WhatIf(ranks=(5,)))
         want_coll = what_if(ctx, WhatIf(collective="all_reduce", speedup=3.0))
@@ -286,8 +287,10 @@ def test_dashboard_page_shows_the_path_and_recomputes_a_whatif(
     assert at.header[0].value == "Critical path"
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Path per step"] == f"{cp.path_ms:.2f} ms"
+    assert metrics["Step time"] == f"{rep.step_time_ms:.2f} ms"  # issue 42 §4: both
     assert metrics["Most path time"] == "rank 5"
     page = texts(at)
+    assert "reference rank's window" in page and "than the step time of" in page
     for w in cp.whatifs:
         assert whatif_line(w) in page
     at.selectbox(key="cp_rank").set_value(5).run()

@@ -166,3 +166,33 @@ def test_the_unchanged_graph_gives_back_every_real_window(
     for run, rep in reports.items():
         cp = rep.critical_path
         assert cp is not None and not any("does not reproduce" in n for n in cp.notes), run
+
+
+def test_graph_replays_keep_the_path_equal_to_the_window(
+        reports: dict[str, Report], con: duckdb.DuckDBPyConnection) -> None:
+    """Issue 42 §3. trace_diff/test replays CUDA graphs (5,046 kernels from
+    cudaGraphLaunch) whose kernels, on one stream in the trace, run at once 31 times
+    (a graph's parallel branches). The path counted each overlap twice: 122.260 ms for
+    a 122.214 ms window (step 1010), 166.727 for 166.690 (1011). Now every path tiles its
+    window to the ns, no two of its segments overlap, and its compute is within the
+    step's compute in the breakdown (step 1011: 111.59 of 127.14 ms)."""
+    overlaps = con.execute(
+        "SELECT count(*) FROM (SELECT g.start_ns, lag(g.end_ns) OVER (PARTITION BY g.stream "
+        "ORDER BY g.start_ns, g.end_ns) AS before, c.name FROM gpu_ops g JOIN cpu_ops c "
+        "ON c.run = g.run AND c.rank = g.rank AND c.op_id = g.launch_op_id "
+        "WHERE g.run = 'test' AND g.kind <> 'comm') WHERE before > start_ns "
+        "AND name = 'cudaGraphLaunch'").fetchone()
+    assert overlaps == (31,)
+    for run, rep in reports.items():
+        a = Analysis(con, run)
+        cp = rep.critical_path
+        assert cp is not None
+        per_step = {s.step: s.breakdown_ms for s in rep.per_step}
+        for s in cp.steps:
+            assert s.path_ms == pytest.approx(s.window_ms, abs=1e-6), (run, s.step)
+            b = per_step[s.step]
+            assert s.by_category_ms["compute"] <= b.compute + 1e-6, (run, s.step)
+            p = a.path(s.step)
+            assert p is not None
+            order = np.argsort(p.s, kind="stable")
+            assert (p.s[order][1:] >= p.e[order][:-1]).all(), (run, s.step)
