@@ -121,12 +121,14 @@ def _recompute_attention_share(con: duckdb.DuckDBPyConnection, run: str,
 
 
 def _points(ev: Evidence, gain_ms: float) -> float | None:
-    """MFU points gained if the step got `gain_ms` shorter at the same work."""
-    mfu = ev.mfu.mfu
-    step = ev.step_ms
-    if mfu is None or step <= gain_ms or gain_ms <= 0:
+    return mfu_points_gained(ev.mfu.mfu, ev.step_ms, gain_ms)
+
+
+def mfu_points_gained(mfu: float | None, step_ms: float, gain_ms: float) -> float | None:
+    """MFU points gained if a step of `step_ms` got `gain_ms` shorter at the same work."""
+    if mfu is None or step_ms <= gain_ms or gain_ms <= 0:
         return None
-    return 100.0 * mfu * (step / (step - gain_ms) - 1.0)
+    return 100.0 * mfu * (step_ms / (step_ms - gain_ms) - 1.0)
 
 
 def _rec(ev: Evidence, rid: str, title: str, detail: str, evidence: str,

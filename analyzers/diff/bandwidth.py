@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stepscope.analyzers.advice.recommend import mfu_points_gained
 from stepscope.analyzers.context import RunContext
-from stepscope.analyzers.critical_path.analysis import what_if
+from stepscope.analyzers.critical_path.analysis import what_if, whatif_sentence
 from stepscope.analyzers.critical_path.whatif import WhatIf
 from stepscope.analyzers.results import CollectiveChange, Recommendation, Report
 from stepscope.ingest.errors import UsageError
@@ -63,8 +64,10 @@ def bandwidth_recommendations(ctx_b: RunContext, report_b: Report,
                     f"{c.a.time_ms:.2f} -> {c.b.time_ms:.2f} ms. Check the links and the "
                     "NCCL transport of the nodes B added (NCCL_DEBUG=INFO: the network and "
                     "GPUDirect RDMA in use), or keep the group inside faster links."),
-            evidence=_sentence(label, result.predicted_step_time_ms, result.step_time_ms),
-            expected_gain_ms=gain, expected_mfu_points=_points(report_b, gain)))
+            evidence="critical path on B: " + whatif_sentence(
+                label, result.predicted_step_time_ms, result.step_time_ms),
+            expected_gain_ms=gain,
+            expected_mfu_points=mfu_points_gained(report_b.mfu.mfu, step, gain)))
     return tuple(out)
 
 
@@ -73,16 +76,3 @@ def _link(c: CollectiveChange) -> str:
     if c.a.link == c.b.link:
         return f"link {c.b.link}" if c.b.link else "link unknown"
     return f"link {c.a.link or 'unknown'} in A, {c.b.link or 'unknown'} in B"
-
-
-def _sentence(label: str, predicted_ms: float, measured_ms: float) -> str:
-    return (f"critical path on B: if {label}, the step would be {predicted_ms:.2f} ms "
-            f"instead of {measured_ms:.2f} ms ({predicted_ms - measured_ms:+.2f} ms)")
-
-
-def _points(report: Report, gain_ms: float) -> float | None:
-    """MFU points B would gain with its step `gain_ms` shorter at the same work."""
-    mfu, step = report.mfu.mfu, report.step_time_ms
-    if mfu is None or step <= gain_ms or gain_ms <= 0:
-        return None
-    return 100.0 * mfu * (step / (step - gain_ms) - 1.0)
