@@ -29,6 +29,7 @@ import duckdb
 
 from stepscope.ingest import schema
 from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
+from stepscope.ingest.limits import usable_memory_bytes
 from stepscope.ingest.sql_files import sql
 
 DEFAULT_DB = "stepscope.duckdb"
@@ -53,7 +54,7 @@ MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace eve
 ROOM_PER_THREAD_BYTES = 32 << 20
 MEMORY_CEILING_BYTES = 4 << 30
 # The rooms an ingest tries, as multiples of the ones above, when a step runs out of its
-# room: 32 MiB, then 256 MiB, then 2 GiB of floor (the last only with twice that free).
+# room: 32 MiB, then 256 MiB, then 2 GiB of floor (each only with twice that usable).
 # Retried, not guessed: the small room keeps memory flat in ranks where it suffices.
 ROOM_SCALES = (1, 8, 64)
 _ROOM_SCALE: ContextVar[int] = ContextVar("stepscope_room_scale", default=1)
@@ -282,26 +283,14 @@ def memory_limit_for(events: int) -> int | None:
 
 
 def room_scales() -> tuple[int, ...]:
-    """The room scales an ingest tries in turn (ROOM_SCALES), the last one bounded by
-    what the machine has free; (1,) when $STEPSCOPE_MEMORY_LIMIT is set (the user's
-    limit is not second-guessed)."""
+    """The room scales an ingest tries in turn (ROOM_SCALES), each floor at most half
+    the memory this process may use (the machine's, or its cgroup's); (1,) when
+    $STEPSCOPE_MEMORY_LIMIT is set (the user's limit is not second-guessed)."""
     if os.environ.get(MEMORY_ENV):
         return (1,)
-    free = available_memory_bytes()
+    free = usable_memory_bytes()
     return tuple(s for i, s in enumerate(ROOM_SCALES)
                  if i == 0 or free is None or MEMORY_FLOOR_BYTES * s <= free // 2)
-
-
-def available_memory_bytes() -> int | None:
-    """MemAvailable of /proc/meminfo (None where there is none: not Linux)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) << 10
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 @contextmanager

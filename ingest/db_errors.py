@@ -53,7 +53,7 @@ def _out_of_memory(exc: BaseException, db: str | Path | None) -> DatabaseProblem
     at = f"at its limit of {failed}" if failed else "at its limit"
     user = os.environ.get(MEMORY_ENV)
     source = (f"${MEMORY_ENV}={user}" if user else
-              f"the largest room the machine's free memory allowed; default {DEFAULT_MEMORY_LIMIT}"
+              f"the largest room this process's memory allowed; default {DEFAULT_MEMORY_LIMIT}"
               " outside an ingest")
     return DatabaseProblem(
         f"out of memory in the database {at} ({source}); set ${MEMORY_ENV} higher "
