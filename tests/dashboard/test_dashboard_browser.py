@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from conftest import REAL_TRACES
 from dashboard_helpers import REPO
 from playwright.sync_api import sync_playwright
 
@@ -33,8 +34,7 @@ from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("STEPSCOPE_TEST_ARTIFACTS", REPO / ".artifacts")) / "dashboard"
 # two ranks of a real 128-rank job (HTA's trace_filter samples): uploaded as one run
-REAL = REPO.parent / "shared" / "traces" / "HolisticTraceAnalysis" / "tests" / "data" / \
-    "trace_filter"
+REAL = REAL_TRACES / "HolisticTraceAnalysis" / "tests" / "data" / "trace_filter"
 REAL_FILES = tuple(REAL / f"sampled_rank-{r}.json.gz" for r in (0, 1))
 REAL_RUN = "real2"
 SIM_RUN = "straggler"  # a bundled simulated run: rank 3 makes the others wait
