@@ -244,6 +244,19 @@ NO_FLOPS = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, seq_
             "global_batch_tokens) or profile with record_shapes=True")
 
 
+def no_flops_message(ctx: RunContext) -> str:
+    """Why there are no model FLOPs: ops with shapes that only ran inside CUDA/HIP graph
+    captures (recorded, not run) are named as such; else NO_FLOPS."""
+    with counted_ops(ctx.con, ctx.run):
+        (captured,), = ctx.con.execute(sql("mfu/captured_ops.sql"), {"run": ctx.run}).fetchall()
+    if not captured:
+        return NO_FLOPS
+    return (f"no model FLOPs: the {captured} op(s) with shapes ran inside CUDA/HIP graph "
+            "captures, whose kernels were recorded into a graph, not run; profile steps "
+            "that replay the graph and pass --model FILE (n_params, n_layers, hidden, "
+            "seq_len, global_batch_tokens)")
+
+
 def mfu_section(ctx: RunContext) -> Mfu:
     """The `mfu` section of the report (docs/report.md); `mfu` is None with a `message`
     when it cannot be computed honestly."""
@@ -279,7 +292,7 @@ def mfu_section(ctx: RunContext) -> Mfu:
     message = "; ".join(n for n in notes if n) or None
     if not model or step_ms <= 0:
         return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
-                                       message=NO_FLOPS)
+                                       message=no_flops_message(ctx))
     step_s = step_ms / 1e3
     hw = model + (from_trace["recompute"] + from_trace["extra"] if from_trace else 0.0)
     compute_ms = ctx.attribution.breakdown_ms.compute
