@@ -117,8 +117,8 @@ def shape_notes(ctx: RunContext) -> tuple[str, ...]:
                "for a late rank counts as exposed communication")
         out.append(f"{calls} {library} kernel calls counted as communication "
                    f"(communication-kernel table); {how}")
-    (graph_steps, cpu_steps, graph_ops), = ctx.con.execute(sql("report/graph_steps.sql"),
-                                                          {"run": ctx.run}).fetchall()
+    (graph_steps, cpu_steps, graph_ops, capture_steps, recorded), = ctx.con.execute(
+        sql("report/graph_steps.sql"), {"run": ctx.run}).fetchall()
     if graph_steps and graph_ops:
         out.append(f"{graph_steps} rank step(s) launched CUDA/HIP graphs: the {graph_ops} GPU "
                    "ops that carry a graph launch's correlation id count for the step that "
@@ -128,7 +128,19 @@ def shape_notes(ctx: RunContext) -> tuple[str, ...]:
                    "the GPU side of those steps is missing from the trace, so each takes its "
                    "CPU step as the window (window_source cpu_step), with the unlinked GPU "
                    "ops that start inside it")
+    if capture_steps:
+        out.append(capture_note(capture_steps, recorded))
     return tuple(out)
+
+
+def capture_note(steps: int, recorded: int) -> str:
+    """What a step that captures a CUDA/HIP graph measures (docs/attribution.md, "Graph
+    captures"): host time, not the captured work."""
+    return (f"{steps} rank step(s) capture a CUDA/HIP graph (stream begin- to end-capture): "
+            f"{recorded} kernel launches were recorded into the graph, not run, so such a "
+            "step is timed on the host (its CPU step, window_source capture) and its GPU "
+            "idle is the capture, not the work; it is left out of the means where its rank "
+            "has other complete steps, and its ops give no FLOPs")
 
 
 STEP_SOURCE_NOTES = {

@@ -63,6 +63,9 @@ MIGRATIONS = (
     Migration(9, ("migrations/0009_bounded_steps.sql",),
               "complete_steps: a step needs both ends (the first Optimizer.step# step, "
               "which starts at the trace's start, is not complete)"),
+    Migration(10, ("migrations/0010_capture_steps.sql",),
+              "complete_steps: a step that captures a CUDA/HIP graph (window_source "
+              "'capture') is not complete where its rank has other complete steps"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

@@ -108,7 +108,7 @@ def gather(ctx: RunContext, pipeline: Pipeline | None, stragglers: tuple[Straggl
 
 
 def _graph_steps(con: duckdb.DuckDBPyConnection, run: str) -> int:
-    (steps, _, _), = con.execute(sql("report/graph_steps.sql"), {"run": run}).fetchall()
+    (steps, *_), = con.execute(sql("report/graph_steps.sql"), {"run": run}).fetchall()
     return int(steps or 0)
 
 

@@ -26,6 +26,8 @@ from stepscope.analyzers._sql import install_macros, run_script, sql
 RANKS_PER_BATCH = 64  # ranks whose counted ops are derived in one statement
 
 _holders: dict[int, Counter[str]] = {}  # per connection: open blocks per run
+_fills: dict[tuple[int, str], int] = {}  # (connection, run) -> the fill it holds now
+_fill_count = [0]                        # fills so far, in this process
 
 
 @contextmanager
@@ -38,6 +40,8 @@ def counted_ops(con: duckdb.DuckDBPyConnection, run: str,
     try:
         if not held[run]:
             fill(con, run, ranks_per_batch)
+            _fill_count[0] += 1
+            _fills[(id(con), run)] = _fill_count[0]
         held[run] += 1
         yield
     finally:
@@ -51,9 +55,17 @@ def _release(con: duckdb.DuckDBPyConnection, run: str, held: Counter[str]) -> No
     if held[run] > 0:
         return
     del held[run]
+    _fills.pop((id(con), run), None)
     run_script(con, "counted_ops/forget.sql", {"run": run})
     if not held:
         _holders.pop(id(con), None)
+
+
+def current_fill(con: duckdb.DuckDBPyConnection, run: str) -> int | None:
+    """Which fill of `run`'s counted ops an open block holds (None: no block is open), so
+    that what is derived from them (the roofline's kernel table, read by MFU and the
+    roofline) is derived once per fill and never reused after the run's rows went."""
+    return _fills.get((id(con), run))
 
 
 def fill(con: duckdb.DuckDBPyConnection, run: str, ranks_per_batch: int) -> None:

@@ -33,6 +33,7 @@ from stepscope.analyzers.flops import bound as flops_bound
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DevicePeak, table_version
+from stepscope.analyzers.flops.roofline import kernel_table
 from stepscope.analyzers.results import CATEGORIES, Breakdown, Mfu, WaterfallStep
 
 
@@ -204,8 +205,56 @@ def _peak(ctx: RunContext, choice: DtypeChoice) -> tuple[float | None, str | Non
     return peak, label, None
 
 
+SHAPED_MAJORITY = 0.5   # below this share of compute time with shapes, MFU is a lower bound
+
+
+def shaped_share(ctx: RunContext, max_rate: float | None) -> float | None:
+    """Share of the complete steps' compute-kernel time in ops with shapes: kernels whose
+    op, parent or grandparent is a shaped op (the roofline's rf_kernels, built once per
+    report); None without GPU kernels."""
+    if ctx.info.timeline != "gpu":
+        return None
+    kernel_table(ctx.con, ctx.run, max_rate)
+    shaped, total = ctx.con.execute(sql("mfu/shaped_share.sql")).fetchall()[0]
+    return float(shaped or 0.0) / float(total) if total else None
+
+
+def _pct(fraction: float) -> str:
+    """0.0352 -> '3.5%', 0.00031 -> '0.031%'."""
+    value = 100 * fraction
+    return f"{value:.1f}%" if value >= 0.1 or value == 0 else f"{value:.2g}%"
+
+
+def coverage(mfu: float, source: str | None, share: float | None
+             ) -> tuple[bool, float | None, str]:
+    """(lower_bound, mfu_at_shaped_rate, headline): what an MFU covers, in words. The
+    trace's FLOPs count only the shaped work; when that is under SHAPED_MAJORITY of the
+    compute time, the MFU is a lower bound, and the unshaped kernels' time at the shaped
+    ones' rate (F / T_shaped x T_all: mfu / share) bounds it from the other side."""
+    if source != "trace" or share is None or share >= SHAPED_MAJORITY:
+        return False, None, f"MFU {_pct(mfu)}"
+    at_rate = mfu / share if share > 0 and mfu / share <= 1.0 else None
+    rest = (f"; about {_pct(at_rate)} if the other {_pct(1 - share)} ran at the shaped "
+            "kernels' FLOP rate" if at_rate is not None else "")
+    return True, at_rate, (f"MFU ≥ {_pct(mfu)} from the {_pct(share)} of compute time "
+                           f"with shapes{rest}; pass --model FILE for the model's FLOPs")
+
+
 NO_FLOPS = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, seq_len, "
             "global_batch_tokens) or profile with record_shapes=True")
+
+
+def no_flops_message(ctx: RunContext) -> str:
+    """Why there are no model FLOPs: ops with shapes that only ran inside CUDA/HIP graph
+    captures (recorded, not run) are named as such; else NO_FLOPS."""
+    with counted_ops(ctx.con, ctx.run):
+        (captured,), = ctx.con.execute(sql("mfu/captured_ops.sql"), {"run": ctx.run}).fetchall()
+    if not captured:
+        return NO_FLOPS
+    return (f"no model FLOPs: the {captured} op(s) with shapes ran inside CUDA/HIP graph "
+            "captures, whose kernels were recorded into a graph, not run; profile steps "
+            "that replay the graph and pass --model FILE (n_params, n_layers, hidden, "
+            "seq_len, global_batch_tokens)")
 
 
 def mfu_section(ctx: RunContext) -> Mfu:
@@ -218,6 +267,7 @@ def mfu_section(ctx: RunContext) -> Mfu:
     counted = trace_flops(ctx.con, ctx.run, bound)
     from_trace = job_flops(counted, world)
     odd, n_odd = flops_bound.implausible_ops(ctx.con, ctx.run, ctx)
+    shaped = shaped_share(ctx, bound)
     from_spec = flops_per_step(ctx.spec) if ctx.spec else None
     model = from_spec if from_spec else (from_trace["model"] if from_trace else None)
     base = Mfu(
@@ -230,7 +280,8 @@ def mfu_section(ctx: RunContext) -> Mfu:
                              if from_spec and from_trace and from_trace["model"] > 0 else None),
         peak_table_version=table_version(), dtype=choice.dtype,
         dtype_source=choice.source, dtype_share=choice.share, peak_dtype=choice.peak_dtype,
-        peak_reason=choice.reason, implausible_ops=odd, implausible_op_count=n_odd)
+        peak_reason=choice.reason, implausible_ops=odd, implausible_op_count=n_odd,
+        shaped_share=shaped)
     peak, label, message = _peak(ctx, choice)
     if peak is None:
         return msgspec.structs.replace(base, device=label, message=message)
@@ -241,7 +292,7 @@ def mfu_section(ctx: RunContext) -> Mfu:
     message = "; ".join(n for n in notes if n) or None
     if not model or step_ms <= 0:
         return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
-                                       message=NO_FLOPS)
+                                       message=no_flops_message(ctx))
     step_s = step_ms / 1e3
     hw = model + (from_trace["recompute"] + from_trace["extra"] if from_trace else 0.0)
     compute_ms = ctx.attribution.breakdown_ms.compute
@@ -250,8 +301,10 @@ def mfu_section(ctx: RunContext) -> Mfu:
     if (impossible := flops_bound.above_peak_message(mfu, hfu, base.flops_source)):
         return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
                                        message="; ".join(n for n in (impossible, message) if n))
+    lower, at_rate, headline = coverage(mfu, base.flops_source, shaped)
     return msgspec.structs.replace(
         base, device=label, peak_flops_per_gpu=peak, message=message,
+        lower_bound=lower, mfu_at_shaped_rate=at_rate, headline=headline,
         mfu=mfu, hfu=hw / (step_s * world * peak),
         achieved_tflops_per_gpu=((model / world) / (compute_ms / 1e3) / 1e12
                                  if compute_ms > 0 else None),

@@ -200,6 +200,15 @@ class Mfu(Model, frozen=True, kw_only=True):
     message: str | None = None
     implausible_ops: tuple[ImplausibleOp, ...] = ()   # the worst few
     implausible_op_count: int = 0
+    # what the MFU covers (docs/mfu.md, "What the MFU covers"): the share of the complete
+    # steps' compute-kernel time in ops with shapes (the roofline's coverage; None: no GPU
+    # kernels); with the trace's FLOPs and under half of that time shaped, `mfu` counts
+    # only the shaped work (`lower_bound`), `mfu_at_shaped_rate` = mfu / shaped_share is
+    # the MFU if the other kernels ran at the shaped ones' FLOP rate (None above 100%)
+    shaped_share: float | None = None
+    lower_bound: bool = False
+    mfu_at_shaped_rate: float | None = None
+    headline: str | None = None         # the MFU as every output states it, in words
 
 
 class CollectiveStat(Model, frozen=True, kw_only=True):

@@ -48,6 +48,13 @@ def pct(fraction: float | None, digits: int = 1, missing: str = DASH) -> str:
     return missing if fraction is None else f"{fixed(100 * fraction, digits)}%"
 
 
+def mfu_pct(fraction: float | None, lower_bound: bool = False, missing: str = DASH) -> str:
+    """An MFU as a headline shows it: '≥ 1.8%' when it counts only the shaped work
+    (Mfu.lower_bound, docs/mfu.md "What the MFU covers"), else as pct."""
+    shown = pct(fraction, missing=missing)
+    return f"≥ {shown}" if lower_bound and fraction is not None else shown
+
+
 def share(part: float, whole: float, digits: int = 1, missing: str = DASH) -> str:
     """`part` as a percentage of `whole`: (3, 12) -> '25.0%'; `missing` when whole is 0."""
     return f"{fixed(100 * part / whole, digits)}%" if whole else missing

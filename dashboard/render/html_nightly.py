@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from stepscope.analyzers.results import NightlyReport
-from stepscope.dashboard.render.format import EN_DASH, num, pct, points
+from stepscope.dashboard.render.format import EN_DASH, mfu_pct, num, points
 from stepscope.dashboard.render.html_diff import diff_sections
 from stepscope.dashboard.render.html_page import card, cards, esc, page, section, table
 from stepscope.dashboard.render.html_report import report_sections
@@ -24,7 +24,7 @@ def _cards(night: NightlyReport) -> str:
     mfu_delta = d.mfu_delta_points if d else None
     step_delta = d.step_time_delta_ms if d else None
     return cards([
-        card("MFU", pct(night.mfu.mfu, missing=EN_DASH),
+        card("MFU", mfu_pct(night.mfu.mfu, night.mfu.lower_bound, EN_DASH),
              "" if mfu_delta is None else f"{points(mfu_delta, signed=True)} pts",
              _delta_cls(mfu_delta, True)),
         card("step time", f"{night.step_time_ms:.2f} ms",

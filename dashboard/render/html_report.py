@@ -28,6 +28,7 @@ from stepscope.dashboard.render.format import (
     layout_degrees,
     layout_nodes,
     mb,
+    mfu_pct,
     num,
     pct,
     points,
@@ -104,8 +105,9 @@ def _largest_loss(breakdown: Breakdown) -> tuple[str, float] | None:
 def _cards(report: Report) -> str:
     step = report.step_time_ms
     items = [card("step time", f"{step:.2f} ms"),
-             card("MFU", pct(report.mfu.mfu, missing=EN_DASH)),
-             card("HFU", pct(report.mfu.hfu, missing=EN_DASH))]
+             card("MFU", mfu_pct(report.mfu.mfu, report.mfu.lower_bound, EN_DASH),
+                  _covers(report.mfu)),
+             card("HFU", mfu_pct(report.mfu.hfu, report.mfu.lower_bound, EN_DASH))]
     loss = _largest_loss(report.breakdown_ms)
     if loss:
         of_step = f"{share(loss[1], step)} of the step" if step else ""
@@ -113,6 +115,13 @@ def _cards(report: Report) -> str:
                           f"{loss[1]:.2f} ms · {of_step}"))
     items.append(card("stragglers", str(len(report.stragglers))))
     return cards(items)
+
+
+def _covers(mfu: Mfu) -> str:
+    """The MFU card's line under the value: what a lower bound covers."""
+    if not mfu.lower_bound or mfu.shaped_share is None:
+        return ""
+    return f"{pct(mfu.shaped_share, 0)} of compute time has shapes"
 
 
 def _breakdown(report: Report) -> str:
@@ -143,12 +152,16 @@ def _idle(report: Report) -> str:
 
 
 def _mfu_facts(mfu: Mfu) -> list[str]:
-    facts = [f"<b>MFU {pct(mfu.mfu, missing=EN_DASH)}</b>, HFU {pct(mfu.hfu, missing=EN_DASH)} "
+    lower = mfu.lower_bound
+    facts = [f"<b>MFU {mfu_pct(mfu.mfu, lower, EN_DASH)}</b>, "
+             f"HFU {mfu_pct(mfu.hfu, lower, EN_DASH)} "
              f"of {(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s "
              f"{esc(peak_label(mfu.peak_dtype, mfu.dtype))} per "
              f"GPU ({esc(mfu.device)}; peak table {esc(mfu.peak_table_version)})",
              f"model FLOPs per step: {num(mfu.model_flops_per_step, '.4g', EN_DASH)} (from "
              f"the {esc(mfu.flops_source)})"]
+    if mfu.lower_bound:
+        facts.append(f"covers: {esc(mfu.headline)}")
     if mfu.peak_reason:
         facts.append(f"peak: {esc(mfu.peak_reason)}")
     if mfu.achieved_tflops_per_gpu is not None:

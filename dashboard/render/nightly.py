@@ -15,7 +15,7 @@ from stepscope.analyzers.nightly.history import HistoryNight, history_nights
 from stepscope.analyzers.results import CheckOutcome, NightlyReport, to_json
 from stepscope.dashboard.render import strict_json
 from stepscope.dashboard.render.diff import diff_markdown
-from stepscope.dashboard.render.format import md_code, md_text, num, pct, points
+from stepscope.dashboard.render.format import md_code, md_text, mfu_pct, num, pct, points
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.report import report_markdown
 
@@ -40,16 +40,17 @@ def headline(night: NightlyReport) -> list[str]:
     """MFU and step time, each with its change against the baseline."""
     d = night.diff
     mfu = night.mfu.mfu
+    shown = mfu_pct(mfu, night.mfu.lower_bound, NA)
     step = night.step_time_ms
     if d is None:
         why = md_text(night.baseline_note or "no baseline")
-        return [f"- **MFU {pct(mfu, missing=NA)}** · **step time {step:.2f} ms** ({why})"]
+        return [f"- **MFU {shown}** · **step time {step:.2f} ms** ({why})"]
     a = d.a
     mfu_change = ("" if d.mfu_delta_points is None
                   else f" ({points(d.mfu_delta_points, signed=True)} pts vs "
                        f"{pct(a.mfu, missing=NA)})")
     rel = 100 * d.step_time_delta_ms / a.step_time_ms if a.step_time_ms else 0.0
-    return [f"- **MFU {pct(mfu, missing=NA)}**{mfu_change} · **step time {step:.2f} ms** "
+    return [f"- **MFU {shown}**{mfu_change} · **step time {step:.2f} ms** "
             f"({d.step_time_delta_ms:+.2f} ms, {rel:+.1f}% vs {a.step_time_ms:.2f} ms) "
             f"— baseline {md_code(a.run, table=False)}"]
 

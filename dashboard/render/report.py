@@ -33,6 +33,7 @@ from stepscope.dashboard.render.format import (
     mb,
     md_code,
     md_text,
+    mfu_pct,
     num,
     pct,
     points,
@@ -97,11 +98,14 @@ def _mfu_lines(mfu: Mfu) -> list[str]:
     out = ["", "## MFU", ""]
     if mfu.mfu is None:
         return out + [f"- not computed: {md_text(mfu.message)}"]
-    out.append(f"- **MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu or 0.0)} of "
+    lower = mfu.lower_bound
+    out.append(f"- **MFU {mfu_pct(mfu.mfu, lower)}**, HFU {mfu_pct(mfu.hfu or 0.0, lower)} of "
                f"{(mfu.peak_flops_per_gpu or 0.0) / 1e12:.1f} TFLOP/s "
                f"{md_text(peak_label(mfu.peak_dtype, mfu.dtype))} "
                f"per GPU ({md_text(mfu.device)}; peak table "
                f"{md_text(mfu.peak_table_version)})")
+    if mfu.lower_bound:
+        out.append(f"- covers: {md_text(mfu.headline)}")
     if mfu.peak_reason:
         out.append(f"- peak: {md_text(mfu.peak_reason)}")
     out.append(f"- model FLOPs per step: {mfu.model_flops_per_step:.4g} "

@@ -103,15 +103,26 @@ SELECT rank, s, e, cat FROM cpu_self_time($run, (
 -- GPU: from the first GPU start of the ops launched in step k to that of step k+1; the
 -- last step ends at the last GPU end of its own ops. CPU: the same on ProfilerStep starts.
 -- A GPU step whose graph launch no GPU op is linked to (its GPU side is visibly missing)
--- takes its CPU step as the window instead (window_source 'cpu_step').
+-- takes its CPU step as the window instead (window_source 'cpu_step'). A step that captures
+-- a CUDA/HIP graph (a stream begin-capture call in it) records its launches into the graph
+-- without running them: it is timed on the host, its CPU step (window_source 'capture').
 COPY (
-WITH s AS (
+WITH captures AS (
+    SELECT DISTINCT rank, step FROM cpu_ops
+    WHERE run = $run AND rank BETWEEN $lo AND $hi AND step IS NOT NULL
+      AND name IN ('cudaStreamBeginCapture', 'cudaStreamBeginCapture_v2',
+                   'cudaStreamBeginCaptureToGraph', 'hipStreamBeginCapture',
+                   'hipStreamBeginCaptureToGraph', 'cuStreamBeginCapture',
+                   'cuStreamBeginCapture_v2')
+), s AS (
     SELECT st.rank, st.step, tl.timeline,
         CASE WHEN tl.timeline = 'cpu' THEN 'cpu'
+             WHEN cap.step IS NOT NULL THEN 'capture'
              WHEN coalesce(st.graph_launches_unlinked, 0) > 0 THEN 'cpu_step'
              ELSE 'gpu' END AS window_source,
         st.gpu_start_ns, st.gpu_end_ns, st.start_ns, st.end_ns
     FROM steps st JOIN a_scratch('a_timeline') tl ON tl.rank = st.rank
+    LEFT JOIN captures cap ON cap.rank = st.rank AND cap.step = st.step
     WHERE st.run = $run AND st.rank BETWEEN $lo AND $hi
 ), e AS (
     SELECT *,
@@ -124,7 +135,7 @@ WITH s AS (
     FROM e WHERE ws IS NOT NULL
 )
 SELECT rank, step, timeline, window_source, ws AS window_start_ns,
-    CASE WHEN window_source = 'cpu_step' THEN own_end
+    CASE WHEN window_source IN ('cpu_step', 'capture') THEN own_end
          WHEN next_ws IS NOT NULL AND next_step = step + 1 THEN next_ws ELSE own_end END
         AS window_end_ns,
     next_ws IS NOT NULL AND next_step = step + 1 AS has_successor

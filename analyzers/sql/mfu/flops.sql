@@ -19,7 +19,10 @@
 --                                   and recompute_ops; the rank range is in every part,
 --                                   so a batch of ranks costs the memory of those ranks
 --                                   (analyzers/flops/counted_ops.py fills counted_ops with it);
---   model_flops(run_name, max_rate) the ops of counted_ops whose FLOPs their kernels could
+--                                   in_capture: the op ran inside a CUDA/HIP graph capture
+--                                   (begin- to end-capture call on its thread), so its
+--                                   kernels were recorded into the graph, not run;
+--   model_flops(run_name, max_rate) the ops of counted_ops, not captured, whose FLOPs their kernels could
 --                                   have done at `max_rate` FLOP/s (docs/mfu.md,
 --                                   "Implausible shapes"); NULL max_rate keeps every op.
 CREATE OR REPLACE TEMP MACRO flops_claims(run_name, lo, hi) AS TABLE
@@ -105,6 +108,19 @@ WITH counted AS (
         SELECT 1 FROM formula a
         WHERE a.rank = f.rank AND a.tid = f.tid AND a.depth < f.depth
           AND a.start_ns <= f.start_ns AND a.end_ns >= f.end_ns)
+), capture AS (   -- CUDA/HIP graph captures: from each begin-capture call to the first
+                  -- end-capture call after it on its thread (none: to the trace's end)
+    SELECT b.rank, b.tid, b.start_ns AS cs, min(e.end_ns) AS ce
+    FROM cpu_ops b
+    LEFT JOIN cpu_ops e ON e.run = run_name AND e.rank = b.rank AND e.tid = b.tid
+        AND e.start_ns >= b.start_ns AND e.name IN ('cudaStreamEndCapture',
+            'hipStreamEndCapture', 'cuStreamEndCapture')
+    WHERE b.run = run_name AND b.rank BETWEEN lo AND hi
+      AND b.name IN ('cudaStreamBeginCapture', 'cudaStreamBeginCapture_v2',
+                     'cudaStreamBeginCaptureToGraph', 'hipStreamBeginCapture',
+                     'hipStreamBeginCaptureToGraph', 'cuStreamBeginCapture',
+                     'cuStreamBeginCapture_v2')
+    GROUP BY b.rank, b.tid, b.start_ns
 ), launched AS (  -- compute-kernel time per CPU op (the kernels' External id link)
     SELECT rank, cpu_op_id AS op_id, sum(dur_ns) AS ns
     FROM gpu_ops
@@ -130,7 +146,9 @@ SELECT f.rank, f.op_id, f.step, f.name, f.model_flops,
     CASE WHEN f.name LIKE '%attention_backward' THEN f.model_flops * 0.25 ELSE 0 END
         AS hardware_extra,
     r.op_id IS NOT NULL AS is_recompute,
-    k.kernel_ns
+    k.kernel_ns,
+    EXISTS (SELECT 1 FROM capture c WHERE c.rank = f.rank AND c.tid = f.tid
+            AND f.start_ns >= c.cs AND (c.ce IS NULL OR f.start_ns <= c.ce)) AS in_capture
 FROM once f
 LEFT JOIN recompute_ops r ON r.run = run_name AND r.rank BETWEEN lo AND hi
     AND r.rank = f.rank AND r.op_id = f.op_id
@@ -145,5 +163,6 @@ SELECT ''::VARCHAR AS run, * FROM flops_claims('', 1, 0);
 CREATE OR REPLACE TEMP MACRO model_flops(run_name, max_rate) AS TABLE
 SELECT rank, op_id, step, name, model_flops, hardware_extra, is_recompute
 FROM counted_ops
-WHERE run = run_name AND (max_rate IS NULL OR coalesce(kernel_ns, 0) <= 0
+WHERE run = run_name AND NOT in_capture
+  AND (max_rate IS NULL OR coalesce(kernel_ns, 0) <= 0
    OR model_flops + hardware_extra <= max_rate * kernel_ns / 1e9);

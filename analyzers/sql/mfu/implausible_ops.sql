@@ -8,6 +8,6 @@ SELECT rank, step, op_id, name, model_flops + hardware_extra AS flops,
     (model_flops + hardware_extra) / (kernel_ns / 1e9) AS flops_per_s,
     count(*) OVER () AS n
 FROM counted_ops
-WHERE run = $run AND kernel_ns > 0 AND model_flops + hardware_extra > $max_rate * kernel_ns / 1e9
+WHERE run = $run AND NOT in_capture AND kernel_ns > 0 AND model_flops + hardware_extra > $max_rate * kernel_ns / 1e9
 ORDER BY flops_per_s DESC, rank, op_id
 LIMIT $limit

@@ -18,6 +18,7 @@ from stepscope.dashboard.render.format import (
     fixed,
     layout_degrees,
     layout_nodes,
+    mfu_pct,
     pct,
     points,
     share,
@@ -56,8 +57,11 @@ def headline(report: Report) -> None:
     cols = st.columns(3)
     cols[0].metric("Step time", f"{report.step_time_ms:.2f} ms",
                    help="mean over ranks of each rank's mean complete step")
-    cols[1].metric("MFU", pct(mfu.mfu), help=explain.MFU.help())
-    cols[2].metric("HFU", pct(mfu.hfu), help=explain.HFU.help())
+    cols[1].metric("MFU", mfu_pct(mfu.mfu, mfu.lower_bound),
+                   f"{pct(mfu.shaped_share, 0)} of compute has shapes" if mfu.lower_bound
+                   else None, delta_color="off", delta_arrow="off",
+                   help=explain.MFU.help() + (f"\n\n{mfu.headline}" if mfu.lower_bound else ""))
+    cols[2].metric("HFU", mfu_pct(mfu.hfu, mfu.lower_bound), help=explain.HFU.help())
     cat, ms = largest_loss(report)
     cols = st.columns(3)
     cols[0].metric(f"Largest loss: {CATEGORY_LABELS[cat] if cat else 'none'}", f"{ms:.2f} ms",

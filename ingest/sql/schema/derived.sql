@@ -60,7 +60,10 @@ CREATE TABLE IF NOT EXISTS collective_exposure (
 -- or the whole window taken as one step) counts every step it has. A step needs both
 -- ends: with `Optimizer.step#` as the step source, the rank's first step runs from the
 -- start of the trace (no optimizer step before it: warm-up, the first DataLoader fetch),
--- so it has no start boundary and is not complete either.
+-- so it has no start boundary and is not complete either. A step that captures a CUDA/HIP
+-- graph (window_source 'capture') records its launches without running them: it is not a
+-- step of the work either: migration 10 (migrations/0010_capture_steps.sql) re-creates the
+-- view with that rule, as step_attribution.window_source only exists from migration 3 on.
 CREATE OR REPLACE VIEW complete_steps AS
 SELECT run, rank, step FROM (
     SELECT run, rank, step, bounded,
