@@ -63,6 +63,9 @@ MIGRATIONS = (
     Migration(9, ("migrations/0009_bounded_steps.sql",),
               "complete_steps: a step needs both ends (the first Optimizer.step# step, "
               "which starts at the trace's start, is not complete)"),
+    Migration(10, ("migrations/0010_nccl_bench.sql",),
+              "nccl_bench and nccl_bench_summary: nccl-tests result tables and average "
+              "bus bandwidth read from the logs"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""
