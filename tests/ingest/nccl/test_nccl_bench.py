@@ -95,3 +95,15 @@ def _write(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "all_reduce_perf.out"
     path.write_text(body)
     return path
+
+
+def test_logs_alone_say_mfu_needs_profiler_traces(tmp_path: Path) -> None:
+    """Issue 41 §3 (part): a run of NCCL logs alone said MFU "unknown device 'CPU only'";
+    it now says MFU needs profiler traces."""
+    import stepscope.analyzers.report as report_mod
+
+    _bench(tmp_path, "sendrecv_perf.log", ISSUE_331)
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    report = report_mod.build_report(con, "job")
+    assert report.mfu.mfu is None and report.mfu.message is not None
+    assert report.mfu.message.startswith("MFU needs profiler traces")
