@@ -107,3 +107,15 @@ def test_logs_alone_say_mfu_needs_profiler_traces(tmp_path: Path) -> None:
     report = report_mod.build_report(con, "job")
     assert report.mfu.mfu is None and report.mfu.message is not None
     assert report.mfu.message.startswith("MFU needs profiler traces")
+
+
+def test_logs_alone_give_the_run_header(tmp_path: Path) -> None:
+    """Issue 41 §3 (part): the header said '0 of 0 ranks on ? host(s); device: None'; the
+    logs give the world size (nranks 2), the host and nccl-tests' GPU name."""
+    import stepscope.analyzers.report as report_mod
+
+    _bench(tmp_path, "sendrecv_perf.log", ISSUE_331)
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    run = report_mod.build_report(con, "job").run
+    assert (run.ranks, run.world_size, run.hosts, run.device) == (
+        0, 2, ("lrdn2296",), "NVIDIA A100-SXM-64GB")
