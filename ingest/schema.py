@@ -66,6 +66,9 @@ MIGRATIONS = (
     Migration(10, ("migrations/0010_capture_steps.sql",),
               "complete_steps: a step that captures a CUDA/HIP graph (window_source "
               "'capture') is not complete where its rank has other complete steps"),
+    Migration(11, ("migrations/0011_nccl_bench.sql",),
+              "nccl_bench and nccl_bench_summary: nccl-tests result tables and average "
+              "bus bandwidth read from the logs"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

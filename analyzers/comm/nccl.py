@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 import duckdb
+import msgspec
 
 from stepscope.analyzers._sql import Params, fetch_rows, sql
 from stepscope.analyzers.results import (
@@ -150,8 +151,12 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
                 + _warning_findings(con, run) + _ring_findings(con, run, groups)
                 + _slow_link_findings(measured)
                 + _identity_findings(con, run) + _version_findings(con, run))
+    from stepscope.analyzers.comm.bench import bench_tables  # it imports this module
+
+    bench = bench_tables(con, run)
     return NcclSection(versions=_versions(con, run), sources=sources, hosts=hosts,
-                       ranks=ranks, groups=groups, measured=measured, findings=findings)
+                       ranks=ranks, groups=groups, measured=measured, findings=findings,
+                       bench=bench or msgspec.UNSET)
 
 
 def measured_ops(con: duckdb.DuckDBPyConnection, run: str) -> list[MeasuredOps]:

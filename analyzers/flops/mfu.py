@@ -191,6 +191,9 @@ def _peak(ctx: RunContext, choice: DtypeChoice) -> tuple[float | None, str | Non
         forced = f"{name or 'unknown device'} (--peak-tflops {opts.peak_tflops:g})"
         return opts.peak_tflops * 1e12, forced, None
     label = entry.name if entry else name
+    if not ctx.info.ranks:  # NCCL logs or Flight Recorder dumps alone: no op, no FLOP
+        return None, label, ("MFU needs profiler traces (torch.profiler / Kineto) of the "
+                             "ranks: this run holds none, only NCCL evidence")
     if entry is None:
         if name is None and device.has_gpu:
             return None, label, ("the traces do not name the GPU (no deviceProperties, or "

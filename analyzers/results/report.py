@@ -311,6 +311,39 @@ class MeasuredOps(Model, frozen=True, kw_only=True):
     over_time: list[BandwidthPoint]
 
 
+class BenchRow(Model, frozen=True, kw_only=True):
+    """One line of an nccl-tests result table, out-of-place or in-place."""
+    size_bytes: int
+    dtype: str
+    in_place: bool
+    time_us: float | None
+    algbw_gbs: float | None
+    busbw_gbs: float | None
+
+
+class NcclBench(Model, frozen=True, kw_only=True):
+    """One nccl-tests result table found in the logs, held against its link's peak
+    (analyzers/comm/bench.py; docs/report.md, "nccl-tests")."""
+    source_file: str
+    bench: int                          # the table's number in its file
+    test: str | None                    # all_reduce_perf, sendrecv_perf, ... (None: unnamed)
+    test_source: str | None             # log | file_name
+    ranks: int | None                   # `# Using devices` lines
+    hosts: list[str]
+    devices: list[str]
+    avg_bus_bw_gbs: float | None        # `# Avg bus bandwidth` as printed
+    mean_bus_bw_gbs: float | None       # the mean of the table's busbw values (the same sum)
+    best_bus_bw_gbs: float | None
+    best_size_bytes: int | None
+    best_in_place: bool | None
+    link: str                           # nvlink | shm | ib | network | socket | unknown
+    link_source: str                    # nccl_log (its communicator's channels) | assumed
+    link_peak_gbs: float | None         # one direction
+    peak_source: str | None
+    best_of_peak: float | None          # best_bus_bw_gbs / link_peak_gbs
+    rows: list[BenchRow]
+
+
 class NcclSection(Model, frozen=True, kw_only=True):
     """What NCCL's own evidence (Flight Recorder dumps, NCCL_DEBUG logs) says about the
     job (analyzers/comm/nccl.py)."""
@@ -321,6 +354,8 @@ class NcclSection(Model, frozen=True, kw_only=True):
     groups: list[NcclGroup]
     measured: list[MeasuredOps] = []    # NCCL Inspector bandwidth ([] without it)
     findings: list[NcclFinding]
+    # nccl-tests result tables in the logs; absent from the JSON without them
+    bench: list[NcclBench] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Report(Model, frozen=True, kw_only=True, omit_defaults=True):

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from stepscope.analyzers.results import NcclSection
 from stepscope.dashboard.render.format import EN_DASH, rank_list_short
 from stepscope.dashboard.render.html_page import esc, folded, section
+from stepscope.dashboard.render.nccl import bench_sentence
 
 NCCL_ROWS_OPEN = 16  # more communicators / measurements: the rest folded
 
@@ -57,4 +60,7 @@ def nccl_section(nccl: NcclSection | None) -> str:
         parts.append(_groups(nccl))
     if nccl.measured:
         parts.append(_measured(nccl))
+    if not isinstance(nccl.bench, msgspec.UnsetType) and nccl.bench:
+        parts.append("<h3>nccl-tests results</h3><ul>" + "".join(
+            f"<li>{esc(bench_sentence(b))}</li>" for b in nccl.bench) + "</ul>")
     return section("NCCL", *parts, anchor="nccl")

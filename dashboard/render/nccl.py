@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.results import NcclSection
+import msgspec
+
+from stepscope.analyzers.results import NcclBench, NcclSection
 from stepscope.dashboard.render.format import md_text, rank_list
 
 
@@ -42,8 +44,43 @@ def nccl_lines(nccl: NcclSection | None) -> list[str]:
                        f"{md_text(', '.join(m.hosts), cell=True)} | {m.n_ops} | "
                        f"{m.msg_bytes / 1e6:.1f} | "
                        f"{m.bus_bw_gbs:.1f} | {m.bus_bw_p10_gbs:.1f} | {trend} |")
+    if not isinstance(nccl.bench, msgspec.UnsetType) and nccl.bench:
+        out += ["", "### nccl-tests results", ""]
+        out += [f"- {md_text(bench_sentence(b))}" for b in nccl.bench]
     if nccl.findings:
         out += ["", "### NCCL findings", ""]
         out += [f"- **{md_text(f.kind)}** ({md_text(f.severity)}): {md_text(f.message)}"
                 for f in nccl.findings]
     return out
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+def bench_sentence(b: NcclBench) -> str:
+    """One nccl-tests table in words: what ran where, the printed average, the best bus
+    bandwidth and its share of the link's peak (plain text; the caller escapes it)."""
+    name = b.test or "nccl-tests"
+    where = (f"{b.ranks} rank(s)" if b.ranks else "ranks unknown") + (
+        f" on {len(b.hosts)} host(s)" if b.hosts else "") + (
+        f" ({', '.join(b.devices)})" if b.devices else "")
+    link = f"link {b.link} ({'NCCL log' if b.link_source == 'nccl_log' else 'assumed'})"
+    avg = ("avg bus bandwidth not printed" if b.avg_bus_bw_gbs is None else
+           f"avg bus bandwidth {b.avg_bus_bw_gbs:.2f} GB/s as printed")
+    if b.mean_bus_bw_gbs is not None:
+        avg += f" (mean of the {len(b.rows)} values {b.mean_bus_bw_gbs:.2f})"
+    best = ""
+    if b.best_bus_bw_gbs is not None and b.best_size_bytes is not None:
+        best = (f"; best {b.best_bus_bw_gbs:.2f} GB/s at {_size(b.best_size_bytes)} "
+                f"{'in-place' if b.best_in_place else 'out-of-place'}")
+        if b.best_of_peak is not None and b.link_peak_gbs is not None:
+            best += (f", {b.best_of_peak:.0%} of the {b.link_peak_gbs:.0f} GB/s peak "
+                     f"({b.peak_source})")
+        elif b.peak_source:
+            best += f"; no peak to hold it against ({b.peak_source})"
+    table = f" table {b.bench}" if b.bench > 1 else ""
+    return f"{name} in {b.source_file}{table}: {where}; {link}; {avg}{best}"

@@ -41,6 +41,7 @@ import polars as pl
 from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
+from stepscope.ingest.nccl import bench as B
 from stepscope.ingest.nccl import log_comms as C
 from stepscope.ingest.nccl import log_patterns as P
 from stepscope.ingest.nccl import log_stream
@@ -48,7 +49,8 @@ from stepscope.ingest.nccl.log_state import MAX_WARNINGS, LogState, resolved_cha
 from stepscope.ingest.nccl.log_stream import MAX_LINE_BYTES, LineBlocks, line_blocks, text_chunks
 
 COMM = ["host", "pid", "comm_ptr"]
-TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings")
+TABLES = ("nccl_processes", "nccl_comms", "nccl_channels", "nccl_rings", "nccl_warnings",
+          "nccl_bench", "nccl_bench_summary")
 
 
 @dataclass
@@ -82,7 +84,7 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
                 cancel.check(display)
             _block(state, block)
         state.close()
-        if state.nccl_lines == 0 and not state.versions:
+        if state.nccl_lines == 0 and not state.versions and not _has_bench(state):
             raise TraceFileError(display, "no NCCL_DEBUG line in it (expected lines like "
                                  "'host:pid:tid [dev] NCCL INFO ...')")
         state.long_lines += cutter.long_lines
@@ -108,6 +110,7 @@ def _block(state: LogState, block: bytes) -> None:
     short = pl.col("line").str.len_bytes() <= MAX_LINE_BYTES
     state.long_lines += lines.height - lines.filter(short | pl.col("line").is_null()).height
     lines = lines.filter(short)
+    state.bench = pl.concat([state.bench, B.bench_lines(lines)])
     state.versions |= set(lines["line"].str.extract(P.BARE_VERSION).drop_nulls().to_list())
     marked = lines.filter(pl.col("line").str.contains(P.NCCL_MARK))
     devs, n_nccl = P.heads(marked)
@@ -128,6 +131,11 @@ def _block(state: LogState, block: bytes) -> None:
     state.rings = _keep_last(state.rings, P.rings(nccl), [*pending_key, "channel"])
     state.add_channels(P.channels(nccl, state.display))
     state.add_warnings(P.warnings(nccl, state.display))
+
+
+def _has_bench(state: LogState) -> bool:
+    """Does the log hold an nccl-tests result table (a header line)?"""
+    return bool(state.bench["line"].str.contains(B.HEADER).any())
 
 
 def _keep_last(old: pl.DataFrame, new: pl.DataFrame, key: list[str]) -> pl.DataFrame:
@@ -169,8 +177,10 @@ def _finish(state: LogState) -> NcclLog:
     warnings = C.resolve(state.warnings, state.segments, dev="cuda_dev").collect().select(
         P.WARNING_OUT.names())
     tables = {t: state.out_dir / f"{t}.parquet" for t in TABLES}
+    bench_rows, bench_summary = B.tables(state.bench, state.display)
     for table, frame in (("nccl_processes", processes), ("nccl_comms", comms),
-                         ("nccl_rings", rings), ("nccl_warnings", warnings)):
+                         ("nccl_rings", rings), ("nccl_warnings", warnings),
+                         ("nccl_bench", bench_rows), ("nccl_bench_summary", bench_summary)):
         frame.write_parquet(tables[table])
     resolved_channels(state, tables["nccl_channels"], comms.select(
         "host", "pid", "cuda_dev", "comm_ptr", "rank", "nranks"))
@@ -178,6 +188,6 @@ def _finish(state: LogState) -> NcclLog:
     n_warn = int(warnings["n_lines"].sum()) + state.dropped_warnings
     return NcclLog(
         file=state.display, nccl_versions=versions, tables=tables,
-        n_records=comms.height + state.channel_rows + n_warn,
+        n_records=comms.height + state.channel_rows + n_warn + bench_rows.height,
         hosts=sorted(set(processes["host"].to_list())), ranks=ranks, n_gpus=processes.height,
         notes=_notes(state))

@@ -24,7 +24,8 @@ from stepscope.ingest.sql_files import run_script, sql
 from stepscope.ingest.tasks import NcclParsed
 
 NCCL_TABLES = ("nccl_sources", "fr_groups", "fr_entries", "nccl_processes", "nccl_comms",
-               "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops")
+               "nccl_channels", "nccl_rings", "nccl_warnings", "nccl_ops", "nccl_bench",
+               "nccl_bench_summary")
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from stepscope.ingest.nccl import bench as B
 from stepscope.ingest.nccl import log_comms as C
 from stepscope.ingest.nccl import log_patterns as P
 
@@ -56,6 +57,8 @@ class LogState:
     warnings: pl.DataFrame = field(default_factory=lambda: _empty(P.WARNING_COUNTS))
     seen: pl.Series = field(default_factory=lambda: pl.Series("h", [], pl.UInt64))
     writer: pq.ParquetWriter | None = None
+    # candidate nccl-tests lines (ingest/nccl/bench.py): a few per message size
+    bench: pl.DataFrame = field(default_factory=lambda: _empty(B.LINES))
 
     @property
     def staged(self) -> Path:

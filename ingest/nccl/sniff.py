@@ -22,6 +22,9 @@ NCCL_PROFILER = "nccl_profiler"
 KINDS = (FLIGHT_RECORDER, NCCL_LOG, NCCL_INSPECTOR, NCCL_PROFILER)
 
 _NCCL_LINE = re.compile(rb"NCCL (?:INFO|WARN)\b|^NCCL version \d", re.MULTILINE)
+# nccl-tests output without NCCL_DEBUG lines: its first line, or a result table's header
+_NCCL_TESTS = re.compile(rb"^# nThread \d+ nGpus \d+ |^#\s+size\s+count\s+type\s+redop",
+                         re.MULTILINE)
 _INSPECTOR = re.compile(rb'^\s*\{\s*"header"\s*:.*"(?:coll_perf|p2p_perf)"', re.MULTILINE)
 _PROFILER_EVENT = re.compile(rb'"cat"\s*:\s*"(?:COLL|P2P|GROUP|PROXY|GPU|NET|COLL_API|'
                              rb'P2P_API|GROUP_API|KERNEL_LAUNCH)"')
@@ -93,7 +96,7 @@ def sniff_bytes(head: bytes, named: bool = False) -> str | None:
         return None
     if stripped.startswith(b"["):
         return NCCL_PROFILER if _PROFILER_EVENT.search(stripped) else None
-    if _NCCL_LINE.search(head):
+    if _NCCL_LINE.search(head) or _NCCL_TESTS.search(head):
         return NCCL_LOG
     return None
 

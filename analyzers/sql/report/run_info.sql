@@ -2,12 +2,24 @@
 -- ingested, failed files, the most common device name, hosts, timeline, host source
 -- and step sources, and the `--ranks` subset. Reads runs, ranks, step_attribution,
 -- run_nodes. Parameter: $run.
-SELECT r.run, r.status, r.world_size, r.n_ranks, r.failed_files,
-    (SELECT mode(coalesce(nullif(trim(device_name), ''), CASE WHEN device IS NULL THEN 'CPU only'
-                                            ELSE 'GPU (unnamed)' END))
-     FROM ranks WHERE run = $run) AS device,
-    (SELECT list(DISTINCT host ORDER BY host) FROM ranks WHERE run = $run AND host IS NOT NULL)
-        AS hosts,
+-- A run without profiler traces (NCCL logs alone) takes its world size, hosts and GPU
+-- name from the logs: the largest communicator, the logging hosts, nccl-tests' devices.
+SELECT r.run, r.status,
+    CASE WHEN coalesce(r.n_ranks, 0) = 0 AND coalesce(r.world_size, 0) = 0
+         THEN (SELECT max(nranks) FROM nccl_comms WHERE run = $run)
+         ELSE r.world_size END AS world_size,
+    r.n_ranks, r.failed_files,
+    coalesce(
+        (SELECT mode(coalesce(nullif(trim(device_name), ''), CASE WHEN device IS NULL THEN 'CPU only'
+                                                ELSE 'GPU (unnamed)' END))
+         FROM ranks WHERE run = $run),
+        (SELECT mode(d) FROM (SELECT unnest(devices) AS d FROM nccl_bench_summary
+                              WHERE run = $run AND coalesce(r.n_ranks, 0) = 0))) AS device,
+    coalesce(
+        (SELECT list(DISTINCT host ORDER BY host) FROM ranks
+         WHERE run = $run AND host IS NOT NULL),
+        (SELECT list(DISTINCT host ORDER BY host) FROM nccl_processes
+         WHERE run = $run AND host IS NOT NULL AND coalesce(r.n_ranks, 0) = 0)) AS hosts,
     (SELECT mode(timeline) FROM step_attribution WHERE run = $run) AS timeline,
     (SELECT host_source FROM run_nodes WHERE run = $run) AS host_source,
     (SELECT list(DISTINCT step_source ORDER BY step_source) FROM ranks
