@@ -13,7 +13,13 @@ checkout (the previous release: its folder on PYTHONPATH), and `stepscope --help
 of both.
 
     python benchmarks/bench_ingest.py [--source FILE] [--ranks 8] [--repeat 3]
-                                      [--baseline DIR] [--json OUT]
+                                      [--baseline DIR] [--traceinsight-python PY]
+                                      [--json OUT]
+
+`--traceinsight-python PY` adds HTA's current release, published as `traceinsight`
+(0.6.1, 2026-04; same `hta` module, needs pandas 3), from its own environment:
+`python3.11 -m venv ti && ti/bin/pip install traceinsight==0.6.1 'pandas>=3'`, then
+`--traceinsight-python ti/bin/python`. `gunzip alone` is the floor every contender pays.
 
 Default source: tests/data/traces/HolisticTraceAnalysis/tests/data/trace_diff/control/
 control.json.gz (35 MB uncompressed, a real 2022 rank of an 8-rank job), else the largest
@@ -60,16 +66,26 @@ CONTENDERS = {
         "for f in sorted(pathlib.Path(sys.argv[1]).glob('*.json.gz')):\n"
         "    orjson.loads(gzip.open(f).read())\n"
     ),
+    "gunzip alone (sequential)": (
+        "import sys, gzip, pathlib\n"
+        "for f in sorted(pathlib.Path(sys.argv[1]).glob('*.json.gz')):\n"
+        "    gzip.open(f).read()\n"
+    ),
 }
+# HTA's current release, published as `traceinsight` (same `hta` module), needs pandas 3:
+# it runs from its own environment, given by --traceinsight-python (see README).
+TRACEINSIGHT = "traceinsight TraceAnalysis load"
 HELP = ("import contextlib, io, sys\nsys.argv = ['stepscope', '--help']\n"
         "from stepscope.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n    main()\n")
 BASELINE = "stepscope ingest (baseline)"
 REQUIRES = {"stepscope ingest": "stepscope", "stepscope ingest (inline)": "stepscope",
             "HTA TraceAnalysis load": "hta",
-            "orjson.loads (sequential)": "orjson", BASELINE: "stepscope",
+            "orjson.loads (sequential)": "orjson", "gunzip alone (sequential)": "gzip",
+            TRACEINSIGHT: "hta", BASELINE: "stepscope",
             "stepscope --help": "stepscope", "stepscope --help (baseline)": "stepscope"}
 CODE = {**CONTENDERS, BASELINE: CONTENDERS["stepscope ingest"],
+        TRACEINSIGHT: CONTENDERS["HTA TraceAnalysis load"],
         "stepscope --help": HELP, "stepscope --help (baseline)": HELP}
 
 
@@ -92,7 +108,8 @@ def build_set(source: Path, ranks: int) -> tuple[Path, float]:
     return target, raw_mb
 
 
-def run_child(code: str, *args: str, path: str | None = None) -> Measured:
+def run_child(code: str, *args: str, path: str | None = None,
+              python: str = sys.executable) -> Measured:
     """Run `code` in a fresh interpreter (with `path` first on PYTHONPATH): wall time,
     and peak RSS of its process tree.
 
@@ -104,11 +121,11 @@ def run_child(code: str, *args: str, path: str | None = None) -> Measured:
     if path is not None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (path, os.environ.get("PYTHONPATH")) if p)}
-    return run_measured([sys.executable, "-P", "-c", code, *args], env=env)
+    return run_measured([python, "-P", "-c", code, *args], env=env)
 
 
-def available(module: str) -> bool:
-    return subprocess.run([sys.executable, "-c", f"import {module}"],
+def available(module: str, python: str = sys.executable) -> bool:
+    return subprocess.run([python, "-c", f"import {module}"],
                           capture_output=True).returncode == 0
 
 
@@ -116,14 +133,15 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def _round(names: list[str], trace_dir: Path, baseline: str | None) -> dict[str, Measured]:
+def _round(names: list[str], trace_dir: Path, baseline: str | None,
+           pythons: dict[str, str]) -> dict[str, Measured]:
     """Every contender once, back to back."""
     got = {}
     for name in names:
         path = baseline if name.endswith("(baseline)") else None
         with tempfile.TemporaryDirectory() as tmp:
             got[name] = run_child(CODE[name], str(trace_dir), str(Path(tmp) / "b.duckdb"),
-                                  path=path)
+                                  path=path, python=pythons.get(name, sys.executable))
     return got
 
 
@@ -139,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds (medians are taken)")
     parser.add_argument("--baseline", default=None,
                         help="another stepscope source checkout to compare with")
+    parser.add_argument("--traceinsight-python", default=None,
+                        help="the python of an environment with traceinsight installed")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--only", default=None, help="comma-separated contender names")
     args = parser.parse_args(argv)
@@ -149,13 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"set: {args.ranks} ranks of {source.name}: {raw_mb:.0f} MB JSON "
           f"({gz_mb:.0f} MB gzipped); {_load()}")
     names = args.only.split(",") if args.only else [
-        *CONTENDERS, *([BASELINE] if args.baseline else []), "stepscope --help",
+        *CONTENDERS, *([TRACEINSIGHT] if args.traceinsight_python else []),
+        *([BASELINE] if args.baseline else []), "stepscope --help",
         *(["stepscope --help (baseline)"] if args.baseline else [])]
+    pythons = {TRACEINSIGHT: args.traceinsight_python} if args.traceinsight_python else {}
     for name in list(names):
-        if not available(REQUIRES[name]):
+        if not available(REQUIRES[name], pythons.get(name, sys.executable)):
             print(f"{name:30s} skipped (module {REQUIRES[name]} not installed)")
             names.remove(name)
-    rounds = [_round(names, trace_dir, args.baseline) for _ in range(args.repeat)]
+    rounds = [_round(names, trace_dir, args.baseline, pythons) for _ in range(args.repeat)]
     print(f"after {args.repeat} rounds: {_load()}")
     results = []
     for name in names:

@@ -59,6 +59,13 @@ from stepscope.ingest.executors import (
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.interrupts import InterruptGuard
 from stepscope.ingest.jobs import TraceIdentity, check_one_job
+from stepscope.ingest.kept_parses import (
+    KeptParses,
+    RecordingExecutor,
+    ReplayExecutor,
+    keep_budget,
+    rank_folder,
+)
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
 from stepscope.ingest.nccl.sniff import KINDS as NCCL_KINDS
@@ -284,49 +291,70 @@ def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[
     (1,024- and 2,048-rank jobs failed at the commit or the first append at the 32 MiB
     floor). Each failed try is rolled back and the file cut back to its size
     (`FileState`), so a retry starts from the database as it was; the last try's error is
-    raised as it came, the first error of that try."""
+    raised as it came, the first error of that try. A retry appends the files the first
+    try parsed, without parsing them again, where it could keep them (ingest/kept_parses.py)."""
     scales = room_scales()
-    for attempt, scale in enumerate(scales):
-        result = copy.deepcopy(start)
-        try:
-            with larger_rooms(scale):
-                _ingest_once(db, files, sources, result, opts, guard)
-        except Exception as exc:
-            if not is_out_of_memory(exc) or attempt + 1 == len(scales):
-                raise
-            room = limit_that_failed(exc) or "its room"
-            start.warnings.append(
-                f"the database ran out of memory at {room}; the ingest was rolled back "
-                f"and ran again with {scales[attempt + 1] // scale}x the room")
-            continue
-        return result
+    with _stage_folder(opts.stage_dir) as stage:
+        kept: KeptParses | None = None
+        for attempt, scale in enumerate(scales):
+            result = copy.deepcopy(start)
+            replay = kept is not None and kept.replayable()
+            if not replay:
+                shutil.rmtree(stage / "try", ignore_errors=True)  # an earlier try's files
+                kept = KeptParses(keep_budget(stage))
+            assert kept is not None
+            try:
+                with larger_rooms(scale):
+                    _ingest_once(db, files, sources, result, opts, guard,
+                                 _TryPlan(stage / "try", kept, replay))
+            except Exception as exc:
+                if not is_out_of_memory(exc) or attempt + 1 == len(scales):
+                    raise
+                room = limit_that_failed(exc) or "its room"
+                again = "appended the parsed files again" if kept.replayable() \
+                    else "ran again"
+                start.warnings.append(
+                    f"the database ran out of memory at {room}; the ingest was rolled back "
+                    f"and {again} with {scales[attempt + 1] // scale}x the room")
+                continue
+            return result
     raise AssertionError("room_scales() is never empty")
+
+
+@dataclass(frozen=True)
+class _TryPlan:
+    """Where one try stages its files, and whether it parses (recording what it parsed in
+    `kept`) or replays what an earlier try kept."""
+
+    stage: Path
+    kept: KeptParses
+    replay: bool
 
 
 def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[NcclFile]],
                  sources: list[str], result: IngestResult, opts: _Options,
-                 guard: InterruptGuard) -> None:
-    """One try: parse every file on the executor and store the run in one transaction;
-    when it fails, the database file is left as it was (`FileState.restore_size`)."""
-    with _stage_folder(opts.stage_dir) as stage:
-        work = _Work.prepare(files, stage, opts)
-        guard.add_stopper(work.executor.cancel)
-        work.executor.start(len(work.tasks))  # the workers import as the database opens
+                 guard: InterruptGuard, plan: _TryPlan) -> None:
+    """One try: parse every file on the executor (or replay an earlier try's parses) and
+    store the run in one transaction; when it fails, the database file is left as it was
+    (`FileState.restore_size`)."""
+    work = _Work.prepare(files, plan, opts)
+    guard.add_stopper(work.executor.cancel)
+    work.executor.start(len(work.tasks))  # the workers import as the database opens
+    try:
+        con = connect_write(db)
+        before = FileState.of(db)
+        guard.add_stopper(con.interrupt)
         try:
-            con = connect_write(db)
-            before = FileState.of(db)
-            guard.add_stopper(con.interrupt)
-            try:
-                with fit_memory_limit(con, 0):  # the floor: the run spills
-                    _transaction(con, result.run, sources, work, result, opts, guard)
-            except BaseException:
-                _close_quietly(con)
-                if before is not None:
-                    before.restore_size()
-                raise
-            con.close()
-        finally:
-            work.executor.close()
+            with fit_memory_limit(con, 0):  # the floor: the run spills
+                _transaction(con, result.run, sources, work, result, opts, guard)
+        except BaseException:
+            _close_quietly(con)
+            if before is not None:
+                before.restore_size()
+            raise
+        con.close()
+    finally:
+        work.executor.close()
 
 
 def _close_quietly(con: duckdb.DuckDBPyConnection) -> None:
@@ -341,17 +369,21 @@ def _close_quietly(con: duckdb.DuckDBPyConnection) -> None:
 @dataclass(frozen=True)
 class _Work:
     """One task per file (Kineto traces, then NCCL files; indices are task order), the
-    executor they run on, and the stage folder of their Parquet files."""
+    executor they run on (recording its outcomes, or replaying a kept try's), and what
+    is kept of the parsed files (None when replaying: the files are the kept ones)."""
 
     tasks: list[Task]
     executor: Executor
-    stage: Path
+    kept: KeptParses | None
 
     @classmethod
-    def prepare(cls, files: tuple[Sequence[TraceFile], Sequence[NcclFile]], stage: Path,
+    def prepare(cls, files: tuple[Sequence[TraceFile], Sequence[NcclFile]], plan: _TryPlan,
                 opts: _Options) -> _Work:
-        tasks = _tasks(*files, stage, opts)
-        return cls(tasks, make_executor(opts.executor, opts.jobs, len(tasks)), stage)
+        tasks = _tasks(*files, plan.stage, opts)
+        if plan.replay:
+            return cls(tasks, ReplayExecutor(plan.kept.outcomes), None)
+        executor = make_executor(opts.executor, opts.jobs, len(tasks))
+        return cls(tasks, RecordingExecutor(executor, plan.kept), plan.kept)
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], work: _Work,
@@ -424,7 +456,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
     claimed_nccl: dict[tuple[str, int], str] = {}
     kinds: set[str] = set()
     identities: list[TraceIdentity] = []
-    batch = _Batch(con, run, work.stage / "batch")
+    batch = _Batch(con, run, work.kept)
     con.execute(sql("load/stage_groups.sql"))
     for done, outcome in enumerate(executor.run(tasks), start=1):
         guard.check()
@@ -516,20 +548,22 @@ def _stage_folder(root: str | Path | None) -> Iterator[Path]:
 
 class _Batch:
     """Accepted ranks whose Parquet files wait to be appended together: one INSERT per
-    table for many ranks (ingest/sql/load/append_ranks.sql), then the files are deleted, so
-    the stage folder holds at most BATCH_RANKS ranks plus those in flight."""
+    table for many ranks (ingest/sql/load/append_ranks.sql), then the files are kept for a
+    retry while `kept` allows, else deleted, so that without keeping the stage folder holds
+    at most BATCH_RANKS ranks plus those in flight. `kept` None: the files are an earlier
+    try's kept ones, left as they are."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, folder: Path) -> None:
-        self.con, self.run, self.folder = con, run, folder
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str,
+                 kept: KeptParses | None) -> None:
+        self.con, self.run, self.kept = con, run, kept
         self.files: list[tuple[str, int]] = []
+        self.folders: list[Path] = []
         self.rows: list[dict[str, Any]] = []
         self.bytes = 0
 
     def add(self, outcome: RankParsed, row: dict[str, Any]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.folder / str(outcome.index)
-        first = next(iter(outcome.tables.table_files.values()))
-        shutil.move(str(Path(first).parent), target)
+        target = rank_folder(outcome)
+        self.folders.append(target)
         for table in OUTPUT_TABLES:
             path = target / f"{table}.parquet"
             self.files.append((str(path), outcome.rank))
@@ -563,8 +597,10 @@ class _Batch:
             raise StepscopeError(
                 f"{names}: could not be stored ({text}); run '{self.run}' was not ingested, "
                 "the database is unchanged (please report this file)") from None
-        shutil.rmtree(self.folder, ignore_errors=True)
-        self.files, self.rows, self.bytes = [], [], 0
+        if self.kept is not None and not self.kept.keep(self.folders, self.bytes):
+            for folder in self.folders:
+                shutil.rmtree(folder, ignore_errors=True)
+        self.files, self.folders, self.rows, self.bytes = [], [], [], 0
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],

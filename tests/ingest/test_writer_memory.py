@@ -262,3 +262,79 @@ def test_ingest_tries_a_larger_room(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ref, got = _rows(tmp_path / "ref.duckdb", tables), _rows(tmp_path / "s.duckdb", tables)
     assert got.pop("runs")[0].split("datetime")[0] == ref.pop("runs")[0].split("datetime")[0]
     assert got == ref
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the inline executor parses, in order."""
+    from stepscope.ingest import executors
+
+    parsed: list[str] = []
+    original = executors.run_task
+
+    def counting(task: object, token: object) -> object:
+        parsed.append(task.path)  # type: ignore[attr-defined]
+        return original(task, token)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executors, "run_task", counting)
+    return parsed
+
+
+def _fails_once(exc: BaseException) -> Callable[[duckdb.DuckDBPyConnection, str], None]:
+    """An after_load (the analyzers, inside the ingest's transaction) that fails the first
+    try, after every file was parsed and appended, as the attribution or the commit does
+    when the room is too small."""
+    calls: list[int] = []
+
+    def after_load(con: duckdb.DuckDBPyConnection, run: str) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc
+        attribution.materialize(con, run)
+
+    return after_load
+
+
+def test_retry_appends_the_kept_parses(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A try that ran out of room after every file arrived is retried from the Parquet
+    files it kept: each file is parsed once (before: twice, half of a 4,096-rank ingest's
+    59 minutes), and the rows are those of an ingest that never failed."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    tables = ("step_attribution", "collective_waits", "gpu_ops", "cpu_ops", "ranks")
+    ingest([HEALTHY], db=tmp_path / "ref.duckdb", run="r", executor="inline",
+           after_load=attribution.materialize)
+    parsed = _count_parses(monkeypatch)
+    result = ingest([HEALTHY], db=tmp_path / "s.duckdb", run="r", executor="inline",
+                    after_load=_fails_once(duckdb.OutOfMemoryException(
+                        "Out of Memory Error: could not allocate block (4.0 MiB/4.0 MiB "
+                        "used)")))
+    n_files = len(list(HEALTHY.glob("rank*.json.gz")))
+    assert len(parsed) == len(set(parsed)) == n_files, parsed
+    assert [w for w in result.warnings if "ran out of memory" in w] == [
+        "the database ran out of memory at 4.0 MiB; the ingest was rolled back and appended "
+        "the parsed files again with 8x the room"]
+    assert _rows(tmp_path / "s.duckdb", tables) == _rows(tmp_path / "ref.duckdb", tables)
+
+
+def test_retry_parses_again_past_the_keep_budget(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no disk to keep the parsed files on, a retry parses every file again (and
+    stores the same rows)."""
+    from stepscope.ingest import writer
+
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
+    monkeypatch.setattr(writer, "keep_budget", lambda stage: 0)
+    tables = ("step_attribution", "gpu_ops", "ranks")
+    ingest([HEALTHY], db=tmp_path / "ref.duckdb", run="r", executor="inline",
+           after_load=attribution.materialize)
+    parsed = _count_parses(monkeypatch)
+    result = ingest([HEALTHY], db=tmp_path / "s.duckdb", run="r", executor="inline",
+                    after_load=_fails_once(duckdb.OutOfMemoryException(
+                        "Out of Memory Error: could not allocate block (4.0 MiB/4.0 MiB "
+                        "used)")))
+    n_files = len(list(HEALTHY.glob("rank*.json.gz")))
+    assert len(parsed) == 2 * n_files and len(set(parsed)) == n_files
+    assert any("and ran again with 8x the room" in w for w in result.warnings)
+    assert _rows(tmp_path / "s.duckdb", tables) == _rows(tmp_path / "ref.duckdb", tables)

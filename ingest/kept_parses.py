@@ -1,0 +1,118 @@
+"""The first try's parsed files, kept for a retry in a larger room.
+
+An ingest that runs out of its DuckDB room is rolled back and runs again with more room
+(ingest/writer.py, `_ingest_in_rooms`). Parsing is most of an ingest's time (a 4,096-rank
+job: half of 59 minutes went to parsing every file a second time), and the parse does not
+depend on the room: only the appends, the attribution and the commit do. So the first try
+records the outcome of every task in the order it arrived and keeps each rank's Parquet
+files after appending them; a retry replays those outcomes instead of starting workers.
+
+Kept files cost disk: up to a quarter of what the stage folder's disk had free when the
+ingest began. Past that the first try gives up keeping (it deletes the files appended so
+far and each batch's as it goes, as without keeping) and a retry parses again. A try
+that stopped before every outcome arrived (the room ran out during an append) leaves no
+replay either: the outcomes still in flight were never seen.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stepscope.ingest.executors import Executor
+from stepscope.ingest.tasks import Outcome, RankParsed, Task
+
+KEEP_SHARE_OF_FREE_DISK = 4  # keep at most 1/4 of the stage disk's free space
+
+
+def keep_budget(stage: Path) -> int:
+    """Bytes of Parquet the first try may keep for a retry."""
+    return shutil.disk_usage(stage).free // KEEP_SHARE_OF_FREE_DISK
+
+
+def rank_folder(outcome: RankParsed) -> Path:
+    """The folder holding one parsed rank's Parquet files (one per table)."""
+    return Path(next(iter(outcome.tables.table_files.values()))).parent
+
+
+@dataclass
+class KeptParses:
+    """What the first try parsed, while it is still whole."""
+
+    budget: int
+    outcomes: list[Outcome] = field(default_factory=list)
+    kept_bytes: int = 0
+    keeping: bool = True   # false once over budget: nothing is kept from then on
+    all_arrived: bool = False  # every task's outcome was recorded
+
+    def replayable(self) -> bool:
+        return self.keeping and self.all_arrived
+
+    def keep(self, folders: Sequence[Path], nbytes: int) -> bool:
+        """After an append: keep these ranks' files if the budget allows (True), else
+        give up keeping and delete every kept file (False: the caller deletes these)."""
+        if self.keeping and self.kept_bytes + nbytes <= self.budget:
+            self.kept_bytes += nbytes
+            return True
+        if self.keeping:
+            self.keeping = False
+            for outcome in self.outcomes:
+                if isinstance(outcome, RankParsed):
+                    shutil.rmtree(rank_folder(outcome), ignore_errors=True)
+            self.outcomes.clear()
+        return False
+
+
+class RecordingExecutor:
+    """The executor of the first try, recording each outcome as it arrives."""
+
+    def __init__(self, inner: Executor, kept: KeptParses) -> None:
+        self.inner, self.kept = inner, kept
+        self.name = inner.name
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
+        for outcome in self.inner.run(tasks):
+            if self.kept.keeping:
+                self.kept.outcomes.append(outcome)
+            yield outcome
+        self.kept.all_arrived = True
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+    def start(self, n_tasks: int) -> None:
+        self.inner.start(n_tasks)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayExecutor:
+    """A retry's executor: the first try's outcomes again, in the order they came; no
+    worker starts and no file is read."""
+
+    name = "replay"
+
+    def __init__(self, outcomes: Sequence[Outcome]) -> None:
+        self.outcomes = list(outcomes)
+        self._cancelled = False
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
+        for outcome in self.outcomes:
+            if self._cancelled:
+                return
+            yield outcome
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    def start(self, n_tasks: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+__all__ = ["KeptParses", "RecordingExecutor", "ReplayExecutor", "keep_budget", "rank_folder"]
