@@ -303,10 +303,10 @@ def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[
                 shutil.rmtree(stage / "try", ignore_errors=True)  # an earlier try's files
                 kept = KeptParses(keep_budget(stage))
             assert kept is not None
+            plan = _TryPlan(stage / "try", kept, replay)
             try:
                 with larger_rooms(scale):
-                    _ingest_once(db, files, sources, result, opts, guard,
-                                 _TryPlan(stage / "try", kept, replay))
+                    _ingest_once(db, files, sources, result, opts, guard, plan)
             except Exception as exc:
                 if not is_out_of_memory(exc) or attempt + 1 == len(scales):
                     raise
@@ -314,21 +314,23 @@ def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[
                 again = "appended the parsed files again" if kept.replayable() \
                     else "ran again"
                 start.warnings.append(
-                    f"the database ran out of memory at {room}; the ingest was rolled back "
-                    f"and {again} with {scales[attempt + 1] // scale}x the room")
+                    f"the database ran out of memory at {room} {plan.step}; the ingest was "
+                    f"rolled back and {again} with {scales[attempt + 1] // scale}x the room")
                 continue
             return result
     raise AssertionError("room_scales() is never empty")
 
 
-@dataclass(frozen=True)
+@dataclass
 class _TryPlan:
-    """Where one try stages its files, and whether it parses (recording what it parsed in
-    `kept`) or replays what an earlier try kept."""
+    """Where one try stages its files, whether it parses (recording what it parsed in
+    `kept`) or replays what an earlier try kept, and the step it is at (for the warning
+    when a step runs out of room)."""
 
     stage: Path
     kept: KeptParses
     replay: bool
+    step: str = "while appending the ranks"
 
 
 def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[NcclFile]],
@@ -375,15 +377,16 @@ class _Work:
     tasks: list[Task]
     executor: Executor
     kept: KeptParses | None
+    plan: _TryPlan
 
     @classmethod
     def prepare(cls, files: tuple[Sequence[TraceFile], Sequence[NcclFile]], plan: _TryPlan,
                 opts: _Options) -> _Work:
         tasks = _tasks(*files, plan.stage, opts)
         if plan.replay:
-            return cls(tasks, ReplayExecutor(plan.kept.outcomes), None)
+            return cls(tasks, ReplayExecutor(plan.kept.outcomes), None, plan)
         executor = make_executor(opts.executor, opts.jobs, len(tasks))
-        return cls(tasks, RecordingExecutor(executor, plan.kept), plan.kept)
+        return cls(tasks, RecordingExecutor(executor, plan.kept), plan.kept, plan)
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], work: _Work,
@@ -396,10 +399,13 @@ def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], w
         result.replaced, result.replaced_ingested_at = _ingested_at(con, run)
         _ingest_files(con, run, work, result, opts, guard)
         guard.check()
+        work.plan.step = "while writing the run"
         _finish_run(con, run, sources, result, opts.strict, stamp)
         if opts.after_load is not None:
+            work.plan.step = "in the attribution"
             opts.after_load(con, run)  # may raise the limit, for the commit too
         guard.check()
+        work.plan.step = "at the commit"
         con.execute("COMMIT")
     except BaseException as exc:
         _rollback(con)
@@ -487,6 +493,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
             batch.flush()  # near the end, each rank alone: the last append is short
     result.warnings += check_one_job(run, identities)
     batch.flush()
+    work.plan.step = "while linking the NCCL files"
     finish_nccl(con, run, kinds)
 
 

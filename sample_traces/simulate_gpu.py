@@ -240,6 +240,11 @@ BENCH_SETS: dict[str, Config] = {
     **{f"tp8pp{pp}_{n}": Config(f"tp8pp{pp}_{n}", tp=8, pp=pp, dp=n // (8 * pp),
                                microbatches=pp, layers_per_stage=1, steps=3, gpus_per_node=8)
        for pp in (4, 8) for n in (64, 256, 1024, 2048, 4096)},
+    # issue 44's many small ranks: data parallel only, one layer, 2 steps (about 60 GPU ops
+    # per rank), 8 GPUs a node: the per-rank and per-file costs, not the events, dominate
+    **{f"small{n}": Config(f"small{n}", tp=1, pp=1, dp=n, microbatches=1, layers_per_stage=1,
+                           steps=2, gpus_per_node=8)
+       for n in (64, 5000)},
     # benchmarks/bench_analyses.py: the roofline shape (EP 8 per node) at 1,024 ranks
     "roofline1024": Config("roofline1024", shape="roofline", tp=1, pp=1, dp=1024,
                            gpus_per_node=8, microbatches=2, steps=3, ep_imbalance=0.2),

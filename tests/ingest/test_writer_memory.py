@@ -256,8 +256,8 @@ def test_ingest_tries_a_larger_room(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = stepscope.ingest_run(HEALTHY, db=tmp_path / "s.duckdb", run="r",
                                   executor="inline")
     assert [w for w in result.warnings if "ran out of memory" in w] == [
-        "the database ran out of memory at 4.0 MiB; the ingest was rolled back and ran "
-        "again with 8x the room"]
+        "the database ran out of memory at 4.0 MiB while appending the ranks; the ingest "
+        "was rolled back and ran again with 8x the room"]
     tables = ("runs", "step_attribution", "collective_waits", "gpu_ops", "cpu_ops")
     ref, got = _rows(tmp_path / "ref.duckdb", tables), _rows(tmp_path / "s.duckdb", tables)
     assert got.pop("runs")[0].split("datetime")[0] == ref.pop("runs")[0].split("datetime")[0]
@@ -312,8 +312,8 @@ def test_retry_appends_the_kept_parses(tmp_path: Path,
     n_files = len(list(HEALTHY.glob("rank*.json.gz")))
     assert len(parsed) == len(set(parsed)) == n_files, parsed
     assert [w for w in result.warnings if "ran out of memory" in w] == [
-        "the database ran out of memory at 4.0 MiB; the ingest was rolled back and appended "
-        "the parsed files again with 8x the room"]
+        "the database ran out of memory at 4.0 MiB in the attribution; the ingest was "
+        "rolled back and appended the parsed files again with 8x the room"]
     assert _rows(tmp_path / "s.duckdb", tables) == _rows(tmp_path / "ref.duckdb", tables)
 
 
