@@ -28,6 +28,7 @@ from stepscope.analyzers.flops.mfu import mfu_section
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.roofline import roofline_section
 from stepscope.analyzers.parallel.pipeline import pipeline
+from stepscope.analyzers.profiler_settings import memory_note
 from stepscope.analyzers.results import REPORT_SCHEMA_VERSION, Pipeline, Report
 
 __all__ = ["REPORT_SCHEMA_VERSION", "ReportOptions", "build_report", "report_from_context"]
@@ -80,7 +81,8 @@ def _built(ctx: RunContext, bound: Bound) -> Report:
                                                all_to_all=a2a)),
         nccl=build_nccl_section(ctx.con, ctx.run), idle_split=idle, critical_path=path,
         roofline=bound.fit(lambda: roofline_section(ctx, mfu)), memory=memory,
-        all_to_all=a2a, clocks=clocks_section(ctx.con, ctx.run))
+        all_to_all=a2a, clocks=clocks_section(ctx.con, ctx.run),
+        memory_note=memory_note(ctx.con, ctx.run) if memory is None else None)
 
 
 def stage_of(pipe: Pipeline | None) -> dict[int, int]:
@@ -102,6 +104,13 @@ def notes(ctx: RunContext, methods: dict[str, int]) -> tuple[str, ...]:
         out.append(
             f"{methods['step_order']} collective calls had no process-group metadata; they "
             "were matched across ranks by collective name and order within the step")
+    device = ctx.device
+    if device.name is None and device.has_gpu and device.peak is not None:
+        p = device.properties
+        out.append(f"the traces do not name the GPU (an empty name in deviceProperties): "
+                   f"taken as {device.peak.name}, the peak table's entry its properties match "
+                   f"(compute capability {p.get('computeMajor')}.{p.get('computeMinor')}, "
+                   f"{p.get('numSms')} SMs/CUs, {p.get('totalGlobalMem')} bytes of memory)")
     return tuple(out)
 
 

@@ -78,6 +78,12 @@ class RankSummary:
     trace_end_ns: int | None
 
 
+# torch.profiler's settings that Kineto writes at a trace's top level (1 = on); the report
+# gives the true reason for a missing kind of evidence from them (docs/schema.md, `ranks`)
+PROFILER_SETTINGS = ("record_shapes", "profile_memory", "with_stack", "with_flops",
+                     "with_modules")
+
+
 @dataclass
 class RankTables:
     """What one trace file holds, ready to be inserted under a run and a rank."""
@@ -96,6 +102,8 @@ class RankTables:
     # columnar hand-off between a parsing task and the writer; ingest/tasks.py).
     table_files: dict[str, str] = field(default_factory=dict)
     summary: RankSummary = field(default_factory=lambda: RankSummary(None, None, None, None))
+    # the profiler's settings the trace's top level records (PROFILER_SETTINGS), as written
+    profiler_config: dict[str, Any] | None = None
 
     @property
     def n_events(self) -> int:
@@ -190,6 +198,8 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
     props = meta.get("deviceProperties")
     host = meta.get("host_name")
     trace_name = meta.get("traceName")
+    settings = {k: meta[k] for k in PROFILER_SETTINGS
+                if isinstance(meta.get(k), (int, bool)) and not isinstance(meta.get(k), float)}
     return RankTables(
         file=display,
         distributed_info=distributed,
@@ -204,6 +214,7 @@ def read_trace(path: Path, display: str | None = None, threads: int = 1,
         tables=loaded.tables,
         table_files=loaded.files,
         summary=loaded.summary,
+        profiler_config={k: int(v) for k, v in settings.items()} or None,
     )
 
 

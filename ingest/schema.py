@@ -69,6 +69,9 @@ MIGRATIONS = (
     Migration(11, ("migrations/0011_nccl_bench.sql",),
               "nccl_bench and nccl_bench_summary: nccl-tests result tables and average "
               "bus bandwidth read from the logs"),
+    Migration(12, ("migrations/0012_profiler_config.sql",),
+              "ranks.profiler_config: the profiler's settings the trace records "
+              "(record_shapes, profile_memory, ...)"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

@@ -210,6 +210,7 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "n_events": t.n_events,
         "category_counts": json.dumps(t.category_counts),
         "unknown_categories": json.dumps(unknown),
+        "profiler_config": _json(t.profiler_config) if t.profiler_config else None,
     }
 
 

@@ -34,6 +34,7 @@ from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DevicePeak, table_version
 from stepscope.analyzers.flops.roofline import kernel_table
+from stepscope.analyzers.profiler_settings import no_shapes_reason, profiler_settings
 from stepscope.analyzers.results import CATEGORIES, Breakdown, Mfu, WaterfallStep
 
 
@@ -253,7 +254,9 @@ def no_flops_message(ctx: RunContext) -> str:
     with counted_ops(ctx.con, ctx.run):
         (captured,), = ctx.con.execute(sql("mfu/captured_ops.sql"), {"run": ctx.run}).fetchall()
     if not captured:
-        return NO_FLOPS
+        why = no_shapes_reason(profiler_settings(ctx.con, ctx.run))
+        return (f"no model FLOPs: {why}; pass --model FILE (n_params, n_layers, hidden, "
+                "seq_len, global_batch_tokens)") if why else NO_FLOPS
     return (f"no model FLOPs: the {captured} op(s) with shapes ran inside CUDA/HIP graph "
             "captures, whose kernels were recorded into a graph, not run; profile steps "
             "that replay the graph and pass --model FILE (n_params, n_layers, hidden, "

@@ -110,6 +110,16 @@ def _entry(raw: PeakEntry) -> DevicePeak:
         hbm_source=raw.hbm_source)
 
 
+def _property(props: Mapping[str, object], key: str) -> object:
+    """A deviceProperties value, or `memory_gib`: totalGlobalMem in whole GiB (an MI300X
+    reports 206,141,652,992 bytes, 191.98 GiB -> 192), which tells apart devices of one
+    architecture and CU count (MI300X 192 GB, MI325X 256 GB)."""
+    if key == "memory_gib":
+        total = props.get("totalGlobalMem")
+        return round(total / 2**30) if isinstance(total, int) and total > 0 else None
+    return props.get(key)
+
+
 def lookup(device_name: str | None, properties: Mapping[str, object] | None = None
            ) -> DevicePeak | None:
     """The table entry for a device, or None when it is not known."""
@@ -118,7 +128,7 @@ def lookup(device_name: str | None, properties: Mapping[str, object] | None = No
         if device_name and any(_pattern(tok).search(device_name) for tok in raw.match):
             return _entry(raw)
         want = raw.match_properties
-        if want and all(props.get(k) == v for k, v in want.items()):
+        if want and all(_property(props, k) == v for k, v in want.items()):
             return _entry(raw)
     return None
 

@@ -59,6 +59,8 @@ class _Group(TypedDict):
     wf_time_ns: float
     wf_model_flops: float | None
     rank_steps: int
+    untyped_elements: float
+    untyped_ns: float
 
 
 class _Kernel(TypedDict):
@@ -71,6 +73,8 @@ class _Kernel(TypedDict):
     flops: float
     bytes: float | None
     unsized_ns: float
+    untyped_elements: float
+    untyped_ns: float
 
 
 R = TypeVar("R", _Group, _Kernel)
@@ -174,12 +178,22 @@ def _sums(rows: list[_Group] | list[_Kernel]) -> _Sums:
 FLOP_KINDS = ("gemm", "attention", "conv")
 
 
+ELEMENT_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "tf32": 4, "fp32": 4, "fp64": 8}
+
+
 def _with_dtype(rows: list[R], dtype: str | None) -> list[R]:
     """GEMM / attention / convolution rows without an `Input type` (traces before torch
-    1.10 write none) take the run's dtype, the one the MFU peak is for (docs/mfu.md)."""
+    1.10 write none, nor do the simulated H100 sets) take the run's dtype, the one the MFU
+    peak is for (docs/mfu.md), and their least traffic in elements becomes bytes at that
+    dtype's size: without it their GB/s and FLOP/byte were unknown ("-") and the chart drew
+    only the roofs."""
     for row in rows:
         if row["dtype"] is None and row["kind"] in FLOP_KINDS:
             row["dtype"] = dtype
+            size = ELEMENT_BYTES.get(dtype or "")
+            if size and row["untyped_ns"]:
+                row["bytes"] = float(row["bytes"] or 0) + float(row["untyped_elements"]) * size
+                row["unsized_ns"] = float(row["unsized_ns"]) - float(row["untyped_ns"])
     return rows
 
 
@@ -222,7 +236,7 @@ def roofline_section(ctx: RunContext, mfu: Mfu) -> Roofline:
         kinds=kinds, kernels=kernels,
         gemm_shapes=tuple(sorted(shapes, key=_most_lost)[:GEMM_SHAPES_SHOWN]),
         kernel_efficiency=parts, stage_points=stage,
-        message=_message(mfu, roofs, parts, (*kinds, *shapes, *kernels)))
+        message=_message(mfu, roofs, parts, (*kinds, *shapes, *kernels), kinds))
 
 
 _built: dict[int, tuple[str, float | None, int]] = {}  # connection -> rf_kernels' key
@@ -285,9 +299,47 @@ def _above_roof_notes(rows: tuple[RoofRow, ...]) -> list[str]:
     return out
 
 
+def _unsized_note(kinds: tuple[RoofRow, ...]) -> list[str]:
+    """Why op kinds with shapes have no GB/s or FLOP/byte: their ops' bytes need each
+    input's `Input type`, or, for GEMMs, attention and convolutions, the run's dtype."""
+    names = [r.name for r in kinds if r.gbs is None]
+    if not names:
+        return []
+    return [f"no GB/s or FLOP/byte for {', '.join(names)}: the traces give these ops no "
+            "`Input type` (torch before 1.10) and the run has no dtype for them (pass "
+            "--dtype), so their bytes are not known"]
+
+
+def chart_note(section: Roofline) -> str | None:
+    """Why the kernels-against-roofline chart (dashboard) draws no kernel, or None when it
+    draws some: a kernel is a point only with FLOP/s and FLOP/byte on the log axes."""
+    if any(r.intensity and r.tflops for r in section.kernels):
+        return None
+    if not section.kernels:
+        return "no kernel is drawn: no kernel of the complete steps belongs to a shaped op"
+    if not any(r.tflops for r in section.kernels):
+        return ("no kernel is drawn: only elementwise / normalization ops have shapes, and "
+                "they count no FLOPs (0 FLOP/byte is off the log axis); their GB/s and "
+                "share of the HBM roof are in the table")
+    return ("no kernel is drawn: the FLOP/byte of the kernels with FLOPs is not known (their "
+            "ops' bytes are not: see the note above)")
+
+
+def shares_note(section: Roofline) -> str | None:
+    """Why the top kernels' share-of-the-roof chart (dashboard) has no bar, or None."""
+    if any(r.roof_share is not None for r in section.kernels):
+        return None
+    if not section.kernels:
+        return "no bar: no kernel of the complete steps belongs to a shaped op"
+    if section.peak_flops_per_gpu is None and section.hbm_gbs is None:
+        return "no bar: neither roof is known for this device (see the note above)"
+    return ("no bar: no kernel's share of its roof is known (a roof, its FLOPs or its bytes "
+            "are not: see the notes above) or every one claims more than its roof")
+
+
 def _message(mfu: Mfu, roofs: Roofs, parts: tuple[EfficiencyPart, ...],
-             rows: tuple[RoofRow, ...] = ()) -> str | None:
-    out = _above_roof_notes(rows)
+             rows: tuple[RoofRow, ...] = (), kinds: tuple[RoofRow, ...] = ()) -> str | None:
+    out = _above_roof_notes(rows) + _unsized_note(kinds)
     if mfu.peak_flops_per_gpu is None:
         out.append(f"no compute roof: {mfu.message}")
     if roofs.hbm is None:

@@ -382,3 +382,5 @@ class Report(Model, frozen=True, kw_only=True, omit_defaults=True):
     memory: MemorySection | None = None
     all_to_all: AllToAll | None = None
     clocks: Clocks | None = None
+    # why a GPU run has no memory section when the traces say profile_memory=1 (else None)
+    memory_note: str | None = None

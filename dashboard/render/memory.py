@@ -12,9 +12,12 @@ NO_EVENTS = ("no memory events in the traces (profile with profile_memory=True):
              "memory per rank is not known")
 
 
-def memory_block(section: MemorySection | None, gpu: bool = True) -> Section | None:
+def memory_block(section: MemorySection | None, gpu: bool = True,
+                 note: str | None = None) -> Section | None:
+    """`note`: why there are no memory events when the traces say profile_memory=1
+    (Report.memory_note); NO_EVENTS otherwise."""
     if section is None:
-        return Section("Memory per rank", "memory", (NO_EVENTS,)) if gpu else None
+        return Section("Memory per rank", "memory", (note or NO_EVENTS,)) if gpu else None
     top = next(r for r in section.ranks if r.rank == section.peak_rank)
     lines = [_headline(section, top)]
     if top.ops_at_peak:

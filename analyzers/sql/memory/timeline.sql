@@ -1,6 +1,7 @@
 -- The device memory timeline of run $run (docs/memory.md) as the temp table mem_timeline:
--- one row per `[memory]` event on each rank's GPU (Device Type 1, the device with most
--- events), with `allocated` = the allocator's Total Allocated after the event, or, in the
+-- one row per `[memory]` event on each rank's GPU (c10 Device Type 1 CUDA, or 6 HIP as
+-- ROCm builds may write it: SGLang's MI300X decode trace of AMD-AGI/TraceLens has 1,014
+-- events of type 6 and read as 'no memory events'; the device with most events), with `allocated` = the allocator's Total Allocated after the event, or, in the
 -- 2021 format without totals, the running sum of Bytes from the trace's start (source
 -- bytes_delta; what was allocated before the trace is unknown). Also the macro
 -- mem_factory(name): ops that only make tensors (their caller is the op that allocates).
@@ -9,7 +10,7 @@
 CREATE OR REPLACE TEMP TABLE mem_timeline AS
 WITH device AS (
     SELECT rank, device_id FROM memory_events
-    WHERE run = $run AND device_type = 1
+    WHERE run = $run AND device_type IN (1, 6)
     GROUP BY rank, device_id
     QUALIFY row_number() OVER (PARTITION BY rank ORDER BY count(*) DESC, device_id) = 1
 ), events AS (
@@ -17,7 +18,7 @@ WITH device AS (
         e.total_allocated, e.total_reserved,
         bool_and(e.total_allocated IS NOT NULL) OVER (PARTITION BY e.rank) AS has_totals
     FROM memory_events e JOIN device d ON d.rank = e.rank AND d.device_id = e.device_id
-    WHERE e.run = $run AND e.device_type = 1
+    WHERE e.run = $run AND e.device_type IN (1, 6)
 )
 SELECT rank, event_id, ts_ns, addr, bytes, op_id, step, total_reserved AS reserved,
     CASE WHEN has_totals THEN total_allocated

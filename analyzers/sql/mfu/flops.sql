@@ -11,7 +11,7 @@
 -- is counted, so aten::_scaled_dot_product_flash_attention counts and its child
 -- aten::_flash_attention_forward does not (likewise efficient/cuDNN attention, their
 -- backwards, and aten::linear over aten::matmul over aten::mm).
--- Defines two temporary table macros and a temporary table (analyzers._sql.install_macros):
+-- Defines three temporary table macros and a temporary table (analyzers._sql.install_macros):
 --   flops_claims(run_name, lo, hi)  every counted op of the ranks lo..hi of the run, with
 --                                   kernel_ns: the GPU time of the compute kernels it
 --                                   launched (itself or through its children, up to 3
@@ -25,6 +25,21 @@
 --   model_flops(run_name, max_rate) the ops of counted_ops, not captured, whose FLOPs their kernels could
 --                                   have done at `max_rate` FLOP/s (docs/mfu.md,
 --                                   "Implausible shapes"); NULL max_rate keeps every op.
+--   kernel_ops(run_name, lo, hi)    every GPU op of the ranks lo..hi with op_id, the CPU op it
+--                                   belongs to: the op with its External id (cpu_op_id), or,
+--                                   where the trace links the kernel only by correlation to
+--                                   its launch call (cpu_op_id NULL: the real 8-rank V100 DLRM
+--                                   job, whose kernels' External id is their correlation), the
+--                                   op that encloses that launch call (its parent). Read by the
+--                                   kernel time below and the roofline (roofline/kernels.sql).
+CREATE OR REPLACE TEMP MACRO kernel_ops(run_name, lo, hi) AS TABLE
+SELECT g.rank, g.step, g.gpu_op_id, g.name, g.kind, g.dur_ns, g.launch_op_id,
+    coalesce(g.cpu_op_id, l.parent_id) AS op_id
+FROM gpu_ops g
+LEFT JOIN cpu_ops l ON g.cpu_op_id IS NULL AND l.run = run_name AND l.rank BETWEEN lo AND hi
+    AND l.rank = g.rank AND l.op_id = g.launch_op_id
+WHERE g.run = run_name AND g.rank BETWEEN lo AND hi;
+
 CREATE OR REPLACE TEMP MACRO flops_claims(run_name, lo, hi) AS TABLE
 WITH counted AS (
     SELECT o.rank, o.op_id, o.parent_id, o.name, o.step, o.input_dims, o.concrete_inputs,
@@ -121,12 +136,11 @@ WITH counted AS (
                      'hipStreamBeginCaptureToGraph', 'cuStreamBeginCapture',
                      'cuStreamBeginCapture_v2')
     GROUP BY b.rank, b.tid, b.start_ns
-), launched AS (  -- compute-kernel time per CPU op (the kernels' External id link)
-    SELECT rank, cpu_op_id AS op_id, sum(dur_ns) AS ns
-    FROM gpu_ops
-    WHERE run = run_name AND rank BETWEEN lo AND hi AND kind = 'compute'
-      AND cpu_op_id IS NOT NULL
-    GROUP BY rank, cpu_op_id
+), launched AS (  -- compute-kernel time per CPU op (kernel_ops: External id or launch)
+    SELECT rank, op_id, sum(dur_ns) AS ns
+    FROM kernel_ops(run_name, lo, hi)
+    WHERE kind = 'compute' AND op_id IS NOT NULL
+    GROUP BY rank, op_id
 ), lineage AS (   -- each launching op and its ancestors, three levels up
     SELECT l.rank, unnest([l.op_id, p1.op_id, p2.op_id, p3.op_id]) AS op_id, l.ns
     FROM launched l

@@ -4,11 +4,12 @@
 -- roofline/kernels_create.sql and kernels_fill.sql gather into the temp table rf_kernels a
 -- batch of ranks at a time (analyzers/flops/roofline.py): every join is within a rank, so the
 -- rows are those of the whole run, in the memory of one batch. Reads gpu_ops, cpu_ops,
--- complete_steps, recompute_ops, the model_flops macro (mfu/flops.sql, over counted_ops:
+-- complete_steps, recompute_ops, the kernel_ops and model_flops macros (mfu/flops.sql, over counted_ops:
 -- analyzers/flops/counted_ops.py) and roofline/macros.sql. max_rate: the most FLOP/s an op's
 -- kernels may be credited with (analyzers/flops/bound.py; NULL: no bound).
 --
--- A kernel belongs to the nearest of its CPU op (the op with its External id), that op's
+-- A kernel belongs to the nearest of its CPU op (mfu/flops.sql's kernel_ops: the op with its
+-- External id, else the op enclosing its launch call), that op's
 -- parent and grandparent that is a shaped op of a known kind (rf_kind): a GEMM, attention
 -- or convolution op whose FLOPs mfu/flops.sql counts, or an elementwise / normalization op
 -- with `Input Dims`. An op's FLOPs and bytes are shared among its kernels in proportion to
@@ -20,9 +21,10 @@ CREATE OR REPLACE TEMP MACRO rf_batch(run_name, max_rate, lo, hi) AS TABLE
 WITH complete AS (
     SELECT rank, step FROM complete_steps WHERE run = run_name AND rank BETWEEN lo AND hi
 ), kernels AS (
-    SELECT g.rank, g.step, g.gpu_op_id, g.name AS kernel, g.dur_ns, g.cpu_op_id, g.launch_op_id
-    FROM gpu_ops g JOIN complete c ON c.rank = g.rank AND c.step = g.step
-    WHERE g.run = run_name AND g.rank BETWEEN lo AND hi AND g.kind = 'compute' AND g.dur_ns > 0
+    SELECT g.rank, g.step, g.gpu_op_id, g.name AS kernel, g.dur_ns, g.op_id AS cpu_op_id,
+        g.launch_op_id
+    FROM kernel_ops(run_name, lo, hi) g JOIN complete c ON c.rank = g.rank AND c.step = g.step
+    WHERE g.kind = 'compute' AND g.dur_ns > 0
 ), flops AS (
     SELECT rank, op_id, model_flops + hardware_extra AS exec_flops,
            CASE WHEN is_recompute THEN 0 ELSE model_flops END AS model_flops, is_recompute
@@ -72,21 +74,33 @@ WITH complete AS (
                 WHEN 3 THEN [1, s.dims[1][1] * s.dims[1][2], s.dims[2][2], s.dims[1][3]] END
         END AS bmnk
     FROM shaped s
+), counted AS (
+    SELECT *,
+        list_sum(list_transform(dims, lambda d: rf_numel(d))) AS in_numel,
+        CASE
+            WHEN kind = 'gemm' THEN bmnk[1] * bmnk[2] * bmnk[3]
+            WHEN kind = 'attention' AND name LIKE '%backward'
+                THEN rf_numel(dims[2]) + rf_numel(dims[3]) + rf_numel(dims[4])
+            WHEN kind = 'attention' THEN rf_numel(dims[1])
+            WHEN kind = 'conv' AND name = 'aten::convolution'
+                THEN exec_flops / (2.0 * rf_numel(dims[2][2:]))
+            WHEN kind = 'conv' THEN rf_numel(dims[2]) + rf_numel(dims[3])
+            WHEN name = 'aten::copy_' THEN 0
+            ELSE max_numel END AS out_numel
+    FROM sized
 ), ops AS (
     SELECT rank, op_id, name, kind, dtype, exec_flops, model_flops, is_recompute,
         bmnk[1] AS b, bmnk[2] AS m, bmnk[3] AS n, bmnk[4] AS k,
-        CASE WHEN name IN ('aten::fill_', 'aten::zero_') THEN rf_numel(dims[1]) * out_elem
-             ELSE in_bytes + coalesce(out_elem * CASE
-                WHEN kind = 'gemm' THEN bmnk[1] * bmnk[2] * bmnk[3]
-                WHEN kind = 'attention' AND name LIKE '%backward'
-                    THEN rf_numel(dims[2]) + rf_numel(dims[3]) + rf_numel(dims[4])
-                WHEN kind = 'attention' THEN rf_numel(dims[1])
-                WHEN kind = 'conv' AND name = 'aten::convolution'
-                    THEN exec_flops / (2.0 * rf_numel(dims[2][2:]))
-                WHEN kind = 'conv' THEN rf_numel(dims[2]) + rf_numel(dims[3])
-                WHEN name = 'aten::copy_' THEN 0
-                ELSE max_numel END, 0) END AS bytes
-    FROM sized
+        -- no `Input type` (torch before 1.10, the simulated H100 sets): the bytes are not
+        -- known here; `elements` is the least traffic in elements, which the roofline
+        -- (analyzers/flops/roofline.py) turns into bytes at the run's dtype, as it gives
+        -- such GEMM / attention / convolution rows that dtype (docs/roofline.md)
+        CASE WHEN types IS NULL THEN NULL
+             WHEN name IN ('aten::fill_', 'aten::zero_') THEN rf_numel(dims[1]) * out_elem
+             ELSE in_bytes + coalesce(out_elem * out_numel, 0) END AS bytes,
+        CASE WHEN name IN ('aten::fill_', 'aten::zero_') THEN rf_numel(dims[1])
+             ELSE in_numel + coalesce(out_numel, 0) END AS elements
+    FROM counted
 ), per_kernel AS (
     SELECT a.*, sum(a.dur_ns) OVER (PARTITION BY a.rank, a.op_id) AS op_ns
     FROM assigned a
@@ -96,7 +110,9 @@ SELECT k.rank, k.step, k.gpu_op_id, k.kernel, k.dur_ns, k.op_id,
     r.op_id IS NOT NULL AS is_recompute,
     coalesce(o.exec_flops, 0) * k.dur_ns / k.op_ns AS flops,
     coalesce(o.model_flops, 0) * k.dur_ns / k.op_ns AS model_flops,
-    CASE WHEN o.bytes IS NOT NULL THEN o.bytes * k.dur_ns / k.op_ns END AS bytes
+    CASE WHEN o.bytes IS NOT NULL THEN o.bytes * k.dur_ns / k.op_ns END AS bytes,
+    CASE WHEN o.bytes IS NULL AND o.elements IS NOT NULL
+         THEN o.elements * k.dur_ns / k.op_ns END AS untyped_elements
 FROM per_kernel k
 LEFT JOIN ops o ON o.rank = k.rank AND o.op_id = k.op_id
 -- recompute kernels (their launch is a recompute op) count for the roofline, not for the

@@ -26,9 +26,10 @@ def render(ctx: PageContext) -> None:
     if ctx.run is None:
         st.info("No run yet: upload traces first.")
         return
-    section = data.report(ctx.config.db, ctx.run, ctx.dtype).memory
+    report = data.report(ctx.config.db, ctx.run, ctx.dtype)
+    section = report.memory
     if section is None:
-        st.info(NO_EVENTS)
+        st.info(report.memory_note or NO_EVENTS)
         return
     top = next(r for r in section.ranks if r.rank == section.peak_rank)
     cols = st.columns(4)

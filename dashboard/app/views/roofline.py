@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from stepscope.analyzers.flops.roofline import chart_note, shares_note
 from stepscope.analyzers.results import RoofRow
 from stepscope.dashboard.app import charts_analyses, data
 from stepscope.dashboard.app.context import PageContext
@@ -67,6 +68,9 @@ def render(ctx: PageContext) -> None:
     if section.message:
         st.caption(plain(section.message))
     st.subheader("Op kinds")
+    empty = chart_note(section)
+    if empty:
+        st.caption(plain(empty))
     chart_and_table(charts_analyses.roofline_plot(section), rows_frame(section.kinds, "op kind"),
                     "op kinds", "rf_kinds", column_config=COLUMNS)
     if section.kernel_efficiency:
@@ -86,6 +90,9 @@ def render(ctx: PageContext) -> None:
             pl.Series("op", [r.op for r in section.gemm_shapes]))
         table(frame, "GEMM shapes", "rf_shapes", COLUMNS)
     st.subheader("Top kernels")
+    no_bars = shares_note(section)
+    if no_bars:
+        st.caption(plain(no_bars))
     chart_and_table(charts_analyses.roof_shares(section.kernels, "Share of the roof"),
                     rows_frame(section.kernels, "kernel", numbered=True), "top kernels",
                     "rf_kernels", column_config=COLUMNS)

@@ -47,22 +47,30 @@ SELECT rowid AS op_id, comm_args(args) AS args FROM raw_events
 WHERE ph = 'X' AND name = 'record_param_comms';
 
 -- Nesting by time containment on each thread: depth = ops open when the op starts =
--- ops started before it (enclosing first at equal starts) - ops ended at or before its
--- start (its own end excluded).
+-- ops started before it (enclosing first at equal starts) - those of them ended at or
+-- before its start. The ops ended by then are counted with their ties (count(*) over
+-- end_ns includes every op ending at the same instant), less the zero-length ops at its
+-- start that sort at or after it (itself included): they ended, but did not start before
+-- it. Whole-microsecond traces have runs of zero-length runtime calls at one instant (the
+-- DLRM job's cudaOccupancy... calls inside aten::bmm): counted by row number, one of them
+-- enclosed the next and every later call of the op lost its parent.
 CREATE OR REPLACE TEMP TABLE cpu_depth AS
 WITH started AS (
     SELECT op_id, pid, tid, start_ns, end_ns,
         row_number() OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns DESC, op_id)
-            AS n_started
+            AS n_started,
+        sum(CASE WHEN end_ns = start_ns THEN 1 ELSE 0 END) OVER (
+            PARTITION BY pid, tid, start_ns ORDER BY end_ns DESC, op_id
+            ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS instants_from_here
     FROM cpu_raw
 ), ended AS (
     SELECT pid, tid, end_ns,
-        row_number() OVER (PARTITION BY pid, tid ORDER BY end_ns) AS n_ended
+        count(*) OVER (PARTITION BY pid, tid ORDER BY end_ns) AS n_ended
     FROM cpu_raw
 )
 SELECT s.op_id, s.pid, s.tid, s.start_ns, s.end_ns,
-    CAST(greatest(0, s.n_started - 1 - coalesce(e.n_ended, 0)
-                     + CASE WHEN s.end_ns = s.start_ns THEN 1 ELSE 0 END) AS INTEGER) AS depth
+    CAST(greatest(0, s.n_started - 1 - coalesce(e.n_ended, 0) + s.instants_from_here)
+         AS INTEGER) AS depth
 FROM started s ASOF LEFT JOIN ended e
   ON s.pid = e.pid AND s.tid = e.tid AND s.start_ns >= e.end_ns;
 

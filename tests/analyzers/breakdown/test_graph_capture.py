@@ -119,3 +119,35 @@ def test_capture_step_is_not_a_step_of_the_work(tmp_path: Path) -> None:
     note = next(n for n in report.notes if "capture a CUDA/HIP graph" in n)
     assert note.startswith("1 rank step(s) capture") and "1 kernel launches were recorded" \
         in note
+
+
+VLLM_CAPTURE = (REPO / "tests/data/AMD-AGI_TraceLens/tests/traces/inference/vllm_decode_full"
+                / "capture_traces/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz")
+
+
+def test_real_vllm_capture_without_steps(tmp_path: Path) -> None:
+    """vLLM capturing its full decode graph on MI300X (AMD-AGI/TraceLens): no ProfilerStep,
+    so the whole window is the one step; 421 kernel launches between hipStreamBeginCapture
+    and hipStreamEndCapture with no kernel (by hand from the raw events), 7 kernels that
+    ran. The window is timed on the host, the note counts the launches recorded, the MFU
+    names the captured ops, and the unnamed GPU ("" in deviceProperties) is the MI300X."""
+    events = json.load(gzip.open(VLLM_CAPTURE))["traceEvents"]
+    runtime = [e for e in events if e.get("cat") == "cuda_runtime"]
+    begin = next(e for e in runtime if e["name"] == "hipStreamBeginCapture")
+    end = next(e for e in runtime if e["name"] == "hipStreamEndCapture")
+    ran = {k["args"]["correlation"] for k in events if k.get("cat") == "kernel"}
+    recorded = [e for e in runtime if "LaunchKernel" in e["name"] and e["tid"] == begin["tid"]
+                and begin["ts"] <= e["ts"] <= end["ts"] + end["dur"]
+                and e["args"].get("correlation") not in ran]
+    assert len(recorded) == 421 and len(ran) == 7
+    db = tmp_path / "v.duckdb"
+    stepscope.ingest_run([VLLM_CAPTURE], db=db, run="v")
+    with stepscope.open(db) as store:
+        report = build_report(store.con, "v")
+    assert q(db, "SELECT step_source FROM ranks") == [("whole_window",)]
+    assert q(db, "SELECT window_source FROM step_attribution") == [("capture",)]
+    note = next(n for n in report.notes if "capture a CUDA/HIP graph" in n)
+    assert "421 kernel launches were recorded into the graph, not run" in note
+    assert report.mfu.mfu is None and "ran inside CUDA/HIP graph captures" in (
+        report.mfu.message or "")
+    assert report.mfu.device == "AMD Instinct MI300X"

@@ -81,3 +81,36 @@ def test_a_gpu_with_an_empty_name_is_an_unnamed_gpu(tmp_path: Path) -> None:
     forced = report(tmp_path / "t", tmp_path / "unused.duckdb",
                     ReportOptions(peak_tflops=989.0)).report
     assert forced.mfu.mfu is not None and forced.mfu.mfu > 0
+
+
+RESNET = (Path(__file__).parents[2] / "data" / "traces" / "kineto" / "tb_plugin" / "samples"
+          / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz")
+
+
+def test_a_real_trace_delimited_by_optimizer_steps(tmp_path: Path) -> None:
+    """kineto's real 2021 ResNet-50 trace with its ProfilerStep#N annotations taken out,
+    so its six `Optimizer.step#SGD.step` calls delimit the steps (the shape of a training
+    loop profiled without a schedule): step 1 runs from the first CPU op to the end
+    of the first optimizer step and is not complete; steps 2-5 are, each from one optimizer
+    step's end to the next one's, by hand from the raw events (the last, 6, has no
+    successor, as with every step source)."""
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress(RESNET.read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    ends = sorted(1000 * (e["ts"] + e["dur"]) for e in doc["traceEvents"]
+                  if str(e.get("name", "")).startswith("Optimizer.step#"))
+    assert len(ends) == 6
+    db = tmp_path / "r.duckdb"
+    stepscope.ingest_run(write_trace(tmp_path / "t" / "worker0.json", doc), db=db, run="r")
+    assert q(db, "SELECT step_source FROM ranks") == [("optimizer_step",)]
+    steps = q(db, "SELECT step, start_ns, end_ns FROM steps ORDER BY step")
+    assert [s for s, _, _ in steps] == [1, 2, 3, 4, 5, 6]
+    assert [end for _, _, end in steps] == ends
+    assert [start for _, start, _ in steps][1:] == ends[:-1]
+    first = min(1000 * e["ts"] for e in doc["traceEvents"]
+                if e.get("ph") == "X" and e.get("cat") in ("Operator", "Runtime"))
+    assert steps[0][1] == first
+    assert q(db, "SELECT step FROM complete_steps ORDER BY step") == [(2,), (3,), (4,), (5,)]

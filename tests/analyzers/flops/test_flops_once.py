@@ -143,3 +143,35 @@ def test_no_flops_are_counted_under_an_op_already_counted(tmp_path: Path, seed: 
             SELECT count(*) FROM up JOIN counted_ops c ON c.run = 'r' AND c.op_id = up.anc
         """).fetchone()
     assert under == (0,)
+
+
+FLUX = (Path(__file__).parents[2] / "data" / "AMD-AGI_TraceLens" / "tests" / "traces"
+        / "inference" / "xdit_flux.1_aiter_sage" / "profile_trace_rank_0.json.gz")
+
+
+def test_the_real_flux_trace_counts_each_attention_once(tmp_path: Path) -> None:
+    """xDiT FLUX.1 on MI300X (AMD-AGI/TraceLens): 13 aten::_scaled_dot_product_flash_attention
+    ops, each over an aten::_flash_attention_forward with `Input Dims` of its own. The
+    attention FLOPs counted are those of the 13 parents, 4*B*H*Sq*Sk*D each from their raw
+    `Input Dims` ([batch, heads, seq, head_dim]); the children count nothing."""
+    import gzip
+    import json
+
+    events = json.loads(gzip.decompress(FLUX.read_bytes()))["traceEvents"]
+    parents = [e for e in events if e.get("name") == "aten::_scaled_dot_product_flash_attention"]
+    children = [e for e in events if e.get("name") == "aten::_flash_attention_forward"]
+    assert len(parents) == len(children) == 13
+    assert all(p["tid"] == c["tid"] and p["ts"] <= c["ts"]
+               and c["ts"] + c["dur"] <= p["ts"] + p["dur"]
+               for p, c in zip(sorted(parents, key=lambda e: e["ts"]),
+                               sorted(children, key=lambda e: e["ts"]), strict=True))
+    want = sum(4.0 * q[0] * q[1] * q[2] * k[2] * q[3]
+               for q, k in (e["args"]["Input Dims"][:2] for e in parents))
+    db = tmp_path / "flux.duckdb"
+    stepscope.ingest_run([FLUX], db=db, run="flux", jobs=1)
+    with stepscope.open(db) as store, co.counted_ops(store.con, "flux"):
+        rows = store.con.execute(
+            "SELECT name, count(*), sum(model_flops) FROM counted_ops WHERE run = 'flux' "
+            "AND name LIKE '%attention%' GROUP BY name").fetchall()
+    assert [(n, c) for n, c, _ in rows] == [("aten::_scaled_dot_product_flash_attention", 13)]
+    assert rows[0][2] == pytest.approx(want, rel=1e-12)
