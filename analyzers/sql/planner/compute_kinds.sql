@@ -8,7 +8,8 @@
 --   other      everything else (element-wise, norms, softmax, ...).
 -- ms is the summed kernel time (not the attributed compute, which counts overlapping
 -- kernels once); flops the counted model FLOPs of the kind's ops.
--- Reads gpu_ops, cpu_ops, recompute_ops, complete_steps and the model_flops macro.
+-- Reads gpu_ops, cpu_ops, recompute_ops, complete_steps and the kernel_ops and model_flops
+-- macros.
 -- Parameters: $run; $max_rate, the most FLOP/s an op's kernels may be credited with
 -- (analyzers/flops/bound.py: ops claiming more are left out, as for MFU; NULL: no bound).
 WITH complete AS (
@@ -21,11 +22,13 @@ WITH complete AS (
     SELECT rank, start_ns, end_ns FROM cpu_ops
     WHERE run = $run AND name LIKE 'Optimizer.step#%'
 ), kernels AS (
-    SELECT g.rank, g.dur_ns, g.name, g.cpu_op_id, l.start_ns AS launch_ns
-    FROM gpu_ops g
+    -- the kernel's op as the roofline finds it (mfu/flops.sql's kernel_ops: its External
+    -- id's op, else the op enclosing its launch call)
+    SELECT g.rank, g.dur_ns, g.name, g.op_id AS cpu_op_id, l.start_ns AS launch_ns
+    FROM kernel_ops($run, -2147483648, 2147483647) g
     JOIN complete c ON c.rank = g.rank AND c.step = g.step
-    LEFT JOIN cpu_ops l ON l.run = g.run AND l.rank = g.rank AND l.op_id = g.launch_op_id
-    WHERE g.run = $run AND g.kind = 'compute'
+    LEFT JOIN cpu_ops l ON l.run = $run AND l.rank = g.rank AND l.op_id = g.launch_op_id
+    WHERE g.kind = 'compute'
 ), classified AS (
     SELECT k.rank, k.dur_ns,
         CASE

@@ -197,3 +197,20 @@ def test_an_empty_chart_says_why() -> None:
     no_roofs = Roofline(peak_table_version="t",
                         kernels=(_row("gemm_kernel", "gemm", 500.0, None, None),))
     assert "neither roof" in (shares_note(no_roofs) or "")
+
+
+def test_dlrm_planner_calibration_sees_its_gemms(dlrm_db: Path) -> None:
+    """The planner's kernel kinds (planner/compute_kinds.sql) find the kernels' op the same
+    way: before, every DLRM GEMM kernel was 'other' and the calibration had no FLOP rate;
+    now its GEMMs carry the model FLOPs of the hand walk per rank and step."""
+    from stepscope.analyzers.context import run_context
+    from stepscope.analyzers.plan.calibrate import kernel_rates
+    from stepscope.analyzers.report import report_from_context
+
+    hand, ranks = _hand_gemms()
+    with stepscope.open(dlrm_db) as store:
+        ctx = run_context(store.con, "dlrm")
+        rates = {r.kind: r for r in kernel_rates(ctx, report_from_context(ctx))}
+    assert rates["gemm"].flops == pytest.approx(sum(r[1] for r in hand.values()) / ranks,
+                                                rel=1e-9)   # 6.05e7 per rank and step
+    assert rates["gemm"].tflops is not None and rates["gemm"].tflops > 0
