@@ -71,6 +71,7 @@ def _is_duckdb_file(path: Path) -> bool:
 COMPRESSED_MAGIC = ((b"\x1f\x8b", "a gzip file (a trace?)"), (b"PK\x03\x04", "a zip archive"),
                     (b"\x28\xb5\x2f\xfd", "a zstd file"), (b"BZh", "a bzip2 file"))
 TRACE_SNIFF_BYTES = 1 << 16
+EXPORT_MARK = b'"otherData":{"stepscope":'  # how `stepscope export` opens its file
 
 
 def _trace_like(path: Path) -> str | None:
@@ -86,7 +87,8 @@ def _trace_like(path: Path) -> str | None:
             return what
     if head[257:262] == b"ustar":
         return "a tar archive"
-    if head.lstrip()[:1] == b"{" and b'"traceEvents"' in head:
+    if head.lstrip()[:1] == b"{" and b'"traceEvents"' in head \
+            and EXPORT_MARK not in head:  # `stepscope export`'s own file is replaced
         return "a Kineto trace"
     return None
 

@@ -70,3 +70,17 @@ def test_an_earlier_report_is_still_replaced(ingested: tuple[Path, Path]) -> Non
     rc, err = cli("report", "base", "--db", db, "--format", "json", "--out", out)
     assert rc == 0 and err == [], err
     assert out.read_bytes() == first
+
+
+def test_an_earlier_export_is_still_replaced(ingested: tuple[Path, Path]) -> None:
+    """`stepscope export` writes Chrome JSON with traceEvents: its own earlier file is
+    replaced, not taken for someone's trace."""
+    root, db = ingested
+    out = root / "export.json"
+    assert cli("export", "base", "--db", db, "--out", out)[0] == 0
+    first = out.read_bytes()
+    assert b'"traceEvents"' in first
+    out.write_text('{"otherData":{"stepscope":{}},"traceEvents":[]}')
+    rc, err = cli("export", "base", "--db", db, "--out", out)
+    assert rc == 0 and not [x for x in err if x.startswith("error")], err
+    assert out.read_bytes() == first
