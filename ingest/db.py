@@ -8,7 +8,10 @@ never by downloading an extension.
 
 DuckDB locks the file per process: one process may write it, or any number may read it,
 never both at once. So a reader also locks out a writer while it is open, and a writer
-locks out readers; both sides get DatabaseBusyError (exit 2), never a wait or partial
+locks out readers. A writer waits for another process's lock a bounded time
+($STEPSCOPE_LOCK_WAIT seconds, default 10: a report or a dashboard page reading the file
+closes it within seconds), then gets DatabaseBusyError (exit 2) naming the holder; a
+reader gets it at once (the dashboard then serves its last state). Never partial
 data. Readers therefore close as soon as they are done (docs/schema.md, "Concurrency").
 Opening checks what the file is before anything is written (ingest/schema.py): a file
 that is not a stepscope database, or is one of a newer schema version, is refused; an
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,6 +38,13 @@ from stepscope.ingest.sql_files import sql
 
 DEFAULT_DB = "stepscope.duckdb"
 MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
+# How long a writer waits for another process's lock on the database (seconds), polling
+# every LOCK_POLL_S; past it, DatabaseBusyError names the holder (docs/schema.md,
+# "Concurrency").
+LOCK_WAIT_ENV = "STEPSCOPE_LOCK_WAIT"
+DEFAULT_LOCK_WAIT_S = 10.0
+MAX_LOCK_WAIT_S = 86_400.0
+LOCK_POLL_S = 0.2
 # The writer's DuckDB memory limit when $STEPSCOPE_MEMORY_LIMIT is not set: 1GB for what a
 # write connection does besides ingesting (nightly reports, merges). An ingest sets it
 # as working room on top of what the uncommitted run holds in memory when the step
@@ -93,10 +104,50 @@ def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
     path = Path(db)
     if path.parent and not path.parent.exists():
         raise UsageError(f"{path}: the folder {path.parent} does not exist")
-    con = _open(path, read_only=False)
+    con = _open_waiting(path, lock_wait_s())
     with _closing_on_error(con, path):
         schema.migrate(con, schema.classify(con, path))
     return con
+
+
+def lock_wait_s() -> float:
+    """The writer's wait for the lock: $STEPSCOPE_LOCK_WAIT seconds (0: none), default
+    DEFAULT_LOCK_WAIT_S; anything but a number in [0, 1 day] is a usage error."""
+    raw = os.environ.get(LOCK_WAIT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_LOCK_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= MAX_LOCK_WAIT_S:  # NaN fails too
+        raise UsageError(f"${LOCK_WAIT_ENV}={quote_name(raw)}: not a number of seconds in "
+                         f"[0, {MAX_LOCK_WAIT_S:.0f}]; give e.g. 30 (default "
+                         f"{DEFAULT_LOCK_WAIT_S:.0f}, 0: do not wait)")
+    return value
+
+
+def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """Open `path` for writing, waiting up to `wait_s` while another process holds its
+    lock (a report, a dashboard page, a notebook reading it closes it soon); past that,
+    one line names the holder and the wait. A lock of this process (another connection
+    of it) is not waited for: nothing would release it."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return _open(path, read_only=False)
+        except DatabaseBusyError as exc:
+            holder = _HELD_BY.search(str(exc))
+            if holder is None or int(holder.group(1)) == os.getpid() or wait_s <= 0:
+                raise
+            if time.monotonic() + LOCK_POLL_S > deadline:
+                head, _, tail = str(exc).rpartition("; wait for it")
+                raise DatabaseBusyError(f"{head}; waited {wait_s:g} s for it "
+                                        f"(${LOCK_WAIT_ENV}); wait for it{tail}") from None
+            time.sleep(LOCK_POLL_S)
+
+
+_HELD_BY = re.compile(r"locked by process (\d+)")
 
 
 def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:

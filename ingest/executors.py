@@ -31,6 +31,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Protocol
 
+from stepscope.ingest import process_tree
 from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
@@ -341,6 +342,8 @@ class RayExecutor:
         self.address = address
         self.jobs = jobs
         self.cancelled = False
+        self.started_local = False  # this executor started a local cluster (close ends it)
+        self.before: set[process_tree.Process] = set()  # our processes before Ray's start
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         ray = _import_ray()
@@ -377,6 +380,8 @@ class RayExecutor:
         if ray_sets is not None:
             utils.set_sigterm_handler = _keep_ours
         try:
+            self.started_local = self.address is None  # set first: a Ctrl-C inside init
+            self.before = set(process_tree.descendants(os.getpid()))
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
                      include_dashboard=False, configure_logging=True,
                      logging_level=logging.ERROR)
@@ -413,7 +418,19 @@ class RayExecutor:
         pass  # Ray starts (or connects) in run: `ray.init` is the slow part
 
     def close(self) -> None:
-        pass
+        """End the local cluster this executor started, with every process below it:
+        ray.shutdown() ends the raylet, not the agents it started, which outlived a
+        Ctrl-C or SIGTERM by about a minute (issue 43). A cluster it joined is left."""
+        if not self.started_local:
+            return
+        self.started_local = False
+        family = [p for p in process_tree.descendants(os.getpid())
+                  if p not in self.before and process_tree.is_ray(p[0])]
+        try:
+            _import_ray().shutdown()
+        except Exception:  # noqa: BLE001 - a half-started Ray: its processes end below
+            pass
+        process_tree.end(family)
 
 
 def _import_ray() -> Any:

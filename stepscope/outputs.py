@@ -6,7 +6,8 @@ Every command that writes a file (`report`, `diff`, `plan`, `hang` with `--out`,
 * `check_output` refuses, before any work, an output that is the database (or its
   `.wal`), an input trace or archive, a file inside an input folder, an input file of an
   option (`--model`, `--comm-kernels`: `option_inputs`), any existing DuckDB database,
-  a block device or a socket (usage error, exit 2).
+  compressed file, archive or Kineto trace (a trace of an earlier ingest is no input of
+  `report RUN`, and was replaced), a block device or a socket (usage error, exit 2).
 * `write_text` writes through a temporary file in the same folder and an atomic rename,
   so an interrupt, a full disk or a crash never leaves half a report and never replaces
   the old file with a broken one. A symbolic link is followed: its target is replaced and
@@ -65,6 +66,33 @@ def _is_duckdb_file(path: Path) -> bool:
         return False
 
 
+# What no report, diff, plan or hang output ever is: a file of one of these formats is
+# someone's data (a trace of an earlier ingest, an archive), never an output to replace.
+COMPRESSED_MAGIC = ((b"\x1f\x8b", "a gzip file (a trace?)"), (b"PK\x03\x04", "a zip archive"),
+                    (b"\x28\xb5\x2f\xfd", "a zstd file"), (b"BZh", "a bzip2 file"))
+TRACE_SNIFF_BYTES = 1 << 16
+EXPORT_MARK = b'"otherData":{"stepscope":'  # how `stepscope export` opens its file
+
+
+def _trace_like(path: Path) -> str | None:
+    """What `path` is when it is a compressed file, a tar archive or a Kineto trace (its
+    first 64 KiB name traceEvents); None for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(TRACE_SNIFF_BYTES)
+    except OSError:
+        return None
+    for magic, what in COMPRESSED_MAGIC:
+        if head.startswith(magic):
+            return what
+    if head[257:262] == b"ustar":
+        return "a tar archive"
+    if head.lstrip()[:1] == b"{" and b'"traceEvents"' in head \
+            and EXPORT_MARK not in head:  # `stepscope export`'s own file is replaced
+        return "a Kineto trace"
+    return None
+
+
 def _inside(path: Path, folder: Path) -> bool:
     real, root = _real(path), _real(folder)
     return real != root and root in real.parents
@@ -116,6 +144,10 @@ def _check_kind(out: Path, shown: str) -> None:
         raise UsageError(f"{shown}: is a folder; give a file name")
     if stat.S_ISREG(mode) and _is_duckdb_file(out):
         raise UsageError(f"{shown}: is a DuckDB database; writing there would destroy it. "
+                         "Choose another file")
+    kind = _trace_like(out) if stat.S_ISREG(mode) else None
+    if kind is not None:
+        raise UsageError(f"{shown}: is {kind}; writing there would destroy it. "
                          "Choose another file")
 
 

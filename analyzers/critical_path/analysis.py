@@ -22,6 +22,7 @@ from stepscope.analyzers.critical_path.graph import (
     KERNEL,
     LAUNCH_EDGE,
     LAUNCH_TOL_NS,
+    MISSING,
     NEG,
     PATH_CATEGORIES,
     POLL_MIN_NS,
@@ -355,7 +356,10 @@ def _default_whatifs(ctx: RunContext, paths: Sequence[Path], late: Sequence[Stra
     label = _hot(paths, ("collective", "p2p"))
     if label is not None:
         name, _, group = label.partition(" (")
-        spec = name + (f":{group.rstrip(')')}" if group else "")
+        group = group.rstrip(")")
+        if group == MISSING:  # a library's kernel of no process group (custom all-reduce)
+            label, group = name, ""
+        spec = name + (f":{group}" if group else "")
         specs.append((WhatIf(collective=spec, speedup=2.0), f"{label} ran 2x faster",
                       "top_collective"))
     return specs

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analyzers.critical_path.graph import (
+    BOOL,
     COMPUTE,
     GAP_MIN_NS,
     I32,
@@ -37,6 +38,7 @@ from stepscope.analyzers.critical_path.graph import (
     NEG,
     NONE,
     RECOMPUTE,
+    STREAM,
     SYNC,
     SYNC_TOL_NS,
     Edges,
@@ -134,8 +136,9 @@ def step_graph(g: Graph, edges: Edges, steps: I64, delay: I64) -> StepGraph:
     # a chunk, not as the edges (on a large job the edges are most of the report's
     # memory, docs/scale.md "Memory"); the chunks' edges keep their order
     es, ed, ew = [], [], []
+    pred = stream_predecessors(g, edges)
     for sl in _chunks(edges.dst.size):
-        src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, c), n_loc)
+        src, dst, w = _edges_into_starts(g, edges, sl, (pos, loc, c), n_loc, pred)
         es.append(src)
         ed.append(dst)
         ew.append(w)
@@ -204,7 +207,7 @@ def _chunks(n: int) -> list[slice]:
 
 
 def _edges_into_starts(g: Graph, edges: Edges, sl: slice, arrays: tuple[I64, I64, I64],
-                       n_loc: int) -> tuple[I64, I64, I64]:
+                       n_loc: int, pred: I64) -> tuple[I64, I64, I64]:
     """The GPU edges of chunk `sl` into the starts of the step graph's nodes (the launches
     and CPU waits are the host chain's, cpu_calls): those from a node of the step as
     (source item, start item, weight); those from outside raise the start's constant in
@@ -214,16 +217,53 @@ def _edges_into_starts(g: Graph, edges: Edges, sl: slice, arrays: tuple[I64, I64
     take = sl.start + np.flatnonzero((pos[edges.dst[sl]] >= 0)
                                      & ~np.isin(edges.ekind[sl], (LAUNCH_EDGE, SYNC)))
     dst, t = edges.dst[take], edges.t[take]
-    lag = np.where(edges.binding[take], g.s[dst] - t, np.minimum(0, g.s[dst] - t))
-    src = edges.src[take]
+    src, after, branch = parallel_branches(g, edges, take, pred)
+    binding = edges.binding[take]
     del take
+    t = np.where(after, g.e[np.maximum(src, 0)], np.where(branch, g.s[np.maximum(src, 0)], t))
+    lag = np.where(binding, g.s[dst] - t, np.minimum(0, g.s[dst] - t))
     inside = (src >= 0) & (loc[np.maximum(src, 0)] >= 0)
     floor = t + lag
     del t
     outside = ~inside
     np.maximum.at(c, pos[dst[outside]], floor[outside])  # start items are 0..n_loc-1
     del floor, outside
-    return n_loc + loc[src[inside]], pos[dst[inside]], lag[inside]
+    # from the source's end item, or its start item for a parallel branch
+    src_item = np.where(branch[inside], 0, n_loc) + loc[src[inside]]
+    return src_item, pos[dst[inside]], lag[inside]
+
+
+BRANCH_WALK = 64  # ops a parallel branch's start looks back on its stream (below)
+
+
+def stream_predecessors(g: Graph, edges: Edges) -> I64:
+    """Per node, the previous node on its stream (-1: none)."""
+    pred = np.full(g.n, NONE, dtype=np.int64)
+    m = edges.ekind == STREAM
+    pred[edges.dst[m]] = edges.src[m]
+    return pred
+
+
+def parallel_branches(g: Graph, edges: Edges, take: I64,
+                      pred: I64) -> tuple[I64, BOOL, BOOL]:
+    """The sources of the edges `take`, with the stream edges that join two branches of
+    a graph replay the trace shows on one stream (the previous op ended after the op
+    started, which stream order forbids: docs/critical_path.md, "What-if") moved to what
+    the op waited for: the nearest earlier op on the stream that had ended by its start
+    (`after`: the edge runs from its end), else the previous op's start (`branch`: both
+    were released together). So a longer or shorter parallel branch moves nothing on
+    the other, and a faster op still moves the op after it on its own branch."""
+    src, dst = edges.src[take].astype(np.int64), edges.dst[take]
+    over = (edges.ekind[take] == STREAM) & (src >= 0) & (g.e[np.maximum(src, 0)] > g.s[dst])
+    cand, todo = src.copy(), over.copy()
+    for _ in range(BRANCH_WALK):
+        i = np.flatnonzero(todo)
+        if i.size == 0:
+            break
+        cand[i] = pred[cand[i]]
+        todo[i] = (cand[i] >= 0) & (g.e[np.maximum(cand[i], 0)] > g.s[dst[i]])
+    after = over & ~todo & (cand >= 0)
+    return np.where(after, cand, src), after, over & ~after
 
 
 # A launch call this much longer than its rank's quickest waited for the GPU (a full launch

@@ -25,6 +25,19 @@ semantics the project's own simulator does not have.
   the last one.
 * Every node's clock has its own offset (hundreds of microseconds apart), applied only
   to the trace timestamps.
+* CUDA graphs (`graphs`): each layer's forward and backward (`layer`, as
+  make_graphed_callables captures them) or the whole decode step's layers (`step`, an
+  inference decode) are captured once and replayed by one `cudaGraphLaunch`: one CPU
+  call (`graph_launch_us`) and one entry of the launch queue put every op of the graph
+  on the GPU at once, and each op starts when its graph predecessors have ended. Every
+  graph forks a side-stream branch after its first kernel (`side_us`, as a captured
+  `torch.cuda.stream` block does) that its last kernel joins, so the work after the
+  replay waits for both streams. A collective captured in a graph is a custom
+  all-reduce kernel (vLLM's, named by the kernel alone: a replay re-runs no
+  record_param_comms). The trace gives a replayed kernel the launch's correlation id and
+  its own stream, or (`graph_trace_stream="launch"`) the stream the graph was launched
+  into, so the side branch overlaps the main one on one trace stream, as some CUPTI
+  versions write it.
 
 `simulate(job)` returns every op's times; `step_time_ms(job)` the step time as the
 report defines it (mean over ranks of each rank's mean complete-step window: the first
@@ -44,6 +57,9 @@ from typing import Any
 
 BASE_NS = 1_780_000_000_000_000_000
 COMPUTE, TP, DP, SEND, RECV = 7, 13, 17, 21, 22
+SIDE = 9  # a graph's side-stream branch
+CUSTOM_AR = ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, {n}>(vllm::RankData*, "
+             "vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)")
 PG_DESC = {"tp": "TENSOR_MODEL_PARALLEL_GROUP", "dp": "DATA_PARALLEL_GROUP",
            "pp": "PIPELINE_MODEL_PARALLEL_GROUP"}
 
@@ -85,6 +101,12 @@ class Job:
     # per stage, its GEMMs and attention take this much longer (wider layers, the same
     # kernel names: a pipeline whose stages differ)
     stage_scale: tuple[float, ...] = ()
+    # CUDA graphs: none | layer (each layer's forward and backward one graph) | step (a
+    # decode step: embedding, every layer's forward in one graph, sampling, no backward)
+    graphs: str = "none"
+    graph_launch_us: float = 10.0  # the cudaGraphLaunch call
+    side_us: float = 0.0           # each graph's side-stream branch
+    graph_trace_stream: str = "own"  # own | launch: the stream a replayed kernel shows
 
     @property
     def world(self) -> int:
@@ -120,6 +142,7 @@ class GpuOp:
     pg: str = ""
     peer: int | None = None
     nelems: int = 0
+    graph: int | None = None     # the graph replay (its launch's first op) it ran in
     call_s: int | None = None    # the launch call
     call_e: int | None = None
     start: int | None = None
@@ -134,6 +157,7 @@ class Action:
     step: int = 0
     t0: int | None = None        # when the CPU did it (filled by the simulation)
     t1: int | None = None
+    graph: list[GpuOp] | None = None  # a graph launch: every op it replays
 
 
 # ------------------------------------------------------------------ programs
@@ -158,6 +182,7 @@ class _Program:
         self.actions: list[Action] = []
         self.last_compute: int | None = None
         self.slow = job.slow_factor if rank == job.slow_rank else 1.0
+        self.captured: list[GpuOp] | None = None  # the graph being captured
         stage = job.coords(rank)[1]
         if stage < len(job.stage_scale):
             self.slow *= job.stage_scale[stage]
@@ -168,9 +193,32 @@ class _Program:
 
     def _add(self, op: GpuOp) -> GpuOp:
         self.ops.append(op)
+        if self.captured is not None:  # replayed later by the graph's one launch
+            self.captured.append(op)
+            return op
         self.actions.append(Action("host", ns=int(self.job.host_op_us * 1000)))
         self.actions.append(Action("launch", op=op))
         return op
+
+    def begin_graph(self) -> None:
+        self.captured = []
+
+    def end_graph(self) -> None:
+        """Fork the side branch after the graph's first kernel, join it at the last, and
+        launch the whole graph with one call."""
+        ops = self.captured
+        assert ops
+        first = ops[0]
+        if self.job.side_us > 0:
+            side = self._add(GpuOp(self.rank, len(self.ops), self.step,
+                                   "rotary_kv_cache_side_kernel", SIDE, "kernel",
+                                   int(self.job.side_us * 1000), waits=[first.idx]))
+            self.kernel("graph_join_elementwise_kernel", 3.0, waits=(side.idx,))
+        self.captured = None
+        for op in ops:
+            op.graph = first.idx
+        self.actions.append(Action("host", ns=int(self.job.host_op_us * 1000)))
+        self.actions.append(Action("launch", op=first, graph=ops))
 
     def kernel(self, name: str, us: float, heavy: bool = False,
                waits: tuple[int | None, ...] = ()) -> None:
@@ -186,6 +234,8 @@ class _Program:
         n = self.counters.get(("c", kind, members, self.rank), 0)
         self.counters[("c", kind, members, self.rank)] = n + 1
         k = next((k for p, k in self.job.comm_speedups if p == kind), 1.0)
+        if self.captured is not None:  # a custom all-reduce inside the graph
+            stream = COMPUTE
         op = self._add(GpuOp(self.rank, len(self.ops), self.step, "all_reduce", stream, "coll",
                              int(us * 1000 / k), key=("c", kind, members, n), pg=kind,
                              waits=[self.last_compute] if self.last_compute is not None
@@ -234,8 +284,35 @@ class _Program:
             done = self.collective("tp", TP, self.job.tp_us, 4 << 20)
             self.kernel("vectorized_elementwise_kernel_add_residual", 6.0, waits=(done,))
 
+    def _graphed(self, layer_pass: Any, layer: int) -> None:
+        """One layer pass, replayed as a graph of its own when the job graphs layers."""
+        if self.job.graphs == "layer":
+            self.begin_graph()
+        layer_pass(layer)
+        if self.job.graphs == "layer":
+            self.end_graph()
+
+    def decode(self) -> list[Action]:
+        """A decode step: input copy, one graph of every layer's forward, sampling (the
+        CPU reads the tokens back at the step's end)."""
+        j = self.job
+        self.actions.append(Action("step", step=self.step))
+        self.actions.append(Action("host", ns=int(j.step_host_us * 1000)))
+        self.kernel("copy_input_ids_kernel", 4.0)
+        self.kernel("embedding_forward_kernel", 8.0)
+        self.begin_graph()
+        for layer in range(j.layers):
+            self.layer_forward(layer)
+        self.end_graph()
+        self.kernel("sampling_argmax_kernel", 20.0)
+        if j.sync in ("step", "item"):
+            self.actions.append(Action("sync"))
+        return self.actions
+
     def build(self) -> list[Action]:
         j = self.job
+        if j.graphs == "step":
+            return self.decode()
         t, stage, d = j.coords(self.rank)
         self.actions.append(Action("step", step=self.step))
         self.actions.append(Action("host", ns=int(j.step_host_us * 1000)))
@@ -249,7 +326,7 @@ class _Program:
                 got = self.p2p("recv", prev, 1 << 22) if prev is not None else None
                 self.kernel("copy_activation_kernel", 5.0, waits=(got,))
                 for layer in range(j.layers):
-                    self.layer_forward(layer)
+                    self._graphed(self.layer_forward, layer)
                 if nxt is not None:
                     self.p2p("send", nxt, 1 << 22)
                 else:
@@ -263,7 +340,7 @@ class _Program:
                 else:
                     self.kernel("cross_entropy_backward_kernel", 40.0)
                 for layer in reversed(range(j.layers)):
-                    self.layer_backward(layer)
+                    self._graphed(self.layer_backward, layer)
                     if j.dp > 1 and j.dp_overlap and m == max(last_mb_bwd):
                         self.collective("dp", DP, j.dp_us, 1 << 24)
                 if prev is not None:
@@ -309,6 +386,11 @@ class _Engine:
         self.pc = dict.fromkeys(ops, 0)
         self.cpu_t = dict.fromkeys(ops, 1_000_000)
         self.launched = dict.fromkeys(ops, 0)
+        # per rank, the first op of each launch in order (a graph is one launch): a
+        # launch into a full queue waits for the launch queue_depth before it to start
+        self.firsts = {r: [a.op for a in acts if a.what == "launch" and a.op is not None]
+                       for r, acts in actions.items()}
+        self.n_launch = dict.fromkeys(ops, 0)
         self.queues: dict[tuple[int, int], list[GpuOp]] = {}
         self.head: dict[tuple[int, int], int] = {}
         self.arrived: dict[tuple[Any, ...], dict[int, tuple[int, GpuOp]]] = {}
@@ -340,14 +422,18 @@ class _Engine:
                 a.t0, a.t1 = t, t + a.ns
             elif a.what == "launch":
                 assert a.op is not None
-                i = a.op.idx - self.job.queue_depth
-                if i >= 0 and self.ops[r][i].start is None:
-                    return moved  # the queue is full until op i starts
-                free = self.ops[r][i].start if i >= 0 else None
-                call_e = max(t, (free or 0) + 1_000) + int(self.job.launch_us * 1000)
-                a.op.call_s, a.op.call_e = t, call_e
+                i = self.n_launch[r] - self.job.queue_depth
+                earlier = self.firsts[r][i] if i >= 0 else None
+                if earlier is not None and earlier.start is None:
+                    return moved  # the queue is full until launch i starts
+                free = earlier.start if earlier is not None else None
+                cost = self.job.graph_launch_us if a.graph else self.job.launch_us
+                call_e = max(t, (free or 0) + 1_000) + int(cost * 1000)
+                for op in a.graph or [a.op]:
+                    op.call_s, op.call_e = t, call_e
                 a.t0, a.t1 = t, call_e + 500  # the call returns
-                self.launched[r] = a.op.idx + 1
+                self.launched[r] = max(o.idx for o in a.graph or [a.op]) + 1
+                self.n_launch[r] += 1
             else:  # sync: every launched op; item: that op
                 waited = (self.ops[r][:self.launched[r]] if a.what == "sync"
                           else [a.op] if a.op is not None else [])
@@ -422,6 +508,7 @@ class _Writer:
         self.pid, self.tid = 4000 + rank, 4000 + rank
         self.events: list[dict[str, Any]] = []
         self.ext = self.corr = rank * 1_000_000
+        self.graph_ids: dict[tuple[str, int], int] = {}
 
     def ts(self, t: int) -> float:
         return round((t + self.offset) / 1000, 3)
@@ -472,6 +559,30 @@ class _Writer:
                             "pid": self.rank % self.job.gpus_per_node, "tid": op.stream,
                             "ts": self.ts(op.start), "dur": round((op.end - op.start) / 1000, 3),
                             "args": gpu_args})
+
+    def graph_id(self, first: GpuOp, size: int) -> int:
+        """One id per captured graph (its first kernel and size name it)."""
+        return self.graph_ids.setdefault((first.name, size), len(self.graph_ids) + 1)
+
+    def graph_launch(self, ops: list[GpuOp]) -> None:
+        """One cudaGraphLaunch and every kernel it replayed, each with the launch's
+        correlation id and its graph node; no CPU op (a replay runs none)."""
+        first = ops[0]
+        assert first.call_s is not None and first.call_e is not None
+        self.corr += 1
+        self.x("cuda_runtime", "cudaGraphLaunch", first.call_s, first.call_e, self.tid,
+               {"cbid": 311, "correlation": self.corr})
+        for node, op in enumerate(ops):
+            assert op.start is not None and op.end is not None
+            stream = COMPUTE if self.job.graph_trace_stream == "launch" else op.stream
+            name = (CUSTOM_AR.format(n=self.job.tp) if op.kind == "coll" else op.name)
+            self.events.append({
+                "ph": "X", "cat": "kernel", "name": name,
+                "pid": self.rank % self.job.gpus_per_node, "tid": stream,
+                "ts": self.ts(op.start), "dur": round((op.end - op.start) / 1000, 3),
+                "args": {"stream": stream, "device": self.rank % self.job.gpus_per_node,
+                         "correlation": self.corr, "graph id": self.graph_id(first, len(ops)),
+                         "graph node id": node}})
 
     def document(self) -> dict[str, Any]:
         job = self.job
@@ -539,6 +650,8 @@ def write_traces(run: Run, folder: Path) -> Path:
             span[1] = max(span[1], a.t1)
             if a.what == "host":
                 host_s = a.t0
+            elif a.what == "launch" and a.graph:
+                w.graph_launch(a.graph)
             elif a.what == "launch" and a.op is not None:
                 w.launch(a.op, host_s)
             elif a.what == "sync":
