@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.analyzers.context import run_context
+from stepscope.analyzers.critical_path.steps_only import step_paths
 from stepscope.analyzers.export import ExportSize, export_chrome
-from stepscope.analyzers.report import report_from_context
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     ranks, steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
     with open_target(args.target, args.db) as t:
         print_remarks(Built(failures=t.failures, notes=t.notes))
-        path = report_from_context(run_context(t.store.con, t.run)).critical_path
+        path = step_paths(t.store.con, t.run, steps)
         export_chrome(t.store.con, t.run, args.out, ranks=ranks, steps=steps,
                              path=path, announce=announce)
         say(f"wrote {args.out}")

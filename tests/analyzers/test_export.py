@@ -180,3 +180,24 @@ def test_round_trip_real(real_traces: Path, tmp_path: Path) -> None:
     ingest_run(sorted(folder.glob("sampled_rank-*.json.gz")), db=db, run="real", jobs=1)
     before, after = _round_trip(db, "real", tmp_path)
     assert len(before) == 4 and before == after
+
+
+def test_step_paths_are_the_reports(drifting: Path) -> None:
+    """The export's path-only entry point (critical_path/steps_only.py) gives the
+    report's critical path of every step — the same runs on the same ranks at the same
+    times — and, with steps chosen, those steps only; it builds no what-if graph and no
+    other section (benchmarks/README.md, "bench_export.py": its memory)."""
+    from stepscope.analyzers.critical_path.steps_only import step_paths
+    from stepscope.analyzers.report import build_report
+
+    with duckdb.connect(str(drifting), read_only=True) as con:
+        report = build_report(con, "xdrift").critical_path
+        alone = step_paths(con, "xdrift")
+        cut = step_paths(con, "xdrift", [2])
+    assert report.steps and len(alone.steps) == len(report.steps)
+    for a, r in zip(alone.steps, report.steps, strict=True):
+        assert (a.step, a.reference_rank, a.runs, a.ranks, a.jumps) == (
+            r.step, r.reference_rank, r.runs, r.ranks, r.jumps)
+        assert a.path_ms == pytest.approx(r.path_ms, abs=1e-9)
+    assert [s.step for s in cut.steps] == [2]
+    assert cut.steps[0].runs == next(r.runs for r in report.steps if r.step == 2)
