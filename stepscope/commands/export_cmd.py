@@ -30,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "ingest on the fly into a temporary database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=FORMATS, default="chrome-json",
-                   help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+                   help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing); "
+                        "Perfetto's protobuf format is not offered yet (docs/timeline.md)")
     p.add_argument("--steps", help="steps to export, like 2-3,5 (default: all)")
     p.add_argument("--ranks", help="ranks to export, like 0-7,12 (default: all)")
     p.add_argument("--out", type=output_file, required=True,
