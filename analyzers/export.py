@@ -26,6 +26,7 @@ import duckdb
 
 from stepscope.analyzers._memory import Bound
 from stepscope.analyzers._sql import install_macros, run_script, sql
+from stepscope.analyzers.export_perfetto import PerfettoWriter
 from stepscope.analyzers.results import CriticalPath
 from stepscope.ingest.errors import UsageError
 
@@ -126,13 +127,17 @@ class Export:
                                               "ranks": ranks}})
                   + ',"traceEvents":[\n')
         writer = _EventWriter(out)
+        self.events(writer, path)
+        out.write("\n]}\n")
+        return writer.count
+
+    def events(self, writer: _EventWriter | PerfettoWriter, path: CriticalPath | None) -> None:
+        """Every event, section by section, a chunk of rows at a time, to `writer`."""
         for _name, query, params in self._section_queries():
             writer.rows(self.con.execute(query, params))
         for query, params in self._breakdowns():
             writer.rows(self.con.execute(query, params))
         writer.lines(path_events(path, self.clocks, self.windows))
-        out.write("\n]}\n")
-        return writer.count
 
 
 class _EventWriter:
@@ -206,12 +211,21 @@ def _write(out: Path, export: Export, path: CriticalPath | None) -> int:
         return export.write(fh, path)
 
 
+def _write_perfetto(out: Path, export: Export, path: CriticalPath | None) -> int:
+    with out.open("wb") as fh:
+        writer = PerfettoWriter(fh, int(export.origin))
+        export.events(writer, path)
+        return writer.count
+
+
 def export_chrome(con: duckdb.DuckDBPyConnection, run: str, out: Path,
                   ranks: Sequence[int] | None = None, steps: Sequence[int] | None = None,
                   path: CriticalPath | None = None,
-                  announce: Callable[[ExportSize], None] | None = None) -> ExportSize:
-    """Write run `run`'s Chrome trace-event JSON to `out`; `announce` is told the size
-    before the file is opened."""
+                  announce: Callable[[ExportSize], None] | None = None,
+                  fmt: str = "chrome-json") -> ExportSize:
+    """Write run `run`'s Chrome trace-event JSON (fmt "perfetto": the same events as
+    Perfetto's protobuf trace, analyzers/export_perfetto.py) to `out`; `announce` is
+    told the size (of the JSON) before the file is opened."""
     with Bound(con, EXPORT_MEMORY_LIMIT) as bound:
         export = bound.fit(lambda: Export(con, run, ranks, steps))
         if not export.ranks:
@@ -219,7 +233,8 @@ def export_chrome(con: duckdb.DuckDBPyConnection, run: str, out: Path,
         size = bound.fit(lambda: export.size(path))
         if announce is not None:
             announce(size)
-        bound.fit(lambda: _write(out, export, path))
+        write = _write_perfetto if fmt == "perfetto" else _write
+        bound.fit(lambda: write(out, export, path))
     return size
 
 
