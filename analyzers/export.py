@@ -24,12 +24,18 @@ from typing import IO
 
 import duckdb
 
+from stepscope.analyzers._memory import Bound
 from stepscope.analyzers._sql import install_macros, run_script, sql
+from stepscope.analyzers.export_perfetto import PerfettoWriter
 from stepscope.analyzers.results import CriticalPath
 from stepscope.ingest.errors import UsageError
 
 CHUNK_ROWS = 20_000
 BATCH_RANKS = 64  # ranks whose breakdown segments are held at once
+# DuckDB's memory while the export runs (analyzers/_memory.py): at its default limit
+# DuckDB keeps the run's table blocks and the sections' joins cached, 700+ MB at 1,024
+# simulated ranks whatever the chunking of the rows fetched (benchmarks/README.md)
+EXPORT_MEMORY_LIMIT = 256 << 20  # 128 MiB: the header query runs out at 1,024 ranks
 SECTIONS = {"meta": "export/meta.sql", "cpu": "export/cpu.sql", "gpu": "export/gpu.sql",
             "flows": "export/flows.sql"}
 BREAKDOWN_TID = 1 << 41
@@ -121,13 +127,17 @@ class Export:
                                               "ranks": ranks}})
                   + ',"traceEvents":[\n')
         writer = _EventWriter(out)
+        self.events(writer, path)
+        out.write("\n]}\n")
+        return writer.count
+
+    def events(self, writer: _EventWriter | PerfettoWriter, path: CriticalPath | None) -> None:
+        """Every event, section by section, a chunk of rows at a time, to `writer`."""
         for _name, query, params in self._section_queries():
             writer.rows(self.con.execute(query, params))
         for query, params in self._breakdowns():
             writer.rows(self.con.execute(query, params))
         writer.lines(path_events(path, self.clocks, self.windows))
-        out.write("\n]}\n")
-        return writer.count
 
 
 class _EventWriter:
@@ -196,20 +206,35 @@ def _ints(values: Sequence[int] | None) -> list[int] | None:
     return None if values is None else [int(v) for v in values]
 
 
+def _write(out: Path, export: Export, path: CriticalPath | None) -> int:
+    with out.open("w", encoding="utf-8") as fh:
+        return export.write(fh, path)
+
+
+def _write_perfetto(out: Path, export: Export, path: CriticalPath | None) -> int:
+    with out.open("wb") as fh:
+        writer = PerfettoWriter(fh, int(export.origin))
+        export.events(writer, path)
+        return writer.count
+
+
 def export_chrome(con: duckdb.DuckDBPyConnection, run: str, out: Path,
                   ranks: Sequence[int] | None = None, steps: Sequence[int] | None = None,
                   path: CriticalPath | None = None,
-                  announce: Callable[[ExportSize], None] | None = None) -> ExportSize:
-    """Write run `run`'s Chrome trace-event JSON to `out`; `announce` is told the size
-    before the file is opened."""
-    export = Export(con, run, ranks, steps)
-    if not export.ranks:
-        raise UsageError(f"{run}: none of the ranks asked for is in the run")
-    size = export.size(path)
-    if announce is not None:
-        announce(size)
-    with out.open("w", encoding="utf-8") as fh:
-        export.write(fh, path)
+                  announce: Callable[[ExportSize], None] | None = None,
+                  fmt: str = "chrome-json") -> ExportSize:
+    """Write run `run`'s Chrome trace-event JSON (fmt "perfetto": the same events as
+    Perfetto's protobuf trace, analyzers/export_perfetto.py) to `out`; `announce` is
+    told the size (of the JSON) before the file is opened."""
+    with Bound(con, EXPORT_MEMORY_LIMIT) as bound:
+        export = bound.fit(lambda: Export(con, run, ranks, steps))
+        if not export.ranks:
+            raise UsageError(f"{run}: none of the ranks asked for is in the run")
+        size = bound.fit(lambda: export.size(path))
+        if announce is not None:
+            announce(size)
+        write = _write_perfetto if fmt == "perfetto" else _write
+        bound.fit(lambda: write(out, export, path))
     return size
 
 

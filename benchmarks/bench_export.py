@@ -29,7 +29,7 @@ STEPSCOPE = [sys.executable, "-m", "stepscope"]
 def database(n: int, db_dir: Path) -> Path:
     db = db_dir / f"scale{n}.duckdb"
     if not db.exists():
-        subprocess.run([*STEPSCOPE, "ingest", str(ensure_set(n)), "--db", str(db),
+        subprocess.run([*STEPSCOPE, "ingest", str(ensure_set(f"scale{n}", n)), "--db", str(db),
                         "--run", f"scale{n}"], check=True, stdout=subprocess.DEVNULL)
     return db
 

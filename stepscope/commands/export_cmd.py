@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from stepscope.analyzers.context import run_context
+from stepscope.analyzers.critical_path.steps_only import step_paths
 from stepscope.analyzers.export import ExportSize, export_chrome
-from stepscope.analyzers.report import report_from_context
+from stepscope.analyzers.export_perfetto import available
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
 from stepscope.commands._targets import print_remarks
@@ -21,7 +21,7 @@ from stepscope.targets import Built, open_target
 from stepscope.validate import output_file
 
 HELP = COMMAND_HELP["export"]
-FORMATS = ("chrome-json",)
+FORMATS = ("chrome-json", "perfetto")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,7 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "ingest on the fly into a temporary database")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--format", choices=FORMATS, default="chrome-json",
-                   help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+                   help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing); "
+                        "perfetto: the same events as Perfetto's protobuf trace (needs "
+                        "the perfetto package: pip install 'stepscope[perfetto]')")
     p.add_argument("--steps", help="steps to export, like 2-3,5 (default: all)")
     p.add_argument("--ranks", help="ranks to export, like 0-7,12 (default: all)")
     p.add_argument("--out", type=output_file, required=True,
@@ -58,10 +60,13 @@ def announce(size: ExportSize) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, db=args.db, inputs=[args.target])
     ranks, steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
+    if args.format == "perfetto" and not available():
+        raise UsageError("--format perfetto needs the perfetto package: "
+                         "pip install 'stepscope[perfetto]'")
     with open_target(args.target, args.db) as t:
         print_remarks(Built(failures=t.failures, notes=t.notes))
-        path = report_from_context(run_context(t.store.con, t.run)).critical_path
+        path = step_paths(t.store.con, t.run, steps)
         export_chrome(t.store.con, t.run, args.out, ranks=ranks, steps=steps,
-                             path=path, announce=announce)
+                             path=path, announce=announce, fmt=args.format)
         say(f"wrote {args.out}")
         return EXIT_PARTIAL if t.failures else EXIT_OK

@@ -180,3 +180,75 @@ def test_round_trip_real(real_traces: Path, tmp_path: Path) -> None:
     ingest_run(sorted(folder.glob("sampled_rank-*.json.gz")), db=db, run="real", jobs=1)
     before, after = _round_trip(db, "real", tmp_path)
     assert len(before) == 4 and before == after
+
+
+def test_step_paths_are_the_reports(drifting: Path) -> None:
+    """The export's path-only entry point (critical_path/steps_only.py) gives the
+    report's critical path of every step — the same runs on the same ranks at the same
+    times — and, with steps chosen, those steps only; it builds no what-if graph and no
+    other section (benchmarks/README.md, "bench_export.py": its memory)."""
+    from stepscope.analyzers.critical_path.steps_only import step_paths
+    from stepscope.analyzers.report import build_report
+
+    with duckdb.connect(str(drifting), read_only=True) as con:
+        report = build_report(con, "xdrift").critical_path
+        alone = step_paths(con, "xdrift")
+        cut = step_paths(con, "xdrift", [2])
+    assert report.steps and len(alone.steps) == len(report.steps)
+    for a, r in zip(alone.steps, report.steps, strict=True):
+        assert (a.step, a.reference_rank, a.runs, a.ranks, a.jumps) == (
+            r.step, r.reference_rank, r.runs, r.ranks, r.jumps)
+        assert a.path_ms == pytest.approx(r.path_ms, abs=1e-9)
+    assert [s.step for s in cut.steps] == [2]
+    assert cut.steps[0].runs == next(r.runs for r in report.steps if r.step == 2)
+
+
+def test_perfetto_format_holds_the_json_events(drifting: Path, exported: dict[str, Any],
+                                                tmp_path: Path) -> None:
+    """`--format perfetto` (analyzers/export_perfetto.py), read back with the perfetto
+    package's own generated messages: a track per rank and per thread named as in the
+    JSON, every complete event a begin and an end at its JSON times (ns), every flow
+    end an instant carrying an id that pairs an outgoing with a terminating one."""
+    pytest.importorskip("perfetto")
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+
+    out = tmp_path / "trace.pftrace"
+    assert main(["export", "xdrift", "--db", str(drifting), "--out", str(out),
+                 "--format", "perfetto"]) == 0
+    trace = Trace.FromString(out.read_bytes())
+    names = {p.track_descriptor.process.process_name for p in trace.packet
+             if p.HasField("track_descriptor") and p.track_descriptor.HasField("process")}
+    events = exported["traceEvents"]
+    want = {e["args"]["name"] for e in events
+            if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names == want and len(names) == 16
+    slices = [e for e in events if e["ph"] == "X"]
+    kinds = collections.Counter(p.track_event.type for p in trace.packet
+                                if p.HasField("track_event"))
+    assert kinds[TrackEvent.TYPE_SLICE_BEGIN] == kinds[TrackEvent.TYPE_SLICE_END] == len(slices)
+    origin = exported["otherData"]["stepscope"]["origin_ns"]
+    begins = sorted((p.timestamp - origin, p.track_event.name) for p in trace.packet
+                    if p.track_event.type == TrackEvent.TYPE_SLICE_BEGIN)
+    assert begins == sorted((round(e["ts"] * 1000), e["name"]) for e in slices)
+    ends = sorted(p.timestamp - origin for p in trace.packet
+                  if p.track_event.type == TrackEvent.TYPE_SLICE_END)
+    assert ends == sorted(round((e["ts"] + e["dur"]) * 1000) for e in slices)
+    flows = [p.track_event for p in trace.packet
+             if p.track_event.type == TrackEvent.TYPE_INSTANT]
+    out_ids = collections.Counter(i for t in flows for i in t.flow_ids)
+    in_ids = collections.Counter(i for t in flows for i in t.terminating_flow_ids)
+    assert len(flows) == sum(e["ph"] in ("s", "f") for e in events) > 0
+    assert set(out_ids) == set(in_ids)
+
+
+def test_perfetto_without_the_package_is_a_usage_error(
+        drifting: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the perfetto package, one line saying how to get it, exit 2, no file."""
+    from stepscope.commands import export_cmd
+
+    monkeypatch.setattr(export_cmd, "available", lambda: False)
+    out = tmp_path / "t.pftrace"
+    assert main(["export", "xdrift", "--db", str(drifting), "--out", str(out),
+                 "--format", "perfetto"]) == 2
+    assert "stepscope[perfetto]" in capsys.readouterr().err and not out.exists()
