@@ -69,8 +69,8 @@ def build_moe_program(cfg: Config, rank: int, step: int) -> list[Op]:
         ops.append(op)
         return len(ops) - 1
 
-    def kernel(name: str, ns: float, deps: list[int], op: str) -> int:
-        return add(Op("kernel", name, COMPUTE_STREAM, "compute", int(ns), deps=deps,
+    def kernel(name: str, ns: float, deps: list[int], op: str, kind: str = "compute") -> int:
+        return add(Op("kernel", name, COMPUTE_STREAM, kind, int(ns), deps=deps,
                       cpu={"op": op}))
 
     def exchange(what: str, mb: int, tag: str, deps: list[int]) -> int:
@@ -86,7 +86,9 @@ def build_moe_program(cfg: Config, rank: int, step: int) -> list[Op]:
         attn: dict[int, int] = {}
         for mb in (0, 1):
             prev = [done[mb]] if mb in done else []
-            kernel(DEEPEP["layout"], MOE_NS["layout"], prev, "deep_ep::get_dispatch_layout")
+            # the dispatch's first phase: the token exchange's time, not compute (issue 41 §11)
+            kernel(DEEPEP["layout"], MOE_NS["layout"], prev, "deep_ep::get_dispatch_layout",
+                   "comm")
             kernel(MOE_ROUTER, MOE_NS["router"] * mult, [], "aten::mm")
             attn[mb] = kernel(MOE_ATTN, MOE_NS["attn"] * mult, [], "aten::_flash_attention_forward")
             exchange("notify_dispatch", mb, tag, [attn[mb]])

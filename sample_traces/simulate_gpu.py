@@ -634,7 +634,9 @@ def ground_truth(cfg: Config, programs: dict[int, list[Op]], quantum: int,
         for op in ops:
             s, e = _q(op.start, quantum), _q(op.end, quantum)
             if op.kind == "kernel":
-                cat = {"compute": 0, "recompute": 1, "memory": 5}[op.category]
+                # a comm kernel of one GPU (DeepEP's get_dispatch_layout) waits for no
+                # peer: all of it is communication
+                cat = {"compute": 0, "recompute": 1, "comm": 2, "memory": 5}[op.category]
                 ivs.append((s, e, cat))
             elif op.kind == "p2p":
                 ivs.append((s, e, 4))

@@ -14,6 +14,10 @@ from stepscope.analyzers.results import DEFAULT_NETWORK_GBS, CollectiveStat
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.results.DEFAULT_NETWORK_GBS.
+# Phases of a token exchange that run on one GPU and move no bytes between GPUs (DeepEP's
+# get_dispatch_layout counts tokens per rank and expert before the dispatch): part of the
+# exchange's time (issue 41 §11), on no link.
+LOCAL_EXCHANGE_OPS = frozenset({("deepep", "layout")})
 GLOO_LINK = "tcp"  # the transport of gloo collectives (PyTorch's gloo uses TCP on Linux)
 
 # A bus bandwidth more than 1% above its link's peak is not physical: say so.
@@ -47,11 +51,13 @@ def _stat(row: _StatRow, nvlink_gbs: float | None, network_gbs: float,
     link, link_source = "network" if crosses else "nvlink", "assumed"
     if row["library"] == "gloo":  # gloo moves CPU tensors over its TCP transport
         link, link_source = GLOO_LINK, "backend"
+    elif (row["library"], row["comm_op"]) in LOCAL_EXCHANGE_OPS:  # no link, no peak
+        link, link_source = "none", "kernel_table"
     elif row["group_label"] in measured:  # the transport NCCL's own log reports
         link, link_source = measured[row["group_label"]], "nccl_log"
-    # gloo: loopback or a NIC, unknown; no peak to hold its bandwidth against
-    peak = None if link == GLOO_LINK else {"nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(
-        link, network_gbs)
+    # gloo: loopback or a NIC, unknown; a local phase: no link; no peak for either
+    peak = None if link in (GLOO_LINK, "none") else {
+        "nvlink": nvlink_gbs, "socket": SOCKET_GBS}.get(link, network_gbs)
     bw = None if row["bus_bw_gbs"] is None else float(row["bus_bw_gbs"])
     use = bw / peak if bw is not None and peak else None
     return CollectiveStat(

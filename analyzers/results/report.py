@@ -231,6 +231,7 @@ class CollectiveStat(Model, frozen=True, kw_only=True):
     measured_bus_bw_gbs: float | None = None  # what NCCL itself measured (Inspector)
     link: str
     link_source: str = "assumed"        # assumed (by host span) | nccl_log (measured)
+    #   | backend (gloo) | kernel_table (link "none": a local phase of an exchange)
     link_peak_gbs: float | None
     link_utilization: float | None
     role: str = "unknown"               # what it is for (analyzers/comm/roles.py)

@@ -53,8 +53,12 @@ NAMES: list[tuple[str, str | None, str | None, str | None]] = [
     ("void dpsk::ep::internode::notify_dispatch<8>(int const*, int*)",
      "deepep", "all_to_all", "notify"),
     ("void deep_ep::intranode::barrier<8>(int**, int)", "deepep", "barrier", "barrier"),
+    # issue 41 §11: the dispatch's layout kernel belongs to the token exchange, not compute
     ("void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*)",
-     None, None, None),
+     "deepep", "all_to_all", "layout"),
+    ("void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*, int*, int*, int*, "
+     "bool*, int, int, int, int)", "deepep", "all_to_all", "layout"),
+    ("void mylab::get_dispatch_layout_like(int*)", None, None, None),
     ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>"
      "(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)",
      "torch_symm_mem", "all_reduce", "multimem_all_reduce"),

@@ -71,7 +71,7 @@ def test_deepep_internode_kernels_cross_nodes_with_unknown_bytes(
     """Issue 41 §10. Before: crosses_nodes false, link nvlink (200), 0.0 MB/step. DeepEP's
     internode kernels move tokens between nodes over RDMA, and none records its bytes."""
     report = from_json(_report(db, capsys, "json"), Report)
-    rows = {c.group_label: c for c in report.collectives}
+    rows = {c.group_label: c for c in report.collectives if c.op != "layout"}
     assert sorted(rows) == ["deepep combine", "deepep dispatch", "deepep notify"]
     assert {(c.crosses_nodes, c.link, c.link_source, c.bytes_per_step, c.bus_bw_gbs)
             for c in rows.values()} == {(True, "network", "assumed", None, None)}
@@ -96,3 +96,24 @@ def test_ep_inferred_from_deepep_internode_kernels(
                                                                      "inferred")
     assert any(n.startswith("EP 64 inferred from DeepEP's internode kernels")
                and "8 nodes x 8 NVLink peers" in n for n in lay.notes)
+
+
+def test_dispatch_layout_is_part_of_the_token_exchange(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 §11. Before: `dpsk::ep::cuda::get_dispatch_layout` was compute (no
+    collectives row). It counts the tokens per rank and expert that the dispatch then
+    sends: the expert exchange's time, on no link (it moves no bytes between GPUs). Its
+    four kernels in the complete step, by hand from the raw events: 74 + 116 + 78 + 142 us
+    = 0.410 ms."""
+    report = from_json(_report(db, capsys, "json"), Report)
+    layout = [c for c in report.collectives if c.op == "layout"]
+    assert len(layout) == 1
+    row = layout[0]
+    assert (row.group_label, row.library, row.role, row.calls_per_step) == (
+        "deepep layout", "deepep", "expert_exchange", 4.0)
+    assert row.time_ms == pytest.approx(0.410, abs=1e-3)
+    assert row.exposed_ms + row.overlapped_ms == pytest.approx(row.time_ms, abs=2e-3)
+    assert (row.link, row.link_source, row.link_peak_gbs, row.crosses_nodes,
+            row.bytes_per_step, row.bus_bw_gbs) == ("none", "kernel_table", None, False,
+                                                    None, None)
+    assert "| all_to_all | deepep layout | 4.0 | - | 0.41 | " in _report(db, capsys, "md")
