@@ -103,7 +103,7 @@ class RankTables:
     table_files: dict[str, str] = field(default_factory=dict)
     summary: RankSummary = field(default_factory=lambda: RankSummary(None, None, None, None))
     # the profiler's settings the trace's top level records (PROFILER_SETTINGS), as written
-    profiler_config: dict[str, Any] | None = None
+    profiler_config: dict[str, int] | None = None
 
     @property
     def n_events(self) -> int:

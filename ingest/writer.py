@@ -372,12 +372,11 @@ def _close_quietly(con: duckdb.DuckDBPyConnection) -> None:
 @dataclass(frozen=True)
 class _Work:
     """One task per file (Kineto traces, then NCCL files; indices are task order), the
-    executor they run on (recording its outcomes, or replaying a kept try's), and what
-    is kept of the parsed files (None when replaying: the files are the kept ones)."""
+    executor they run on (recording its outcomes, or replaying a kept try's), and the
+    try's plan."""
 
     tasks: list[Task]
     executor: Executor
-    kept: KeptParses | None
     plan: _TryPlan
 
     @classmethod
@@ -385,9 +384,9 @@ class _Work:
                 opts: _Options) -> _Work:
         tasks = _tasks(*files, plan.stage, opts)
         if plan.replay:
-            return cls(tasks, ReplayExecutor(plan.kept.outcomes), None, plan)
+            return cls(tasks, ReplayExecutor(plan.kept.outcomes), plan)
         executor = make_executor(opts.executor, opts.jobs, len(tasks))
-        return cls(tasks, RecordingExecutor(executor, plan.kept), plan.kept, plan)
+        return cls(tasks, RecordingExecutor(executor, plan.kept), plan)
 
 
 def _transaction(con: duckdb.DuckDBPyConnection, run: str, sources: list[str], work: _Work,
@@ -463,7 +462,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
     claimed_nccl: dict[tuple[str, int], str] = {}
     kinds: set[str] = set()
     identities: list[TraceIdentity] = []
-    batch = _Batch(con, run, work.kept)
+    batch = _Batch(con, run, None if work.plan.replay else work.plan.kept)
     con.execute(sql("load/stage_groups.sql"))
     for done, outcome in enumerate(executor.run(tasks), start=1):
         guard.check()

@@ -14,8 +14,8 @@ import pytest
 
 import stepscope
 from stepscope.analyzers.breakdown import attribution
+from stepscope.ingest import IngestResult, ingest
 from stepscope.ingest import db as ingest_db
-from stepscope.ingest import ingest
 from stepscope.ingest.db import (
     MEMORY_CEILING_BYTES,
     MEMORY_ENV,
@@ -294,14 +294,13 @@ def _fails_once(exc: BaseException) -> Callable[[duckdb.DuckDBPyConnection, str]
     return after_load
 
 
-def test_retry_appends_the_kept_parses(tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A try that ran out of room after every file arrived is retried from the Parquet
-    files it kept: each file is parsed once (before: twice, half of a 4,096-rank ingest's
-    59 minutes), and the rows are those of an ingest that never failed."""
+def _ingest_failing_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                         ) -> tuple[list[str], IngestResult]:
+    """The healthy set ingested twice: ref.duckdb as usual, then s.duckdb with a first try
+    that runs out of room in the attribution; the files parsed by the second, and its
+    result."""
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     monkeypatch.setenv("STEPSCOPE_JOBS", "1")
-    tables = ("step_attribution", "collective_waits", "gpu_ops", "cpu_ops", "ranks")
     ingest([HEALTHY], db=tmp_path / "ref.duckdb", run="r", executor="inline",
            after_load=attribution.materialize)
     parsed = _count_parses(monkeypatch)
@@ -309,6 +308,16 @@ def test_retry_appends_the_kept_parses(tmp_path: Path,
                     after_load=_fails_once(duckdb.OutOfMemoryException(
                         "Out of Memory Error: could not allocate block (4.0 MiB/4.0 MiB "
                         "used)")))
+    return parsed, result
+
+
+def test_retry_appends_the_kept_parses(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A try that ran out of room after every file arrived is retried from the Parquet
+    files it kept: each file is parsed once (before: twice, half of a 4,096-rank ingest's
+    59 minutes), and the rows are those of an ingest that never failed."""
+    tables = ("step_attribution", "collective_waits", "gpu_ops", "cpu_ops", "ranks")
+    parsed, result = _ingest_failing_once(tmp_path, monkeypatch)
     n_files = len(list(HEALTHY.glob("rank*.json.gz")))
     assert len(parsed) == len(set(parsed)) == n_files, parsed
     assert [w for w in result.warnings if "ran out of memory" in w] == [
@@ -323,17 +332,9 @@ def test_retry_parses_again_past_the_keep_budget(tmp_path: Path,
     stores the same rows)."""
     from stepscope.ingest import writer
 
-    monkeypatch.delenv(MEMORY_ENV, raising=False)
-    monkeypatch.setenv("STEPSCOPE_JOBS", "1")
     monkeypatch.setattr(writer, "keep_budget", lambda stage: 0)
     tables = ("step_attribution", "gpu_ops", "ranks")
-    ingest([HEALTHY], db=tmp_path / "ref.duckdb", run="r", executor="inline",
-           after_load=attribution.materialize)
-    parsed = _count_parses(monkeypatch)
-    result = ingest([HEALTHY], db=tmp_path / "s.duckdb", run="r", executor="inline",
-                    after_load=_fails_once(duckdb.OutOfMemoryException(
-                        "Out of Memory Error: could not allocate block (4.0 MiB/4.0 MiB "
-                        "used)")))
+    parsed, result = _ingest_failing_once(tmp_path, monkeypatch)
     n_files = len(list(HEALTHY.glob("rank*.json.gz")))
     assert len(parsed) == 2 * n_files and len(set(parsed)) == n_files
     assert any("and ran again with 8x the room" in w for w in result.warnings)
