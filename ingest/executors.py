@@ -38,6 +38,7 @@ from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
 POLL_S = 0.2
+_QUIET_DROPPED = "RAY_IGNORE_UNHANDLED_ERRORS"  # Ray reads it as each error arrives
 STOPPED_LIMIT_S = 30.0  # a worker stopped (SIGSTOP) this long is killed: its task fails
 RAY_CONNECT_TIMEOUT_S = 10  # to reach a Ray cluster's address before Ray tries at all
 QUEUE_DEPTH = 2  # tasks sent ahead to one worker process: the one it runs and the next
@@ -343,6 +344,7 @@ class RayExecutor:
         self.jobs = jobs
         self.cancelled = False
         self.started_local = False  # this executor started a local cluster (close ends it)
+        self.quieted = False  # _drop set RAY_IGNORE_UNHANDLED_ERRORS (close takes it back)
         self.before: set[process_tree.Process] = set()  # our processes before Ray's start
 
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
@@ -361,8 +363,8 @@ class RayExecutor:
                 task, ref = pending.pop(0)
                 yield self._wait(ray, task, ref)
         finally:
-            for _, ref in pending:
-                ray.cancel(ref, force=True)
+            if pending:
+                self._drop(ray, [ref for _, ref in pending])
 
     def _init(self, ray: Any) -> None:
         """Connect to the cluster at the address (checked reachable first), or start a
@@ -400,6 +402,7 @@ class RayExecutor:
     def _wait(self, ray: Any, task: Task, ref: Any) -> Outcome:
         while True:
             if self.cancelled:
+                self._drop(ray, [ref])
                 return RankFailed(task.index, task.display, "cancelled")
             ready, _ = ray.wait([ref], timeout=POLL_S)
             if ready:
@@ -411,6 +414,17 @@ class RayExecutor:
                               f"the Ray task failed ({type(exc).__name__}: {exc})")
         return outcome
 
+    def _drop(self, ray: Any, refs: list[Any]) -> None:
+        """Cancel tasks whose results the ingest no longer wants. Ray logs an "Unhandled
+        error ... worker died" line for each dropped result it cannot deliver, printed above
+        the CLI's one line after a Ctrl-C (CI, issue 43): those lines are silenced until
+        `close`, as nothing the ingest still waits for can go unreported."""
+        if _QUIET_DROPPED not in os.environ:
+            os.environ[_QUIET_DROPPED] = "1"
+            self.quieted = True
+        for ref in refs:
+            ray.cancel(ref, force=True)
+
     def cancel(self) -> None:
         self.cancelled = True
 
@@ -421,6 +435,14 @@ class RayExecutor:
         """End the local cluster this executor started, with every process below it:
         ray.shutdown() ends the raylet, not the agents it started, which outlived a
         Ctrl-C or SIGTERM by about a minute (issue 43). A cluster it joined is left."""
+        try:
+            self._close_local()
+        finally:
+            if self.quieted:
+                os.environ.pop(_QUIET_DROPPED, None)
+                self.quieted = False
+
+    def _close_local(self) -> None:
         if not self.started_local:
             return
         self.started_local = False
