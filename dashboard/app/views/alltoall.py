@@ -26,6 +26,10 @@ def render_section(section: AllToAll | None) -> None:
         cols[1].metric("Imbalance cost", f"{worst.imbalance_cost_ms:.3f} ms/step")
         cols[2].metric("Receives most", f"rank {worst.heaviest_rank}"
                        if worst.heaviest_rank is not None else "-")
+    if not section.ranks and not section.groups:
+        if not section.message:
+            st.caption("no all_to_all call with sizes in the traces: nothing to draw")
+        return  # the caption says why; an empty chart and two empty tables say nothing
     ranks = pl.DataFrame([{
         "rank": r.rank, "MB sent/step": round(r.sent_bytes / 1e6, 3),
         "MB received/step": round(r.received_bytes / 1e6, 3),
