@@ -248,6 +248,22 @@ def _share_words(name: str, gpu_ms_1: float, step_1: float, gpu_ms_2: float,
             f"{'longer' if longer else 'shorter'} step")
 
 
+def _expected_share_words(c: TermChange, cal_a: Calibration, cal_b: Calibration,
+                          step_exp: float) -> str:
+    """Why an expected term's points moved when the layout did not move it: the same GPU
+    time in all (summed over the GPUs). On as many GPUs that is the same milliseconds per
+    step; across a change of GPU count the milliseconds per GPU change with it (diff_base ->
+    diff_scaled: TP 1.79 -> 0.90 ms/step over 8 -> 16 GPUs, once read "the same time"),
+    so the words give both times and both shares of the step."""
+    same_total = _share_words(c.term, cal_a.gpus * c.a_ms, cal_a.gpus * cal_a.step_ms,
+                              cal_b.gpus * c.expected_ms, cal_b.gpus * step_exp)
+    if not same_total or cal_a.gpus == cal_b.gpus:
+        return same_total
+    return (f"the same GPU time over {cal_a.gpus} -> {cal_b.gpus} GPUs: {c.a_ms:.2f} -> "
+            f"{c.expected_ms:.2f} ms/step, {100 * c.a_ms / cal_a.step_ms:.1f}% -> "
+            f"{100 * c.expected_ms / step_exp:.1f}% of the step")
+
+
 def narrative(e: Expected, cal_a: Calibration, cal_b: Calibration) -> str:
     """'B lost 12 points; the model predicts 9 from ...; the other 3 are ...'."""
     total = (e.mfu_delta_points or 0.0) + (e.departure_points or 0.0)
@@ -255,9 +271,8 @@ def narrative(e: Expected, cal_a: Calibration, cal_b: Calibration) -> str:
     head = (f"B {verb} {abs(total):.1f} MFU points ({100 * cal_a.mfu:.1f}% -> "
             f"{100 * cal_a.mfu + total:.1f}%); the model predicts "
             f"{e.mfu_delta_points or 0.0:+.1f} from A at B's scale and layout ({e.layout})")
-    moved = _named(e, "expected_points", lambda c: _reason(c.term, cal_a, cal_b) or _share_words(
-        c.term, cal_a.gpus * c.a_ms, cal_a.gpus * cal_a.step_ms, cal_b.gpus * c.expected_ms,
-        cal_b.gpus * e.step_ms))
+    moved = _named(e, "expected_points", lambda c: _reason(c.term, cal_a, cal_b)
+                   or _expected_share_words(c, cal_a, cal_b, e.step_ms))
     if moved:
         head += ": " + "; ".join(moved)
     rest = (f"the other {e.departure_points or 0.0:+.1f} are where B departs from the "

@@ -411,3 +411,16 @@ def test_no_layout_fits_names_the_memory_it_needs(sample_db: Path) -> None:
         f"{least.zero}, {least.recompute} recompute) needs {least.memory_gb:.2g} GB per GPU; "
         "0.09 GB of the GPU's 0.1 GB are usable")
     assert "No layout fits: the leanest layout" in plan_markdown(got)
+
+
+def test_an_expected_term_over_more_gpus_gives_both_times(sample_db: Path) -> None:
+    """diff_base -> diff_scaled doubles the GPUs: TP's expected time halves per GPU (1.79 ->
+    0.89 ms/step, the same GPU time in all). The narrative read "the same time, a smaller
+    share of a longer step" of it (issue 45 point 7); it now gives both times and shares."""
+    e = _expected(sample_db, "diff_base", "diff_scaled")
+    (tp,) = [c for c in e.terms if c.term == "tp_comm"]
+    assert tp.expected_ms == pytest.approx(tp.a_ms / 2, rel=1e-3)
+    words = (f"TP communication {tp.expected_points:+.1f} (the same GPU time over 8 -> 16 GPUs: "
+             f"{tp.a_ms:.2f} -> {tp.expected_ms:.2f} ms/step, ")
+    assert words in e.narrative
+    assert "TP communication +0.6 (the same time" not in e.narrative
