@@ -13,10 +13,16 @@ far and each batch's as it goes, as without keeping) and a retry parses again. A
 that stopped before every outcome arrived (the room ran out during an append) is resumed:
 the retry replays the outcomes that arrived and parses only the files whose outcomes
 never did (those still in flight, or not yet started), recording them in turn.
+
+A parsed rank's outcome is kept on disk beside its Parquet files (`outcome.pickle`), not
+in the writer: it holds the trace's distributedInfo, whose default process group lists
+every rank, so the outcomes of a 2,048-rank job held in memory took ~79 KB each, 2,048
+times (benchmarks/README.md, "Scale at the defaults").
 """
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +32,7 @@ from stepscope.ingest.executors import Executor
 from stepscope.ingest.tasks import Outcome, RankParsed, Task
 
 KEEP_SHARE_OF_FREE_DISK = 4  # keep at most 1/4 of the stage disk's free space
+OUTCOME_FILE = "outcome.pickle"  # a kept rank's outcome, in its rank folder
 
 
 def keep_budget(stage: Path) -> int:
@@ -38,12 +45,27 @@ def rank_folder(outcome: RankParsed) -> Path:
     return Path(next(iter(outcome.tables.table_files.values()))).parent
 
 
+@dataclass(frozen=True, slots=True)
+class OnDisk:
+    """A kept outcome of a parsed rank, pickled in its rank folder (OUTCOME_FILE)."""
+
+    index: int
+    path: str
+
+    def load(self) -> Outcome:
+        outcome: Outcome = pickle.loads(Path(self.path).read_bytes())  # our own file
+        return outcome
+
+
+Kept = Outcome | OnDisk
+
+
 @dataclass
 class KeptParses:
     """What the first try parsed, while it is still whole."""
 
     budget: int
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[Kept] = field(default_factory=list)
     kept_bytes: int = 0
     keeping: bool = True   # false once over budget: nothing is kept from then on
     all_arrived: bool = False  # every task's outcome was recorded
@@ -57,6 +79,17 @@ class KeptParses:
         """Some outcomes are kept: a retry replays them and parses only the rest."""
         return self.keeping and bool(self.outcomes)
 
+    def record(self, outcome: Outcome) -> None:
+        """Keep a task's outcome as it arrives: a parsed rank's on disk, in its folder
+        (private to this ingest), any other in memory (a failure, a skip, an NCCL file's
+        few fields)."""
+        if isinstance(outcome, RankParsed):
+            path = rank_folder(outcome) / OUTCOME_FILE
+            path.write_bytes(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+            self.outcomes.append(OnDisk(outcome.index, str(path)))
+        else:
+            self.outcomes.append(outcome)
+
     def keep(self, sizes: dict[Path, int]) -> bool:
         """After an append: keep these ranks' files (Parquet bytes by rank folder; a
         folder an earlier try kept is counted once) if the budget allows (True), else
@@ -69,8 +102,8 @@ class KeptParses:
         if self.keeping:
             self.keeping = False
             for outcome in self.outcomes:
-                if isinstance(outcome, RankParsed):
-                    shutil.rmtree(rank_folder(outcome), ignore_errors=True)
+                if isinstance(outcome, OnDisk):
+                    shutil.rmtree(Path(outcome.path).parent, ignore_errors=True)
             self.outcomes.clear()
             self.counted.clear()
         return False
@@ -86,7 +119,7 @@ class RecordingExecutor:
     def run(self, tasks: Sequence[Task]) -> Iterator[Outcome]:
         for outcome in self.inner.run(tasks):
             if self.kept.keeping:
-                self.kept.outcomes.append(outcome)
+                self.kept.record(outcome)
             yield outcome
         self.kept.all_arrived = True
 
@@ -116,7 +149,7 @@ class ReplayExecutor:
         for outcome in self.outcomes:
             if self._cancelled:
                 return
-            yield outcome
+            yield outcome.load() if isinstance(outcome, OnDisk) else outcome
         remaining = unfinished(tasks, self.outcomes)
         if not remaining:
             self.kept.all_arrived = True
@@ -140,7 +173,7 @@ class ReplayExecutor:
             self.rest.close()
 
 
-def unfinished(tasks: Sequence[Task], outcomes: Sequence[Outcome]) -> list[Task]:
+def unfinished(tasks: Sequence[Task], outcomes: Sequence[Kept]) -> list[Task]:
     """The tasks, in order, that have no outcome among `outcomes`."""
     arrived = {outcome.index for outcome in outcomes}
     return [task for task in tasks if task.index not in arrived]
