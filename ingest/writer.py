@@ -65,6 +65,7 @@ from stepscope.ingest.kept_parses import (
     ReplayExecutor,
     keep_budget,
     rank_folder,
+    unfinished,
 )
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
@@ -292,14 +293,15 @@ def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[
     (1,024- and 2,048-rank jobs failed at the commit or the first append at the 32 MiB
     floor). Each failed try is rolled back and the file cut back to its size
     (`FileState`), so a retry starts from the database as it was; the last try's error is
-    raised as it came, the first error of that try. A retry appends the files the first
-    try parsed, without parsing them again, where it could keep them (ingest/kept_parses.py)."""
+    raised as it came, the first error of that try. A retry appends the files the tries
+    before parsed, without parsing them again, where it could keep them, and parses only
+    those whose outcomes never arrived (ingest/kept_parses.py)."""
     scales = room_scales()
     with _stage_folder(opts.stage_dir) as stage:
         kept: KeptParses | None = None
         for attempt, scale in enumerate(scales):
             result = copy.deepcopy(start)
-            replay = kept is not None and kept.replayable()
+            replay = kept is not None and kept.resumable()
             if not replay:
                 shutil.rmtree(stage / "try", ignore_errors=True)  # an earlier try's files
                 kept = KeptParses(keep_budget(stage))
@@ -312,21 +314,30 @@ def _ingest_in_rooms(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[
                 if not is_out_of_memory(exc) or attempt + 1 == len(scales):
                     raise
                 room = limit_that_failed(exc) or "its room"
-                again = "appended the parsed files again" if kept.replayable() \
-                    else "ran again"
                 start.warnings.append(
                     f"the database ran out of memory at {room} {plan.step}; the ingest was "
-                    f"rolled back and {again} with {scales[attempt + 1] // scale}x the room")
+                    f"rolled back and {_retry_words(kept, scales[attempt + 1] // scale)}")
                 continue
             return result
     raise AssertionError("room_scales() is never empty")
 
 
+def _retry_words(kept: KeptParses, times: int) -> str:
+    """How the next try goes, for the warning: from the kept parses, in `times` the
+    room."""
+    if kept.replayable():
+        return f"appended the parsed files again with {times}x the room"
+    if kept.resumable():
+        return (f"ran again with {times}x the room, appending the {len(kept.outcomes)} "
+                "files it had parsed without parsing them again")
+    return f"ran again with {times}x the room"
+
+
 @dataclass
 class _TryPlan:
     """Where one try stages its files, whether it parses (recording what it parsed in
-    `kept`) or replays what an earlier try kept, and the step it is at (for the warning
-    when a step runs out of room)."""
+    `kept`) or replays what earlier tries kept (parsing, and recording, only the rest),
+    and the step it is at (for the warning when a step runs out of room)."""
 
     stage: Path
     kept: KeptParses
@@ -384,7 +395,10 @@ class _Work:
                 opts: _Options) -> _Work:
         tasks = _tasks(*files, plan.stage, opts)
         if plan.replay:
-            return cls(tasks, ReplayExecutor(plan.kept.outcomes), plan)
+            rest = unfinished(tasks, plan.kept.outcomes)
+            return cls(tasks, ReplayExecutor(
+                plan.kept, make_executor(opts.executor, opts.jobs, len(rest)) if rest
+                else None), plan)
         executor = make_executor(opts.executor, opts.jobs, len(tasks))
         return cls(tasks, RecordingExecutor(executor, plan.kept), plan)
 
@@ -462,7 +476,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
     claimed_nccl: dict[tuple[str, int], str] = {}
     kinds: set[str] = set()
     identities: list[TraceIdentity] = []
-    batch = _Batch(con, run, None if work.plan.replay else work.plan.kept)
+    batch = _Batch(con, run, work.plan.kept)
     con.execute(sql("load/stage_groups.sql"))
     for done, outcome in enumerate(executor.run(tasks), start=1):
         guard.check()
@@ -556,25 +570,25 @@ def _stage_folder(root: str | Path | None) -> Iterator[Path]:
 class _Batch:
     """Accepted ranks whose Parquet files wait to be appended together: one INSERT per
     table for many ranks (ingest/sql/load/append_ranks.sql), then the files are kept for a
-    retry while `kept` allows, else deleted, so that without keeping the stage folder holds
-    at most BATCH_RANKS ranks plus those in flight. `kept` None: the files are an earlier
-    try's kept ones, left as they are."""
+    retry while `kept` allows (an earlier try's kept files count once), else deleted, so
+    that without keeping the stage folder holds at most BATCH_RANKS ranks plus those in
+    flight."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: str,
-                 kept: KeptParses | None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, kept: KeptParses) -> None:
         self.con, self.run, self.kept = con, run, kept
         self.files: list[tuple[str, int]] = []
-        self.folders: list[Path] = []
+        self.folders: dict[Path, int] = {}  # Parquet bytes by rank folder
         self.rows: list[dict[str, Any]] = []
         self.bytes = 0
 
     def add(self, outcome: RankParsed, row: dict[str, Any]) -> None:
         target = rank_folder(outcome)
-        self.folders.append(target)
+        start = self.bytes
         for table in OUTPUT_TABLES:
             path = target / f"{table}.parquet"
             self.files.append((str(path), outcome.rank))
             self.bytes += path.stat().st_size
+        self.folders[target] = self.bytes - start
         self.rows.append(row)
 
     def full(self) -> bool:
@@ -604,10 +618,10 @@ class _Batch:
             raise StepscopeError(
                 f"{names}: could not be stored ({text}); run '{self.run}' was not ingested, "
                 "the database is unchanged (please report this file)") from None
-        if self.kept is not None and not self.kept.keep(self.folders, self.bytes):
+        if not self.kept.keep(self.folders):
             for folder in self.folders:
                 shutil.rmtree(folder, ignore_errors=True)
-        self.files, self.folders, self.rows, self.bytes = [], [], [], 0
+        self.files, self.folders, self.rows, self.bytes = [], {}, [], 0
 
 
 def _finish_run(con: duckdb.DuckDBPyConnection, run: str, sources: list[str],
