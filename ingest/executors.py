@@ -79,7 +79,7 @@ def default_jobs() -> int:
     env = os.environ.get(JOBS_ENV, "").strip()
     if not env:
         return max(1, os.cpu_count() or 1)
-    if not env.isdigit() or not 1 <= int(env) <= MAX_JOBS:
+    if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= MAX_JOBS:
         raise UsageError(f"${JOBS_ENV}={env!r}: expected a whole number from 1 to {MAX_JOBS}")
     return int(env)
 
@@ -499,12 +499,15 @@ def _import_ray() -> Any:
 
 
 def _check_ray_address(spec: str, host_port: str) -> None:
-    """A Ray address is HOST:PORT with a port from 1 to 65535: `ray:` with nothing after
-    it used to start a local cluster in silence, `ray://` failed deep inside Ray."""
+    """A Ray address is HOST:PORT, the host printable ASCII without spaces and the port
+    ASCII digits from 1 to 65535: `ray:` with nothing after it used to start a local
+    cluster in silence, `ray://` failed deep inside Ray, `ray: h:1` was tried as host
+    ' h' and a port in Arabic-Indic digits as the number they spell."""
     if host_port == "auto" and not spec.startswith("ray://"):
         return  # ray:auto: the cluster this machine already runs (Ray finds it)
     host, _, port = host_port.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not host or not (host.isascii() and host.isprintable()) or " " in host or not (
+            port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
                          "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
                          "for a local cluster")
