@@ -238,4 +238,11 @@ def export_chrome(con: duckdb.DuckDBPyConnection, run: str, out: Path,
     return size
 
 
-__all__ = ["Export", "ExportSize", "export_chrome", "path_events"]
+
+def present(con: duckdb.DuckDBPyConnection, run: str) -> tuple[list[int], list[int]]:
+    """The run's ranks and steps, sorted: what `--ranks` and `--steps` choose among."""
+    ranks, steps = con.execute(sql("export/present.sql"), {"run": run}).fetchone() or ([], [])
+    return [int(r) for r in ranks], [int(s) for s in steps]
+
+
+__all__ = ["Export", "ExportSize", "export_chrome", "path_events", "present"]

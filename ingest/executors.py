@@ -15,6 +15,7 @@ whichever runs them: the task is one pure function of its file.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -78,7 +79,7 @@ def default_jobs() -> int:
     env = os.environ.get(JOBS_ENV, "").strip()
     if not env:
         return max(1, os.cpu_count() or 1)
-    if not env.isdigit() or not 1 <= int(env) <= MAX_JOBS:
+    if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= MAX_JOBS:
         raise UsageError(f"${JOBS_ENV}={env!r}: expected a whole number from 1 to {MAX_JOBS}")
     return int(env)
 
@@ -336,6 +337,39 @@ def _restore_handlers(handlers: dict[int, Any]) -> None:
             signal.signal(sig, handler)
 
 
+_RAY_CLUSTER_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # Ray's switch: "0" = one-node only
+
+
+@contextlib.contextmanager
+def _loopback_node(ray: Any) -> Iterator[None]:
+    """While a local cluster starts, make Ray take the loopback address as its node's IP,
+    so every server it starts listens on 127.0.0.1 only (issue 43). Ray 2.60 picks the
+    node IP from the interface routed outward and refuses a loopback `_node_ip_address`
+    (it resolves it back to that interface); with that IP its GCS, raylet, object
+    manager and workers' gRPC servers listened on `::` (every interface), the autoscaler
+    monitor's metrics port on 0.0.0.0 and the runtime-env agent on the outward address.
+    Ray takes the loopback only where its one-node switch is off
+    (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, as on macOS/Windows): it is read once at
+    `import ray`, so the module's copy is set too, and the environment, which the
+    processes Ray starts now inherit. Both are put back after the start."""
+    constants: Any = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    had_constant = constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER")
+    before_constant = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    before_env = os.environ.get(_RAY_CLUSTER_ENV)
+    os.environ[_RAY_CLUSTER_ENV] = "0"
+    if had_constant:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if had_constant:
+            constants.ENABLE_RAY_CLUSTER = before_constant
+        if before_env is None:
+            os.environ.pop(_RAY_CLUSTER_ENV, None)
+        else:
+            os.environ[_RAY_CLUSTER_ENV] = before_env
+
+
 class RayExecutor:
     name = "ray"
 
@@ -384,9 +418,10 @@ class RayExecutor:
         try:
             self.started_local = self.address is None  # set first: a Ctrl-C inside init
             self.before = set(process_tree.descendants(os.getpid()))
-            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False,
-                     include_dashboard=False, configure_logging=True,
-                     logging_level=logging.ERROR)
+            with _loopback_node(ray) if self.address is None else contextlib.nullcontext():
+                ray.init(address=self.address, ignore_reinit_error=True,
+                         log_to_driver=False, include_dashboard=False,
+                         configure_logging=True, logging_level=logging.ERROR)
         except Exception as exc:  # noqa: BLE001 - Ray's many failure types: one line
             first = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
             where = self.address or "a local cluster"
@@ -464,12 +499,15 @@ def _import_ray() -> Any:
 
 
 def _check_ray_address(spec: str, host_port: str) -> None:
-    """A Ray address is HOST:PORT with a port from 1 to 65535: `ray:` with nothing after
-    it used to start a local cluster in silence, `ray://` failed deep inside Ray."""
+    """A Ray address is HOST:PORT, the host printable ASCII without spaces and the port
+    ASCII digits from 1 to 65535: `ray:` with nothing after it used to start a local
+    cluster in silence, `ray://` failed deep inside Ray, `ray: h:1` was tried as host
+    ' h' and a port in Arabic-Indic digits as the number they spell."""
     if host_port == "auto" and not spec.startswith("ray://"):
         return  # ray:auto: the cluster this machine already runs (Ray finds it)
     host, _, port = host_port.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not host or not (host.isascii() and host.isprintable()) or " " in host or not (
+            port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
                          "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
                          "for a local cluster")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from stepscope.ingest.errors import UsageError
 
-_PART = re.compile(r"^(\d+)(?:-(\d+))?$")
+_PART = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")  # ASCII digits: \d takes any script's
 MAX_RANK = 2**31 - 1  # ranks are INTEGER columns
 
 

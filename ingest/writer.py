@@ -561,7 +561,8 @@ def _stage_folder(root: str | Path | None) -> Iterator[Path]:
     """A private folder for the tasks' Parquet files, removed afterwards: under `root`
     (shared storage for Ray workers on other machines) or the system's temp folder."""
     if root is not None and not Path(root).is_dir():
-        raise UsageError(f"--stage-dir {root}: no such folder")
+        what = "not a folder" if Path(root).exists() else "no such folder"
+        raise UsageError(f"--stage-dir {root}: {what}")
     with tempfile.TemporaryDirectory(prefix="stepscope-stage-",
                                      dir=str(root) if root else None) as tmp:
         yield Path(tmp)

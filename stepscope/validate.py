@@ -20,8 +20,16 @@ from stepscope.ingest.limits import parse_size
 from stepscope.ingest.ranksets import RankSet, parse_ranks
 
 
+def _plain(text: str) -> bool:
+    """ASCII with no digit-group underscore: Python's int() and float() also take '1_000'
+    and other scripts' digits ('\u0663' is 3), which no option documents."""
+    return text.isascii() and "_" not in text
+
+
 def _number(text: str) -> float:
     try:
+        if not _plain(text):
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
@@ -51,6 +59,8 @@ def integer(low: int, high: int) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
+            if not _plain(text):
+                raise ValueError(text)
             value = int(text.strip())
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
@@ -100,12 +110,23 @@ PEAK_TFLOPS = real(0, 1e6)            # per GPU; today's largest dense peak is ~
 JOBS = integer(1, MAX_JOBS)
 
 
+def _reason(exc: UsageError, option: str, text: str) -> str:
+    """A checker's message without its "--OPTION 'VALUE': " head (argparse names the
+    option itself); cut by the head, not at the first ': ', which a value can hold
+    (`--executor 'ray: h:1'` lost its start)."""
+    message = str(exc)
+    for head in (f"{option} {text!r}: ", f"{option} '{text}': "):
+        if message.startswith(head):
+            return message[len(head):]
+    return message
+
+
 def rank_set(text: str) -> RankSet:
     """`--ranks 0-63,512`."""
     try:
         return parse_ranks(text)
     except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+        raise argparse.ArgumentTypeError(_reason(exc, "--ranks", text)) from None
 
 
 def executor_spec(text: str) -> str:
@@ -113,5 +134,5 @@ def executor_spec(text: str) -> str:
     try:
         parse_executor(text)
     except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+        raise argparse.ArgumentTypeError(_reason(exc, "--executor", text)) from None
     return text

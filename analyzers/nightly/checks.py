@@ -37,7 +37,8 @@ OPS = ("<", "<=", ">", ">=")
 COUNTS = ("stragglers", "recommendations", "failed_files")
 
 _EXPR = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(<=|>=|<|>)\s*"
-                   r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+                   r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$",
+                   re.ASCII)  # \d: ASCII digits only (float() also reads other scripts')
 
 CheckStatus = Literal["pass", "fail", "missing", "skipped"]
 Op = Literal["<", "<=", ">", ">="]

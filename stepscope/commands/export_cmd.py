@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from stepscope.analyzers.critical_path.steps_only import step_paths
-from stepscope.analyzers.export import ExportSize, export_chrome
+from stepscope.analyzers.export import ExportSize, export_chrome, present
 from stepscope.analyzers.export_perfetto import available
 from stepscope.cli import say
 from stepscope.commands import COMMAND_HELP
@@ -40,15 +40,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="the file to write (its folder must exist)")
 
 
-def _listed(spec: str | None, what: str) -> list[int] | None:
-    """'2-3,5' -> [2, 3, 5] (None: all)."""
+def _listed(spec: str | None, what: str) -> RankSet | None:
+    """'2-3,5' -> its ranges (None: all); the message names the option and a step as a
+    step."""
     if spec is None:
         return None
     try:
-        ranges: RankSet = parse_ranks(spec)
+        return parse_ranks(spec)
     except UsageError as exc:
-        raise UsageError(str(exc).replace("--ranks", f"--{what}")) from None
-    return [v for lo, hi in ranges.ranges for v in range(lo, hi + 1)]
+        message = str(exc).replace("--ranks", f"--{what}")
+        if what == "steps":
+            message = message.replace("': rank ", "': step ")
+        raise UsageError(message) from None
+
+
+def _chosen(wanted: RankSet | None, values: list[int]) -> list[int] | None:
+    """The run's `values` that `wanted` names (None: all). Matching the
+    run's values, not expanding the ranges, keeps `--steps 0-2000000000` small (its
+    expansion ran 33 s into a MemoryError)."""
+    return None if wanted is None else [v for v in values if v in wanted]
 
 
 def announce(size: ExportSize) -> None:
@@ -59,12 +69,14 @@ def announce(size: ExportSize) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, db=args.db, inputs=[args.target])
-    ranks, steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
+    wanted_ranks, wanted_steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
     if args.format == "perfetto" and not available():
         raise UsageError("--format perfetto needs the perfetto package: "
                          "pip install 'stepscope[perfetto]'")
     with open_target(args.target, args.db) as t:
         print_remarks(Built(failures=t.failures, notes=t.notes))
+        run_ranks, run_steps = present(t.store.con, t.run)
+        ranks, steps = _chosen(wanted_ranks, run_ranks), _chosen(wanted_steps, run_steps)
         path = step_paths(t.store.con, t.run, steps)
         export_chrome(t.store.con, t.run, args.out, ranks=ranks, steps=steps,
                              path=path, announce=announce, fmt=args.format)

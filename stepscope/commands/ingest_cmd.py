@@ -81,7 +81,8 @@ def stage_dir_arg(text: str) -> str:
     """A --stage-dir: an existing folder where a private folder can be made now (/proc,
     a read-only mount or a file fail here, before any work)."""
     if not os.path.isdir(text):
-        raise UsageError(f"--stage-dir {quote_name(text)}: no such folder")
+        what = "not a folder" if os.path.exists(text) else "no such folder"
+        raise UsageError(f"--stage-dir {quote_name(text)}: {what}")
     try:
         probe = tempfile.mkdtemp(prefix=".stepscope-probe-", dir=text)
     except OSError as exc:

@@ -127,7 +127,7 @@ USAGE: list[tuple[str, Callable[[Path], list[str | Path]], str]] = [
     ("step marker spaces", lambda t: ["ingest", "T", "--step-marker", "   "],
      "an annotation name is printable text"),
     ("stage dir is a file", lambda t: ["ingest", "T", "--stage-dir", "T/rank0.json.gz"],
-     "no such folder"),
+     "not a folder"),
     ("stage dir /sys", lambda t: ["ingest", "T", "--stage-dir", "/sys"],
      "cannot make a folder there"),
 ]

@@ -491,7 +491,7 @@ def test_a_foreign_duckdb_file_with_our_table_names_is_not_a_stepscope_database(
 
 @pytest.mark.parametrize(("argv", "said"), [
     (["ingest", "T", "--stage-dir", "/proc"], "--stage-dir /proc: cannot make a folder there"),
-    (["ingest", "T", "--stage-dir", "T/rank0.json.gz"], "no such folder"),
+    (["ingest", "T", "--stage-dir", "T/rank0.json.gz"], "rank0.json.gz: not a folder"),
     (["ingest", "T", "--step-marker", "a\nb"], "--step-marker 'a\\nb': an annotation name"),
     (["ingest", "T", "--step-marker", "x\x1b[2J"], "an annotation name is printable"),
     (["ingest", "T", "--db", "x.duckdb/"], "--db 'x.duckdb/': ends with '/'"),
