@@ -34,6 +34,7 @@ from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DevicePeak, table_version
 from stepscope.analyzers.flops.roofline import kernel_table
+from stepscope.analyzers.numbers import mfu_percent, percent
 from stepscope.analyzers.profiler_settings import no_shapes_reason, profiler_settings
 from stepscope.analyzers.results import CATEGORIES, Breakdown, Mfu, WaterfallStep
 
@@ -223,12 +224,6 @@ def shaped_share(ctx: RunContext, max_rate: float | None) -> float | None:
     return float(shaped or 0.0) / float(total) if total else None
 
 
-def _pct(fraction: float) -> str:
-    """0.0352 -> '3.5%', 0.00031 -> '0.031%'."""
-    value = 100 * fraction
-    return f"{value:.1f}%" if value >= 0.1 or value == 0 else f"{value:.2g}%"
-
-
 def coverage(mfu: float, source: str | None, share: float | None
              ) -> tuple[bool, float | None, str]:
     """(lower_bound, mfu_at_shaped_rate, headline): what an MFU covers, in words. The
@@ -236,12 +231,13 @@ def coverage(mfu: float, source: str | None, share: float | None
     compute time, the MFU is a lower bound, and the unshaped kernels' time at the shaped
     ones' rate (F / T_shaped x T_all: mfu / share) bounds it from the other side."""
     if source != "trace" or share is None or share >= SHAPED_MAJORITY:
-        return False, None, f"MFU {_pct(mfu)}"
+        return False, None, f"MFU {percent(mfu)}"
     at_rate = mfu / share if share > 0 and mfu / share <= 1.0 else None
-    rest = (f"; about {_pct(at_rate)} if the other {_pct(1 - share)} ran at the shaped "
+    rest = (f"; about {percent(at_rate)} if the other {percent(1 - share)} ran at the shaped "
             "kernels' FLOP rate" if at_rate is not None else "")
-    return True, at_rate, (f"MFU ≥ {_pct(mfu)} from the {_pct(share)} of compute time "
-                           f"with shapes{rest}; pass --model FILE for the model's FLOPs")
+    return True, at_rate, (f"MFU {mfu_percent(mfu, True)} from the {percent(share)} of "
+                           f"compute time with shapes{rest}; pass --model FILE for the "
+                           "model's FLOPs")
 
 
 NO_FLOPS = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, seq_len, "
