@@ -30,6 +30,7 @@ from stepscope.analyzers.flops.mfu import SHAPED_MAJORITY, coverage
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.report import build_report
 from stepscope.analyzers.results import Report, to_json
+from stepscope.dashboard.app.views import overview
 from stepscope.dashboard.render.format import mfu_pct
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
@@ -185,7 +186,8 @@ def test_one_formatter_for_the_mfu(mfu: float) -> None:
             "0.018": "1.8%", "0.352": "35.2%", "0.592": "59.2%"}[str(mfu)] == shown
 
 
-def test_every_output_shows_the_same_small_mfu(flux_report: Report) -> None:
+def test_every_output_shows_the_same_small_mfu(flux_report: Report,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A lower-bound MFU of 0.26% reads '≥ 0.26%' in the Markdown headline, its 'covers'
     line, the HTML card and facts: one number, not '0.26%' here and '0.3%' there."""
     lower, at_rate, headline = coverage(0.0026, "trace", 0.143)
@@ -199,3 +201,9 @@ def test_every_output_shows_the_same_small_mfu(flux_report: Report) -> None:
     html = report_html(report)
     assert '<div class="v">≥ 0.26%</div>' in html and "<b>MFU ≥ 0.26%</b>" in html
     assert "covers: MFU ≥ 0.26% from" in html
+    shown: list[str] = []  # the dashboard's Overview: its MFU line (before: "**MFU 0.26%**")
+    monkeypatch.setattr(overview.st, "markdown", lambda text, *a, **k: shown.append(text))
+    monkeypatch.setattr(overview, "chart_and_table", lambda *a, **k: None)
+    monkeypatch.setattr(overview.st, "caption", lambda *a, **k: None)
+    overview.mfu_section(report)
+    assert shown[0].startswith("**MFU ≥ 0.26%**, HFU ≥ 0.26% of ")
