@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from stepscope.analyzers import numbers
 from stepscope.analyzers.results import (
     CATEGORIES,
     DIFF_SCHEMA_VERSION,
@@ -203,11 +204,9 @@ def _top_causes(d: Diff) -> list[str]:
 
 
 def mfu_percent(mfu: float) -> str:
-    """An MFU as a percentage with one decimal, or with two significant digits below 0.1%
-    (0.027%, not 0.0%, so the sentence agrees with the table beside it)."""
-    if mfu == 0 or abs(mfu) >= 0.001:
-        return f"{100 * mfu:.1f}%"
-    return f"{100 * mfu:.2g}%"
+    """An MFU as every output shows it (analyzers/numbers.py): 0.027%, not 0.0%, so the
+    sentence agrees with the table beside it."""
+    return numbers.mfu_percent(mfu)
 
 
 def _why(cat: str, d: Diff, pts: float | None = None) -> str:

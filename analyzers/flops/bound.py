@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from stepscope.analyzers._sql import fetch_rows
 from stepscope.analyzers.flops.counted_ops import counted_ops
+from stepscope.analyzers.numbers import percent
 from stepscope.analyzers.results import ImplausibleOp
 
 if TYPE_CHECKING:
@@ -93,5 +94,5 @@ def above_peak_message(mfu: float, hfu: float, source: str | None) -> str | None
              if source == "spec" else
              "the traces' shapes claim more FLOPs than the GPUs can do (ops without "
              "kernels to bound them, or a wrong peak: check --peak-tflops / --dtype)")
-    return (f"MFU would be {100 * mfu:.3g}% (HFU {100 * hfu:.3g}%), above "
+    return (f"MFU would be {percent(mfu)} (HFU {percent(hfu)}), above "
             f"100% of the peak, which is impossible; {cause}")

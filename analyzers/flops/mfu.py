@@ -34,6 +34,7 @@ from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DevicePeak, table_version
 from stepscope.analyzers.flops.roofline import kernel_table
+from stepscope.analyzers.numbers import mfu_percent, percent
 from stepscope.analyzers.profiler_settings import no_shapes_reason, profiler_settings
 from stepscope.analyzers.results import CATEGORIES, Breakdown, Mfu, WaterfallStep
 
@@ -223,25 +224,40 @@ def shaped_share(ctx: RunContext, max_rate: float | None) -> float | None:
     return float(shaped or 0.0) / float(total) if total else None
 
 
-def _pct(fraction: float) -> str:
-    """0.0352 -> '3.5%', 0.00031 -> '0.031%'."""
-    value = 100 * fraction
-    return f"{value:.1f}%" if value >= 0.1 or value == 0 else f"{value:.2g}%"
-
-
-def coverage(mfu: float, source: str | None, share: float | None
+def coverage(mfu: float, source: str | None, share: float | None, replays: str = ""
              ) -> tuple[bool, float | None, str]:
     """(lower_bound, mfu_at_shaped_rate, headline): what an MFU covers, in words. The
     trace's FLOPs count only the shaped work; when that is under SHAPED_MAJORITY of the
     compute time, the MFU is a lower bound, and the unshaped kernels' time at the shaped
-    ones' rate (F / T_shaped x T_all: mfu / share) bounds it from the other side."""
-    if source != "trace" or share is None or share >= SHAPED_MAJORITY:
-        return False, None, f"MFU {_pct(mfu)}"
+    ones' rate (F / T_shaped x T_all: mfu / share) bounds it from the other side.
+    `replays` (graph_replays_note) names the CUDA/HIP graph replays whose FLOPs are not in
+    the trace's count."""
+    if source != "trace":
+        return False, None, f"MFU {percent(mfu)}"
+    unlinked = f"; {replays}" if replays else ""
+    if share is None or share >= SHAPED_MAJORITY:
+        return False, None, f"MFU {percent(mfu)}{unlinked}"
     at_rate = mfu / share if share > 0 and mfu / share <= 1.0 else None
-    rest = (f"; about {_pct(at_rate)} if the other {_pct(1 - share)} ran at the shaped "
+    rest = (f"; about {percent(at_rate)} if the other {percent(1 - share)} ran at the shaped "
             "kernels' FLOP rate" if at_rate is not None else "")
-    return True, at_rate, (f"MFU ≥ {_pct(mfu)} from the {_pct(share)} of compute time "
-                           f"with shapes{rest}; pass --model FILE for the model's FLOPs")
+    return True, at_rate, (f"MFU {mfu_percent(mfu, True)} from the {percent(share)} of "
+                           f"compute time with shapes{rest}{unlinked}; pass --model FILE "
+                           "for the model's FLOPs")
+
+
+def graph_replays_note(con: duckdb.DuckDBPyConnection, run: str) -> str:
+    """'' without CUDA/HIP graph replays; else why their ops' FLOPs are not counted. A
+    replay's ops (and shapes) are recorded only while its graph is captured; no trace yet
+    names a graph id or exec handle on both a capture and a launch (the real vLLM, SGLang
+    and FLUX traces of tests/data, the HTA traces: none), so a replay is never matched to
+    a capture by guesswork (kernel sequences) and the shapes stay unlinked."""
+    (launches, captures), = con.execute(sql("mfu/graph_replays.sql"), {"run": run}).fetchall()
+    if not launches:
+        return ""
+    where = (f"the trace's {captures} graph capture(s) name no graph id to match a replay to"
+             if captures else "the trace holds no capture of the graph")
+    return (f"replays of a captured graph: shapes not linked ({launches} CUDA/HIP graph "
+            f"launch(es) ran ops the profiler records only at capture; {where})")
 
 
 NO_FLOPS = ("no model FLOPs: pass --model FILE (n_params, n_layers, hidden, seq_len, "
@@ -307,7 +323,8 @@ def mfu_section(ctx: RunContext) -> Mfu:
     if (impossible := flops_bound.above_peak_message(mfu, hfu, base.flops_source)):
         return msgspec.structs.replace(base, device=label, peak_flops_per_gpu=peak,
                                        message="; ".join(n for n in (impossible, message) if n))
-    lower, at_rate, headline = coverage(mfu, base.flops_source, shaped)
+    lower, at_rate, headline = coverage(mfu, base.flops_source, shaped,
+                                        graph_replays_note(ctx.con, ctx.run))
     return msgspec.structs.replace(
         base, device=label, peak_flops_per_gpu=peak, message=message,
         lower_bound=lower, mfu_at_shaped_rate=at_rate, headline=headline,

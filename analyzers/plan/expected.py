@@ -31,6 +31,7 @@ import msgspec
 
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops.model_spec import ModelSpec
+from stepscope.analyzers.numbers import fixed, percent
 from stepscope.analyzers.plan.calibrate import calibrate, find_spec, ring, term_ms, tier
 from stepscope.analyzers.plan.layouts import device_memory_gb
 from stepscope.analyzers.plan.predict import Target, predict
@@ -268,8 +269,8 @@ def narrative(e: Expected, cal_a: Calibration, cal_b: Calibration) -> str:
     """'B lost 12 points; the model predicts 9 from ...; the other 3 are ...'."""
     total = (e.mfu_delta_points or 0.0) + (e.departure_points or 0.0)
     verb = "lost" if total < 0 else "gained"
-    head = (f"B {verb} {abs(total):.1f} MFU points ({100 * cal_a.mfu:.1f}% -> "
-            f"{100 * cal_a.mfu + total:.1f}%); the model predicts "
+    head = (f"B {verb} {fixed(abs(total))} MFU points ({percent(cal_a.mfu)} -> "
+            f"{percent(cal_a.mfu + total / 100)}); the model predicts "
             f"{e.mfu_delta_points or 0.0:+.1f} from A at B's scale and layout ({e.layout})")
     moved = _named(e, "expected_points", lambda c: _reason(c.term, cal_a, cal_b)
                    or _expected_share_words(c, cal_a, cal_b, e.step_ms))

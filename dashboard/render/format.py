@@ -1,10 +1,11 @@
 """Number formatting of every renderer and page: the one place a percentage, a share, a
 number or a rank list becomes text (labels live in labels.py).
 
-The rule for digits (`decimals`): a value is shown with the usual number of decimals,
-and with more when that would misstate it by more than a tenth of itself, so an MFU of
-0.0312 percent reads "0.03%", never "0.0%", and a gain of 0.004 points "+0.004", never
-"+0.0". Zero stays "0.0", and nothing is ever "-0.0".
+The rule for digits (`decimals`, `fixed`) lives in analyzers/numbers.py, shared with the
+analyzers' own sentences (the MFU coverage headline, the diff narrative): a value is shown
+with the usual number of decimals, and with more when that would misstate it by more than
+a tenth of itself, so an MFU of 0.0312 percent reads "0.03%", never "0.0%", and a gain
+of 0.004 points "+0.004", never "+0.0". Zero stays "0.0", and nothing is ever "-0.0".
 
 `missing` is what a format shows for a value that could not be computed: "-" in
 Markdown and plain text, "–" in HTML, "n/a" in the nightly summaries.
@@ -12,35 +13,18 @@ Markdown and plain text, "–" in HTML, "n/a" in the nightly summaries.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 
+from stepscope.analyzers.numbers import MAX_DECIMALS as MAX_DECIMALS  # the shared rule,
+from stepscope.analyzers.numbers import TOLERANCE as TOLERANCE  # re-exported
+from stepscope.analyzers.numbers import decimals as decimals
+from stepscope.analyzers.numbers import fixed as fixed
+from stepscope.analyzers.numbers import mfu_percent
 from stepscope.analyzers.results import Layout
 
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML
-MAX_DECIMALS = 6
-TOLERANCE = 0.1  # a shown value may be off by at most this share of the true value
-
-
-def decimals(value: float, digits: int = 1) -> int:
-    """The fewest decimals, at least `digits`, that show `value` within TOLERANCE of
-    itself (at most MAX_DECIMALS): (33.04, 1) -> 1, (0.0312, 1) -> 2, (0.45, 1) -> 2."""
-    if value == 0 or not math.isfinite(value):
-        return digits
-    for d in range(digits, MAX_DECIMALS + 1):
-        if abs(round(value, d) - value) <= TOLERANCE * abs(value):
-            return d
-    return MAX_DECIMALS
-
-
-def fixed(value: float, digits: int = 1, signed: bool = False) -> str:
-    """`value` with `decimals(value, digits)` decimals, never '-0.0': 0.0312 -> '0.03',
-    -0.0 -> '0.0', 12.34 -> '12.3'; '+' in front with signed=True."""
-    d = decimals(value, digits)
-    shown = round(value, d) + 0.0  # adding 0.0 turns -0.0 into 0.0
-    return f"{shown:+.{d}f}" if signed else f"{shown:.{d}f}"
 
 
 def pct(fraction: float | None, digits: int = 1, missing: str = DASH) -> str:
@@ -51,8 +35,7 @@ def pct(fraction: float | None, digits: int = 1, missing: str = DASH) -> str:
 def mfu_pct(fraction: float | None, lower_bound: bool = False, missing: str = DASH) -> str:
     """An MFU as a headline shows it: '≥ 1.8%' when it counts only the shaped work
     (Mfu.lower_bound, docs/mfu.md "What the MFU covers"), else as pct."""
-    shown = pct(fraction, missing=missing)
-    return f"≥ {shown}" if lower_bound and fraction is not None else shown
+    return missing if fraction is None else mfu_percent(fraction, lower_bound)
 
 
 def share(part: float, whole: float, digits: int = 1, missing: str = DASH) -> str:

@@ -162,7 +162,8 @@ def mfu_section(report: Report) -> None:
                        "dashboard's `--peak-tflops`; the link carries them.")
         return
     st.markdown(
-        f"**MFU {pct(mfu.mfu)}**, HFU {pct(mfu.hfu)} of "
+        f"**MFU {mfu_pct(mfu.mfu, mfu.lower_bound)}**, "
+        f"HFU {mfu_pct(mfu.hfu, mfu.lower_bound)} of "
         f"{(mfu.peak_flops_per_gpu or 0) / 1e12:.1f} TFLOP/s "
         f"{peak_label(mfu.peak_dtype, mfu.dtype)} per GPU "
         f"({plain(mfu.device)}; peak table {plain(mfu.peak_table_version)}); model FLOPs "

@@ -151,3 +151,23 @@ def test_real_vllm_capture_without_steps(tmp_path: Path) -> None:
     assert report.mfu.mfu is None and "ran inside CUDA/HIP graph captures" in (
         report.mfu.message or "")
     assert report.mfu.device == "AMD Instinct MI300X"
+
+
+def test_replays_of_a_capture_are_named_not_linked(tmp_path: Path) -> None:
+    """A capture (step 1) and a cudaGraphLaunch (step 2) in one trace, neither naming a graph
+    id: the replay's ops are not guessed from the capture (issue 40, point 2), and the MFU
+    headline says so. Before: "MFU x%" bare, as if the step's FLOPs were all counted."""
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 100,
+              "tid": 100, "ts": 2500.0, "dur": 5.0, "args": {"correlation": 9010}}
+    trace = kineto_trace(rank=0, world_size=1, steps=4,
+                         extra_events=[*_capture_events(), launch])
+    write_trace(tmp_path / "t" / "rank0.json.gz", trace)
+    db = tmp_path / "t.duckdb"
+    stepscope.ingest_run(tmp_path / "t", db=db, run="r")
+    with stepscope.open(db) as store:
+        mfu = build_report(store.con, "r").mfu
+    assert mfu.flops_from_trace == pytest.approx(STEP_MM)  # the captured mm is not counted
+    assert mfu.headline is not None and mfu.headline.endswith(
+        "; replays of a captured graph: shapes not linked (1 CUDA/HIP graph launch(es) ran "
+        "ops the profiler records only at capture; the trace's 1 graph capture(s) name no "
+        "graph id to match a replay to)")

@@ -19,14 +19,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from conftest import REPO
 
 import stepscope
+from stepscope.analyzers.diff.build import mfu_percent
+from stepscope.analyzers.flops.bound import above_peak_message
 from stepscope.analyzers.flops.mfu import SHAPED_MAJORITY, coverage
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.report import build_report
 from stepscope.analyzers.results import Report, to_json
+from stepscope.dashboard.app.views import overview
+from stepscope.dashboard.render.format import mfu_pct
 from stepscope.dashboard.render.html_report import report_html
 from stepscope.dashboard.render.report import report_markdown
 
@@ -79,6 +84,16 @@ def _hand_shares(path: Path) -> tuple[float, float]:
     return shaped, total
 
 
+def _hand_graph_calls(path: Path) -> tuple[int, int]:
+    """(graph launches, stream captures) among the raw runtime events; and no runtime call
+    or kernel names a graph id or exec handle that could tie a launch to a capture."""
+    events = json.load(gzip.open(path))["traceEvents"]
+    runtime = [e for e in events if e.get("cat") == "cuda_runtime"]
+    assert not any("graph" in k.lower() for e in events for k in e.get("args", {}))
+    return (sum(bool(re.match(r"^(cuda|hip)GraphLaunch", e["name"])) for e in runtime),
+            sum(bool(re.match(r"^(cuda|hip)StreamBeginCapture", e["name"])) for e in runtime))
+
+
 @pytest.fixture(scope="module")
 def flux_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("flux")
@@ -107,10 +122,15 @@ def test_flux_mfu_says_it_is_a_lower_bound(flux_report: Report) -> None:
     assert mfu.flops_source == "trace" and mfu.mfu is not None
     assert mfu.lower_bound
     assert mfu.mfu_at_shaped_rate == pytest.approx(mfu.mfu / (shaped / total), rel=1e-6)
-    # before: "MFU 1.8%" bare
+    # before: "MFU 1.8%" bare; then without the replays (issue 40 point 2, last sentence)
+    launches, captures = _hand_graph_calls(FLUX)
+    assert (launches, captures) == (4, 0)
     assert mfu.headline == (
         "MFU ≥ 1.8% from the 14.3% of compute time with shapes; about 12.9% if the other "
-        "85.7% ran at the shaped kernels' FLOP rate; pass --model FILE for the model's FLOPs")
+        "85.7% ran at the shaped kernels' FLOP rate; replays of a captured graph: shapes not "
+        f"linked ({launches} CUDA/HIP graph launch(es) ran ops the profiler records only at "
+        "capture; the trace holds no capture of the graph); pass --model FILE for the "
+        "model's FLOPs")
 
 
 def test_every_output_says_so(flux_report: Report) -> None:
@@ -147,3 +167,43 @@ def test_the_rule(share: float | None, lower: bool, at_rate: float | None) -> No
     assert got_rate == (pytest.approx(at_rate) if at_rate is not None else None)
     assert headline.startswith("MFU ≥ 2.0%" if lower else "MFU 2.0%")
     assert coverage(0.02, "spec", share)[0] is False
+
+
+@pytest.mark.parametrize("mfu", [0.0026, 0.00027, 0.0045, 0.018, 0.352, 0.592])
+def test_one_formatter_for_the_mfu(mfu: float) -> None:
+    """The coverage sentence, the headline cards, the diff narrative and the above-peak
+    message show one MFU with the same digits (analyzers/numbers.py). Before: the report
+    printed "**MFU ≥ 0.26%**" above "covers: MFU ≥ 0.3% from ..." for the same value."""
+    shown = mfu_pct(mfu)
+    headline = coverage(mfu, "trace", 0.14)[2]
+    assert headline.startswith(f"MFU {mfu_pct(mfu, True)} from the 14.0% ")
+    assert mfu_percent(mfu) == shown
+    assert coverage(mfu, "spec", 0.14)[2] == f"MFU {shown}"
+    message = above_peak_message(1 + mfu, 30 + mfu, "trace")  # before: "100%", "3e+03%"
+    assert message is not None
+    assert message.startswith(f"MFU would be {mfu_pct(1 + mfu)} (HFU {mfu_pct(30 + mfu)})")
+    assert {"0.0026": "0.26%", "0.00027": "0.027%", "0.0045": "0.45%",
+            "0.018": "1.8%", "0.352": "35.2%", "0.592": "59.2%"}[str(mfu)] == shown
+
+
+def test_every_output_shows_the_same_small_mfu(flux_report: Report,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lower-bound MFU of 0.26% reads '≥ 0.26%' in the Markdown headline, its 'covers'
+    line, the HTML card and facts: one number, not '0.26%' here and '0.3%' there."""
+    lower, at_rate, headline = coverage(0.0026, "trace", 0.143)
+    mfu = msgspec.structs.replace(flux_report.mfu, mfu=0.0026, hfu=0.0026, lower_bound=lower,
+                                  mfu_at_shaped_rate=at_rate, headline=headline)
+    report = msgspec.structs.replace(flux_report, mfu=mfu)
+    md = report_markdown(report)
+    assert "- **MFU ≥ 0.26%**, HFU ≥ 0.26% of" in md
+    assert "- covers: MFU ≥ 0.26% from the 14.3% of compute time with shapes; about 1.8%" in md
+    assert "0.3%" not in md.split("- covers:")[1].split("\n")[0]
+    html = report_html(report)
+    assert '<div class="v">≥ 0.26%</div>' in html and "<b>MFU ≥ 0.26%</b>" in html
+    assert "covers: MFU ≥ 0.26% from" in html
+    shown: list[str] = []  # the dashboard's Overview: its MFU line (before: "**MFU 0.26%**")
+    monkeypatch.setattr(overview.st, "markdown", lambda text, *a, **k: shown.append(text))
+    monkeypatch.setattr(overview, "chart_and_table", lambda *a, **k: None)
+    monkeypatch.setattr(overview.st, "caption", lambda *a, **k: None)
+    overview.mfu_section(report)
+    assert shown[0].startswith("**MFU ≥ 0.26%**, HFU ≥ 0.26% of ")
