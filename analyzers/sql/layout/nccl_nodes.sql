@@ -2,10 +2,12 @@
 -- run_nodes row): the largest communicator's size, the nNodes and localRanks its members
 -- logged (`comm … nRanks … nNodes … localRanks …`), its hosts, CUDA devices and PCI bus
 -- ids. Reads nccl_comms. Parameter: $run. No row without a communicator id.
+-- Of communicators of one size (logs of several launches), the one most members logged.
 WITH largest AS (
     SELECT comm_id FROM nccl_comms
     WHERE run = $run AND comm_id IS NOT NULL
-    ORDER BY nranks DESC, comm_id LIMIT 1
+    GROUP BY comm_id
+    ORDER BY max(nranks) DESC, count(*) DESC, comm_id LIMIT 1
 )
 SELECT c.comm_id, max(c.nranks) AS nranks, max(c.nnodes) AS nnodes,
     min(c.nnodes) AS min_nnodes, min(c.local_ranks) AS min_local_ranks,
