@@ -119,7 +119,10 @@ def no_gpu_timeline(info: RunInfo) -> str:
     """Why a run attributed on the CPU timeline has no GPU one, as the start of a
     message: 'CPU-only traces', or, when its ranks ran on a GPU whose kernels were not
     traced (the CUPTI range profiler measures kernels but writes no timeline of them),
-    'no GPU kernel events in the traces'."""
+    'no GPU kernel events in the traces'; a run of GPUs known from NCCL evidence alone
+    has 'no profiler traces'."""
+    if not info.ranks and info.device not in (None, CPU_ONLY):
+        return "no profiler traces (only NCCL evidence)"
     if info.device in (None, CPU_ONLY):
         return "CPU-only traces"
     return f"no GPU kernel events in the traces (the kernels on the {info.device} were not traced)"

@@ -117,13 +117,16 @@ def notes(ctx: RunContext, methods: dict[str, int]) -> tuple[str, ...]:
 def shape_notes(ctx: RunContext) -> tuple[str, ...]:
     """How communication kernels of other libraries and CUDA/HIP graphs were read."""
     out = []
-    for library, calls, matched in ctx.con.execute(sql("report/comm_kernels.sql"),
-                                                   {"run": ctx.run}).fetchall():
+    for library, calls, matched, local, local_ops in ctx.con.execute(
+            sql("report/comm_kernels.sql"), {"run": ctx.run}).fetchall():
         how = ("matched across ranks by their order within the step on their group"
-               if matched == calls else
-               f"{calls - matched} not matched across ranks (no sequence number, and their "
-               "group could not be told or not every member of it was traced): their wait "
-               "for a late rank counts as exposed communication")
+               if matched == calls - local else
+               f"{calls - local - matched} not matched across ranks (no sequence number, and "
+               "their group could not be told or not every member of it was traced): their "
+               "wait for a late rank counts as exposed communication")
+        alone = (f"{local} ({local_ops}) run on each rank alone and move nothing between "
+                 "GPUs: never matched across ranks, no straggler evidence")
+        how = alone if local == calls else f"{how}; {alone}" if local else how
         out.append(f"{calls} {library} kernel calls counted as communication "
                    f"(communication-kernel table); {how}")
     (graph_steps, cpu_steps, graph_ops, capture_steps, recorded), = ctx.con.execute(

@@ -13,6 +13,7 @@ import duckdb
 
 from stepscope.analyzers import clocks
 from stepscope.analyzers._sql import run_script, sql
+from stepscope.analyzers.comm.local_ops import local_op_keys
 from stepscope.analyzers.results import CATEGORIES
 from stepscope.ingest.db import fit_memory_limit, threads_for, threads_limit
 
@@ -58,7 +59,8 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     with tempfile.TemporaryDirectory(prefix="stepscope-attribution-") as scratch, \
             fit_memory_limit(con, largest), threads_limit(con, threads_for(largest)):
         run_script(con, "attribution/scratch.sql", {"dir": scratch})
-        run_script(con, "attribution/collective_match.sql", {"run": run})
+        run_script(con, "attribution/collective_match.sql",
+                   {"run": run, "local_ops": local_op_keys()})
         for lo, hi, _ in batches:
             params = {"run": run, "lo": lo, "hi": hi}
             run_script(con, "attribution/attribution.sql", params)

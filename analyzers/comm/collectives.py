@@ -8,16 +8,15 @@ import duckdb
 import msgspec
 
 from stepscope.analyzers._sql import fetch_rows, sql
+from stepscope.analyzers.comm.local_ops import LOCAL_EXCHANGE_OPS
 from stepscope.analyzers.comm.nccl import SOCKET_GBS, measured_bandwidth, measured_links
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.results import DEFAULT_NETWORK_GBS, CollectiveStat
 
 # Per-GPU network bandwidth assumed across nodes when nothing better is known:
 # one 400 Gb/s NIC per GPU (GB/s, one direction): analyzers.results.DEFAULT_NETWORK_GBS.
-# Phases of a token exchange that run on one GPU and move no bytes between GPUs (DeepEP's
-# get_dispatch_layout counts tokens per rank and expert before the dispatch): part of the
-# exchange's time (issue 41 §11), on no link.
-LOCAL_EXCHANGE_OPS = frozenset({("deepep", "layout")})
+# Phases of a token exchange that run on one GPU (analyzers/comm/local_ops.py): part of
+# the exchange's time (issue 41 §11), on no link.
 GLOO_LINK = "tcp"  # the transport of gloo collectives (PyTorch's gloo uses TCP on Linux)
 
 # A bus bandwidth more than 1% above its link's peak is not physical: say so.

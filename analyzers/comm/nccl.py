@@ -16,8 +16,10 @@ from typing import TypedDict
 
 import duckdb
 import msgspec
+import polars as pl
 
 from stepscope.analyzers._sql import Params, fetch_rows, sql
+from stepscope.analyzers.comm.launches import nccl_launches, process_launches
 from stepscope.analyzers.results import (
     BandwidthPoint,
     MeasuredOps,
@@ -142,6 +144,9 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
     params = {"run": run}
     sources = [NcclSource(**r) for r in fetch_rows(con, "nccl/sources.sql", params, _SourceRow)]
     ranks = [NcclRank(**r) for r in fetch_rows(con, "nccl/ranks.sql", params, _RankRow)]
+    launches = process_launches(con, run)
+    if not launches.is_empty():
+        ranks = _with_launch(ranks, launches)
     groups = [_group(r) for r in fetch_rows(con, "nccl/groups.sql", params, _GroupRow)]
     hosts: dict[str, list[int]] = {}
     for r in ranks:
@@ -156,7 +161,16 @@ def build_nccl_section(con: duckdb.DuckDBPyConnection, run: str) -> NcclSection 
     bench = bench_tables(con, run)
     return NcclSection(versions=_versions(con, run), sources=sources, hosts=hosts,
                        ranks=ranks, groups=groups, measured=measured, findings=findings,
-                       bench=bench or msgspec.UNSET)
+                       bench=bench or msgspec.UNSET,
+                       launches=(msgspec.UNSET if launches.is_empty()
+                                 else nccl_launches(con, run, launches)))
+
+
+def _with_launch(ranks: list[NcclRank], launches: pl.DataFrame) -> list[NcclRank]:
+    """The ranks, each with the launch its process belongs to (logs of several launches)."""
+    launch_of = {(str(h), int(p)): int(n) for h, p, n in launches.iter_rows()}
+    return [msgspec.structs.replace(r, launch=launch_of[(r.host, r.pid)])
+            if (r.host, r.pid) in launch_of else r for r in ranks]
 
 
 def measured_ops(con: duckdb.DuckDBPyConnection, run: str) -> list[MeasuredOps]:

@@ -51,7 +51,13 @@ def layout(con: duckdb.DuckDBPyConnection, run: str, world_size: int,
     degrees, source = _resolve(known, world_size, pipeline_stages, notes)
     source = source if named else "inferred"
     row = next(iter(con.execute(sql("layout/hosts.sql"), {"run": run}).fetchall()), None)
-    nodes, per_node, node_gpus, host_source, node_source = _nodes(row, world_size, notes)
+    if row is None:  # no profiler trace: the NCCL logs, if any, give the nodes
+        nodes, per_node, node_gpus, host_source, node_source = _nccl_nodes(
+            con, run, world_size, notes)
+        if nodes is not None and not named:
+            _nccl_degrees_note(con, run, notes)
+    else:
+        nodes, per_node, node_gpus, host_source, node_source = _nodes(row, world_size, notes)
     host_notes = con.execute(sql("layout/host_notes.sql"), {"run": run}).fetchall()
     notes += [note if n == 1 else f"{note} (and {n - 1} more rank(s) alike)"
               for note, n in host_notes]
@@ -164,3 +170,39 @@ def _nodes(row: tuple[object, ...] | None, world: int, notes: list[str]
         notes.append(f"the {n} hosts hold different numbers of ranks: no GPUs per node")
     return n, g, gpus, None if host_source is None else str(host_source), \
         None if node_source is None else str(node_source)
+
+
+NCCL_LOGS = "nccl_logs"  # Layout.node_source / host_source of a run known from its NCCL logs
+
+
+def _nccl_nodes(con: duckdb.DuckDBPyConnection, run: str, world: int, notes: list[str]
+                ) -> tuple[int | None, int | None, int | None, str | None, str | None]:
+    """(nodes, gpus_per_node, node_gpus, host_source, node_source) of a run without
+    profiler traces from its largest NCCL communicator: nNodes nodes of localRanks GPUs
+    (only when every member logged the same and they multiply out to the world size),
+    with a note naming the communicator, its CUDA devices and bus ids."""
+    row = con.execute(sql("layout/nccl_nodes.sql"), {"run": run}).fetchone()
+    if row is None or row[2] is None:
+        return None, None, None, None, None
+    comm_id, nranks, nnodes, min_nnodes, min_local, local, hosts, devs, buses, _ = row
+    even = min_local == local and min_nnodes == nnodes and local is not None
+    per_node = int(local) if even and int(nnodes) * int(local) == world else None
+    notes.append(f"nodes from the NCCL logs: communicator {comm_id} ({nranks} ranks) logged "
+                 f"nNodes {nnodes}, localRanks {_span(min_local, local)} on {hosts} "
+                 f"logging host(s); CUDA devices {', '.join(map(str, devs or [])) or '?'}; "
+                 f"bus ids {', '.join(buses or []) or '?'}")
+    return int(nnodes), per_node, None, NCCL_LOGS, NCCL_LOGS
+
+
+def _span(low: object, high: object) -> str:
+    return str(high) if low == high else f"{low}-{high}"
+
+
+def _nccl_degrees_note(con: duckdb.DuckDBPyConnection, run: str, notes: list[str]) -> None:
+    """Say that a run known only from its NCCL logs has no named degrees: communicators
+    carry sizes, not what they are for, so DP is the world size by default."""
+    sizes = con.execute(sql("layout/nccl_comm_sizes.sql"), {"run": run}).fetchall()
+    held = ", ".join(f"{n} of {size} ranks" for size, n in sizes)
+    notes.append("no profiler traces: the NCCL logs name no parallel dimension (a "
+                 "communicator has a size, not a purpose), so TP, PP, CP and EP are 1 and DP "
+                 f"the world size by default; the logs hold communicators: {held}")

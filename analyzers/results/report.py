@@ -268,6 +268,20 @@ class NcclRank(Model, frozen=True, kw_only=True):
     bus_id: str | None
     network: str | None                 # Using network IB | Socket
     nccl_version: str | None
+    # which launch of the logs (NcclLaunch.launch); absent when the logs hold one launch
+    launch: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class NcclLaunch(Model, frozen=True, kw_only=True):
+    """One launch of the job in the NCCL logs: processes joined by the communicators they
+    share (no communicator links two launches), e.g. two runs pasted into one file, whose
+    different pids claim the same global ranks."""
+    launch: int                         # 1, 2, ... in the order the logs show them
+    comm_id: str                        # its largest communicator
+    nranks: int                         # that communicator's size
+    communicators: int                  # communicators of this launch
+    hosts: dict[str, list[int]]         # host -> global ranks
+    pids: dict[str, list[int]]          # host -> pids
 
 
 class NcclGroup(Model, frozen=True, kw_only=True):
@@ -357,6 +371,8 @@ class NcclSection(Model, frozen=True, kw_only=True):
     findings: list[NcclFinding]
     # nccl-tests result tables in the logs; absent from the JSON without them
     bench: list[NcclBench] | msgspec.UnsetType = msgspec.UNSET
+    # the launches of the logs when there are several (NcclLaunch); absent for one
+    launches: list[NcclLaunch] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Report(Model, frozen=True, kw_only=True, omit_defaults=True):

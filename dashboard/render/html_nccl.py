@@ -10,7 +10,7 @@ import msgspec
 from stepscope.analyzers.results import NcclSection
 from stepscope.dashboard.render.format import EN_DASH, rank_list_short
 from stepscope.dashboard.render.html_page import esc, folded, section
-from stepscope.dashboard.render.nccl import bench_sentence
+from stepscope.dashboard.render.nccl import bench_sentence, launch_line, launches_sentence
 
 NCCL_ROWS_OPEN = 16  # more communicators / measurements: the rest folded
 
@@ -50,7 +50,10 @@ def nccl_section(nccl: NcclSection | None) -> str:
                         + (f" ({s.ranks} ranks)" if s.ranks else "") for s in nccl.sources)
     parts = [f"<p>NCCL {esc(', '.join(nccl.versions) or 'version unknown')}; from "
              f"{esc(sources)}.</p>"]
-    if nccl.hosts:
+    if not isinstance(nccl.launches, msgspec.UnsetType) and nccl.launches:
+        parts.append(f"<p>{esc(launches_sentence(nccl.launches))}:</p><ul>" + "".join(
+            f"<li>{esc(launch_line(lau))}</li>" for lau in nccl.launches) + "</ul>")
+    elif nccl.hosts:
         hosts = "; ".join(f"{h}: ranks {rank_list_short(r)}"
                           for h, r in sorted(nccl.hosts.items()))
         parts.append(f"<p>{len(nccl.hosts)} host(s) in the NCCL logs: {esc(hosts)}</p>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stepscope.analyzers.results import NcclBench, NcclSection
+from stepscope.analyzers.results import NcclBench, NcclLaunch, NcclSection
 from stepscope.dashboard.render.format import md_text, rank_list
 
 
@@ -22,7 +22,10 @@ def nccl_lines(nccl: NcclSection | None) -> list[str]:
                         for s in nccl.sources)
     out = ["", "## NCCL", "",
            f"- NCCL {md_text(', '.join(nccl.versions) or 'version unknown')}; from {sources}"]
-    if nccl.hosts:
+    if not isinstance(nccl.launches, msgspec.UnsetType) and nccl.launches:
+        out.append(f"- {md_text(launches_sentence(nccl.launches))}:")
+        out += [f"  - {md_text(launch_line(lau))}" for lau in nccl.launches]
+    elif nccl.hosts:
         out.append(f"- {len(nccl.hosts)} host(s) in the NCCL logs: " + "; ".join(
             f"{md_text(h)}: ranks {rank_list(r)}" for h, r in sorted(nccl.hosts.items())))
     if nccl.groups:
@@ -84,3 +87,38 @@ def bench_sentence(b: NcclBench) -> str:
             best += f"; no peak to hold it against ({b.peak_source})"
     table = f" table {b.bench}" if b.bench > 1 else ""
     return f"{name} in {b.source_file}{table}: {where}; {link}; {avg}{best}"
+
+
+def launches_sentence(launches: list[NcclLaunch]) -> str:
+    """'2 launches in the NCCL logs (...)': the logs hold several runs, listed apart
+    (plain text; the caller escapes it)."""
+    claimed: dict[int, int] = {}
+    for lau in launches:
+        for r in {r for ranks in lau.hosts.values() for r in ranks}:
+            claimed[r] = claimed.get(r, 0) + 1
+    twice = sum(1 for n in claimed.values() if n > 1)
+    return (f"{len(launches)} launches in the NCCL logs: their processes share no "
+            "communicator" + (f", and {twice} rank(s) are claimed by processes of more than "
+                              "one launch (different pids)" if twice else "")
+            + "; each launch is listed on its own")
+
+
+def launch_line(lau: NcclLaunch) -> str:
+    """'launch 1: communicator 0x… of 16 ranks (2 communicators); gpu-a: ranks 0-7
+    (pids 177787-177794); …' (plain text)."""
+    hosts = "; ".join(f"{h}: ranks {spans(r)} (pid(s) {spans(lau.pids.get(h, []))})"
+                      for h, r in sorted(lau.hosts.items()))
+    logged = sum(len(r) for r in lau.hosts.values())
+    return (f"launch {lau.launch}: communicator {lau.comm_id} of {lau.nranks} ranks "
+            f"({logged} logged, {lau.communicators} communicator(s)); {hosts or 'no ranks'}")
+
+
+def spans(values: list[int]) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3, 7': sorted integers as runs of consecutive values."""
+    runs: list[list[int]] = []
+    for v in sorted(set(values)):
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "-"

@@ -11,9 +11,10 @@ NONE_FOUND = "none: no rank is consistently the last to arrive"
 
 def untraced_ranks(report: Report) -> str | None:
     """'unknown: 1 of 64 ranks traced' when no straggler was found and fewer ranks were
-    traced than the job had (world size from the traces); None otherwise."""
+    traced than the job had (world size from the traces, or from the NCCL logs of a run
+    without profiler traces: 'unknown: 0 of 8 ranks traced'); None otherwise."""
     ranks, world = report.run.ranks or 0, report.run.world_size or 0
-    if report.stragglers or not 0 < ranks < world:
+    if report.stragglers or not 0 <= ranks < world:
         return None
     return f"unknown: {ranks} of {world} ranks traced"
 

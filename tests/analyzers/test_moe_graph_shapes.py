@@ -92,7 +92,8 @@ def test_moe_dispatch_combine_are_expert_exchange_from_deepep(sample_db: Path) -
         assert c["exposed_ms"] + c["straggler_wait_ms"] + c["bubble_ms"] + c["overlapped_ms"] \
             == pytest.approx(c["time_ms"], abs=1e-6)
     assert sum(c["time_ms"] for c in ep) > 4 * exposed
-    assert r["collective_matching"] == {"stream_order": 4 * 3 * 40}  # 32 + 8 layout a step
+    # 32 exchange calls a step matched; the 8 layout calls are per rank (local)
+    assert r["collective_matching"] == {"stream_order": 4 * 3 * 32, "local": 4 * 3 * 8}
     assert r["breakdown_ms"]["straggler_wait"] > 0  # uneven expert load: early ranks wait
 
 
@@ -139,7 +140,7 @@ def test_ep_matching_without_an_expert_label_uses_the_only_group(tmp_path: Path)
     path = rewrite("moe_ep", tmp_path / "nolabel", _subset)
     db = tmp_path / "n.duckdb"
     stepscope.ingest_run(path, db=db, run="n")
-    assert report(db, "n")["collective_matching"] == {"stream_order": 480}
+    assert report(db, "n")["collective_matching"] == {"stream_order": 384, "local": 96}
     assert_matches_truth(db, "n", "moe_ep", {c: (c,) for c in CATEGORIES})
 
 
@@ -162,7 +163,8 @@ def test_ep_kernels_unmatched_when_the_group_is_unknown_or_partial(tmp_path: Pat
               "straggler_wait": (), "idle": ("idle",)}
     for run in ("two", "part"):
         r = report(db, run)
-        assert r["collective_matching"] == {"unmatched": (4 if run == "two" else 3) * 120}
+        ranks = 4 if run == "two" else 3  # per rank: 3 steps x (32 exchange + 8 layout)
+        assert r["collective_matching"] == {"unmatched": ranks * 96, "local": ranks * 24}
         assert any("not matched across ranks" in n for n in r["notes"])
         with stepscope.open(db) as store:
             got = store.table("step_attribution", run=run)

@@ -5,7 +5,9 @@
 -- writes collective_waits for every rank, and clears the run's rows of the per-rank
 -- attribution tables, which attribution/attribution.sql then fills batch by batch of
 -- ranks (analyzers/breakdown/attribution.py). Leaves the temp table a_waits for those batches.
--- Parameters: $run.
+-- Parameters: $run; $local_ops, the 'library op' of communication kernels that run on each
+-- rank alone (analyzers/comm/local_ops.py: DeepEP's get_dispatch_layout): never matched
+-- across ranks (match_method 'local': no instance, no arrival order, no straggler wait).
 
 DELETE FROM recompute_ops WHERE run = $run;
 DELETE FROM collective_waits WHERE run = $run;
@@ -72,6 +74,7 @@ WITH calls AS (
     WHERE c.run = $run AND c.source = 'comm_kernel' AND g.members IS NOT NULL
       AND c.step IS NOT NULL AND c.work_start_ns IS NOT NULL AND NOT c.is_p2p
       AND c.collective NOT IN ('barrier', 'wait', 'unknown')
+      AND NOT list_contains($local_ops, c.library || ' ' || c.comm_op)
 ), families AS (
     SELECT gkey, library, comm_op, step
     FROM (SELECT DISTINCT gkey, members, rank, library, comm_op, step, n FROM calls)
@@ -104,7 +107,9 @@ SELECT
     END AS instance_key,
     CASE
         WHEN c.source = 'comm_kernel'
-            THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order' ELSE 'unmatched' END
+            THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order'
+                      WHEN list_contains($local_ops, c.library || ' ' || c.comm_op) THEN 'local'
+                      ELSE 'unmatched' END
         WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
         WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
         WHEN c.pg_name IS NOT NULL THEN 'group_order'

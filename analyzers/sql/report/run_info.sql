@@ -3,7 +3,9 @@
 -- and step sources, and the `--ranks` subset. Reads runs, ranks, step_attribution,
 -- run_nodes. Parameter: $run.
 -- A run without profiler traces (NCCL logs alone) takes its world size, hosts and GPU
--- name from the logs: the largest communicator, the logging hosts, nccl-tests' devices.
+-- name from the logs: the largest communicator, the logging hosts, nccl-tests' devices;
+-- logs that name no GPU (NCCL_DEBUG lines give cudaDev and busId only) give
+-- 'GPU (not named in the NCCL logs)'.
 SELECT r.run, r.status,
     CASE WHEN coalesce(r.n_ranks, 0) = 0 AND coalesce(r.world_size, 0) = 0
          THEN (SELECT max(nranks) FROM nccl_comms WHERE run = $run)
@@ -14,7 +16,10 @@ SELECT r.run, r.status,
                                                 ELSE 'GPU (unnamed)' END))
          FROM ranks WHERE run = $run),
         (SELECT mode(d) FROM (SELECT unnest(devices) AS d FROM nccl_bench_summary
-                              WHERE run = $run AND coalesce(r.n_ranks, 0) = 0))) AS device,
+                              WHERE run = $run AND coalesce(r.n_ranks, 0) = 0)),
+        (SELECT 'GPU (not named in the NCCL logs)' FROM nccl_comms
+         WHERE run = $run AND coalesce(r.n_ranks, 0) = 0 AND cuda_dev IS NOT NULL
+         LIMIT 1)) AS device,
     coalesce(
         (SELECT list(DISTINCT host ORDER BY host) FROM ranks
          WHERE run = $run AND host IS NOT NULL),
