@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 from stepscope.analyzers.results import Layout
+from stepscope.dashboard.render.kernel_names import ELLIPSIS, fitted, forms, middle_cut
 
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML
@@ -93,38 +94,50 @@ def rank_list_short(ranks: Sequence[int], limit: int = 12) -> str:
     return shown + (f", … ({len(ranks)} ranks)" if len(ranks) > limit else "")
 
 
-ELLIPSIS = "…"
-
-
 def short_name(name: str, width: int = 80) -> str:
-    """A kernel or op name shortened for display, never cut from the end: templates'
-    `(anonymous namespace)` reads `(anon)`, then the middle gives way, so both the start
-    and the end (tile sizes, suffixes, argument lists) survive. JSON keeps full names."""
-    shown = name.replace("(anonymous namespace)", "(anon)")
-    if len(shown) <= width:
-        return shown
-    keep = max(2, width - len(ELLIPSIS))
-    head = (keep + 1) // 2
-    return shown[:head] + ELLIPSIS + shown[len(shown) - (keep - head):]
+    """A kernel or op name shortened for display (render/kernel_names.py): templates'
+    `(anonymous namespace)` reads `(anon)`, then the parameter list, nested template
+    arguments, the return type, outer namespaces and the template arguments give way
+    in that order until it fits, and only then the middle is cut. JSON keeps full names."""
+    return fitted(name, width)
 
 
 def short_names(names: list[str], width: int = 80) -> list[str]:
-    """`short_name` of each; where two distinct names would read the same, each keeps the
-    text around its first difference from the others too, so distinct kernels never show
-    as one (eight GEMMs that differ only in a tile size in mid-name stay eight)."""
+    """`short_name` of each; where two distinct names would read the same, the group
+    shows the most shortened form in which they still differ, cut around the first
+    difference, so distinct kernels never show as one ('internode::dispatch<false, 8,
+    false, 8>(…)' and '<false, 8, true, 8>(…)' stay two). Any still alike: full names."""
     out = [short_name(n, width) for n in names]
-    full = [n.replace("(anonymous namespace)", "(anon)") for n in names]
+    for idx in _alike(out, names):
+        for i, shown in zip(idx, _told_apart([names[i] for i in idx], width), strict=True):
+            out[i] = shown
+    while groups := _alike(out, names):
+        for idx in groups:
+            for i in idx:
+                out[i] = names[i]
+    return out
+
+
+def _alike(shown: list[str], names: list[str]) -> list[list[int]]:
+    """Indexes of the distinct names that show as the same text, grouped by that text."""
     groups: dict[str, list[int]] = {}
-    for i, shown in enumerate(out):
-        groups.setdefault(shown, []).append(i)
-    for idx in groups.values():
-        if len({names[i] for i in idx}) < 2:
-            continue
-        for i in idx:
-            at = min(_first_difference(full[i], full[j]) for j in idx if names[j] != names[i])
-            out[i] = _keep_around(full[i], width, at)
-    if len(set(out)) < len(set(names)):  # still alike: the full names
-        out = [n if out.count(s) > 1 else s for n, s in zip(full, out, strict=True)]
+    for i, text in enumerate(shown):
+        groups.setdefault(text, []).append(i)
+    return [idx for idx in groups.values() if len({names[i] for i in idx}) > 1]
+
+
+def _told_apart(names: list[str], width: int) -> list[str]:
+    """Each of `names` (a group that shortens to one text) at the most shortened step
+    where the distinct ones still differ, kept around its first difference."""
+    steps = [forms(n) for n in names]
+    level = next((k for k in range(len(steps[0]) - 1, -1, -1)
+                  if len({s[k] for s in steps}) == len(set(names))), 0)
+    at_level = [s[level] for s in steps]
+    out = []
+    for text in at_level:
+        others = [o for o in at_level if o != text]
+        at = min((_first_difference(text, o) for o in others), default=0)
+        out.append(_keep_around(text, width, at))
     return out
 
 
@@ -132,7 +145,7 @@ def numbered_names(names: list[str], width: int = 40) -> list[str]:
     """'1. name', '2. name'... for a ranked list (chart bars, table rows): `short_names`
     keeps distinct names distinct where it can within `width`, and the number does the
     rest, so no name is ever longer than `width` (the full names go in the hover)."""
-    return [f"{i}. {short_name(n, width)}"
+    return [f"{i}. {middle_cut(n, width)}"
             for i, n in enumerate(short_names(names, width), start=1)]
 
 
