@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
-from dashboard_helpers import SIMULATED, app_test, no_exception
+from dashboard_helpers import SIMULATED, app_test, no_exception, texts
+
+from stepscope.analyzers.report import build_report
 
 pytestmark = pytest.mark.slow  # renders pages of ingested runs
 
@@ -35,3 +38,23 @@ def test_op_kinds_name_their_dtype_once(monkeypatch: pytest.MonkeyPatch, sample_
     assert all(name.count("bf16") <= 1 for name in kinds), kinds.to_list()
     shapes = next(d.value for d in at.dataframe if "M x N x K" in d.value.columns)["M x N x K"]
     assert all(name.endswith(" bf16") for name in shapes), shapes.to_list()
+
+
+def test_gains_lead_with_ms_and_share_of_the_step(monkeypatch: pytest.MonkeyPatch,
+                                                  sample_db: Path) -> None:
+    """Each recommendation's gain reads in ms/step and its share of the step before MFU
+    points (a third of the step must not read as '+0.014 pts'): straggler's 'replace
+    rank 3' is 4.02 of 17.70 ms = 22.7% (17.70 ms: the simulator's step time)."""
+    truth = json.loads((SIMULATED / "straggler" / "ground_truth.json").read_text())["mfu"]
+    con = duckdb.connect(str(sample_db), read_only=True)
+    report = build_report(con, "straggler")
+    con.close()
+    assert report.step_time_ms == pytest.approx(truth["step_time_ms"], abs=0.01)
+    at = app_test(monkeypatch, sample_db, page="overview", run="straggler")
+    at.run()
+    no_exception(at)
+    shown = texts(at)
+    for rec in report.recommendations[:5]:
+        share = 100 * rec.expected_gain_ms / truth["step_time_ms"]
+        assert f"{rec.expected_gain_ms:.2f} ms/step ({share:.1f}% of the step)" in shown
+    assert "4.02 ms/step (22.7% of the step), about +9.7 MFU points" in shown
