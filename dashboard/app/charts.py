@@ -415,17 +415,41 @@ class TrendPoint:
     mfu: float | None
     step_time_ms: float | None
     breakdown_ms: Breakdown | None
+    series: str | None = None  # the job it belongs to; None: the one job of the chart
+
+
+def _mfu_series(points: Sequence[TrendPoint]
+                ) -> list[tuple[str, list[TrendPoint], str]]:
+    """(legend label, points, Plotly mode) of the MFU traces: one line per series of two
+    runs or more, the runs alone in their series as points of one marker trace."""
+    names = list(dict.fromkeys(p.series for p in points))
+    if len(names) == 1:
+        return [("MFU", list(points), "lines+markers")]
+    out = []
+    for name in names:
+        mine = [p for p in points if p.series == name]
+        if len(mine) > 1:
+            out.append((f"MFU: {name}, …", mine, "lines+markers"))
+    alone = [p for p in points if sum(q.series == p.series for q in points) == 1]
+    if alone:
+        out.append(("MFU: runs with no other of their job", alone, "markers"))
+    return out
 
 
 def trends(points: Sequence[TrendPoint], title: str) -> go.Figure:
-    """MFU over time (line) above the breakdown per run (stacked bars)."""
+    """MFU over time above the breakdown per run (stacked bars): a line per series (the
+    runs of one job), a series of one run a lone point; only one job's MFU is a trend."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("MFU (%)", "ms per step"))
     x = [chart_text(p.run) for p in points]
-    fig.add_scatter(x=x, y=[None if p.mfu is None else 100 * p.mfu for p in points],
-                    mode="lines+markers", name="MFU", marker_color="#333", row=1, col=1)
+    for label, mine, mode in _mfu_series(points):
+        fig.add_scatter(x=[chart_text(p.run) for p in mine],
+                        y=[None if p.mfu is None else 100 * p.mfu for p in mine], mode=mode,
+                        name=chart_text(label), row=1, col=1,
+                        marker_color="#333" if mode == "markers" or label == "MFU" else None)
+    fig.update_xaxes(categoryorder="array", categoryarray=x)
     for cat in CATEGORIES:
         fig.add_bar(x=x, y=[p.breakdown_ms.ms(cat) if p.breakdown_ms else None
                             for p in points], name=CATEGORY_LABELS[cat],

@@ -58,3 +58,30 @@ def test_gains_lead_with_ms_and_share_of_the_step(monkeypatch: pytest.MonkeyPatc
         share = 100 * rec.expected_gain_ms / truth["step_time_ms"]
         assert f"{rec.expected_gain_ms:.2f} ms/step ({share:.1f}% of the step)" in shown
     assert "4.02 ms/step (22.7% of the step), about +9.7 MFU points" in shown
+
+
+def _device(run: str) -> str:
+    config = json.loads((SIMULATED / run / "ground_truth.json").read_text())["config"]
+    return str(config["device_name"])
+
+
+def test_trends_join_only_one_jobs_runs(monkeypatch: pytest.MonkeyPatch,
+                                        sample_db: Path) -> None:
+    """Without a nightly history, Trends draws a line only through runs of one job: the
+    simulated runs a line joins have one model.json and one device (the simulator's
+    files, not the project's reading of them); the others are lone points."""
+    at = app_test(monkeypatch, sample_db, page="trends")
+    at.run()
+    no_exception(at)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    mfu = [t for t in fig["data"] if t["type"] == "scatter"]
+    lines = [t["x"] for t in mfu if "lines" in t["mode"]]
+    alone = [x for t in mfu if t["mode"] == "markers" for x in t["x"]]
+    assert len(lines) > 1 and {"diff_base", "diff_scaled"} <= set(next(
+        x for x in lines if "diff_base" in x))
+    assert "fp32_v100" in alone  # the only V100 run
+    for runs in lines:
+        simulated = [r for r in runs if (SIMULATED / r / "model.json").is_file()]
+        specs = {(SIMULATED / r / "model.json").read_text() for r in simulated}
+        assert len(specs) <= 1 and len({_device(r) for r in simulated}) <= 1, runs
+    assert sorted(x for t in mfu for x in t["x"]) == sorted(at.dataframe[0].value["run"])
