@@ -30,7 +30,7 @@ from stepscope.dashboard.render.format import (
     short_name,
 )
 from stepscope.dashboard.render.format import points as fmt_points
-from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS, peak_source
 
 COLORS = {
     "compute": "#2e8b57", "recompute": "#8fd19e", "exposed_comm": "#d62728",
@@ -245,7 +245,8 @@ def bus_bandwidth(report: Report) -> go.Figure:
                   height=max(260, 30 * len(rows) + 120))
     fig.add_bar(name="link peak", orientation="h", y=labels,
                 x=[c.link_peak_gbs or 0.0 for c in rows], marker_color="#dddddd",
-                text=[c.link for c in rows], textposition="inside")
+                text=[c.link + (" (assumed peak)" if (peak_source(c) or "").startswith(
+                    "assumed") else "") for c in rows], textposition="inside")
     fig.add_bar(name="achieved", orientation="h", y=labels, x=[c.bus_bw_gbs for c in rows],
                 marker_color=COLORS["memory"], width=0.4)
     fig.update_yaxes(autorange="reversed")

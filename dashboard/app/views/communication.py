@@ -13,7 +13,7 @@ from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.views import alltoall
 from stepscope.dashboard.app.widgets import chart_and_table, plain, table
-from stepscope.dashboard.render.labels import COMM_SPLIT, group_name
+from stepscope.dashboard.render.labels import COMM_SPLIT, group_name, peak_source
 
 TITLE = "Communication"
 HEADER = "Communication"
@@ -52,7 +52,7 @@ def link_table(report: Report) -> pl.DataFrame:
         "size": c.group_size,
         "MB/step": None if c.bytes_per_step is None else round(c.bytes_per_step / 1e6, 2),
         "bus GB/s": None if c.bus_bw_gbs is None else round(c.bus_bw_gbs, 1),
-        "link": c.link, "peak GB/s": c.link_peak_gbs,
+        "link": c.link, "peak GB/s": c.link_peak_gbs, "peak from": peak_source(c),
         "use": None if c.link_utilization is None else round(c.link_utilization, 3),
         "crosses nodes": c.crosses_nodes,
     } for c in report.collectives])
@@ -72,6 +72,9 @@ LINK_HELP = {
         "point-to-point send/recv, whose kernel time includes the wait for the peer"),
     "use": st.column_config.NumberColumn(
         "use", help="bus bandwidth as a share of the link's peak"),
+    "peak from": st.column_config.TextColumn(
+        "peak from", help="NVLink's peak is the device's, from the peak table; a network "
+        "or socket peak is assumed, not measured, so 'use' is only as good as it"),
 }
 
 
