@@ -4,6 +4,7 @@ nothing the models do not hold; they only choose marks, colours and labels."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -96,9 +97,45 @@ def waterfall_shares(report: Report, short: bool = False) -> list[str]:
     return out
 
 
+WATERFALL_TOP = 118.0   # the y range's top: room above the peak's bar for its label
+LINE_UNITS = 5.5        # one 11 px label line in % of peak (about 2.9 px per point at 1000 px)
+LABEL_PAD = 1.5         # clearance from the HFU line, in % of peak
+
+
+def _label_box(anchor: float, yanchor: str, height: float) -> tuple[float, float]:
+    return (anchor - height, anchor) if yanchor == "top" else (anchor, anchor + height)
+
+
+def waterfall_label_places(bars: Sequence[tuple[float, float]], lines: Sequence[int],
+                           hfu: float | None, below_first: Sequence[bool]
+                           ) -> list[tuple[float, str]]:
+    """(y, yanchor) of each waterfall bar's label in % of peak, `bars` as (low, high):
+    below its bar (a loss) or above it (the peak, the MFU), else on the other side,
+    else clear of the HFU line, so that no label is crossed by the HFU line or drops
+    under the axis onto the category labels (the DLRM job's bars all end near 0)."""
+    out = []
+    for (lo, hi), n, below in zip(bars, lines, below_first, strict=True):
+        height = n * LINE_UNITS
+        sides = [(lo, "top"), (hi, "bottom")]
+        tries = [*(sides if below else sides[::-1])]
+        if hfu is not None:
+            tries += [(hfu + 2 * LABEL_PAD, "bottom"), (hfu - 2 * LABEL_PAD, "top")]
+        out.append(next((t for t in tries if _label_fits(_label_box(*t, height), hfu)),
+                        tries[0]))
+    return out
+
+
+def _label_fits(box: tuple[float, float], hfu: float | None) -> bool:
+    lo, hi = box
+    clear = hfu is None or not (lo - LABEL_PAD < hfu < hi + LABEL_PAD)
+    return lo >= 0 and hi <= WATERFALL_TOP and clear
+
+
 def mfu_waterfall(report: Report) -> go.Figure:
     """From 100% of peak down to the MFU: the points lost at each stage, with the share
-    of the step each stage's time took."""
+    of the step each stage's time took. The labels are placed here, not by Plotly, so
+    none is crossed by the HFU line or printed over the category labels
+    (waterfall_label_places)."""
     mfu: Mfu = report.mfu
     steps = list(mfu.waterfall)
     shares = waterfall_shares(report, short=True)
@@ -107,26 +144,34 @@ def mfu_waterfall(report: Report) -> go.Figure:
     fig = _figure(f"MFU {pct(mfu.mfu or 0)}: points lost per stage (share of the step "
                   "under each)",
                   yaxis_title="% of peak", showlegend=mfu.hfu is not None, height=480,
-                  uniformtext={"minsize": 11, "mode": "show"},
                   legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
                           "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"})
-    fig.add_trace(go.Waterfall(showlegend=False,
-        x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
+    x = ["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"]
+    texts = ["100", *[f"{fmt_points(w.points)}<br>{sh}" for w, sh in
+                      zip(steps, shares, strict=True)], fixed(100 * (mfu.mfu or 0))]
+    fig.add_trace(go.Waterfall(showlegend=False, x=x,
         measure=["absolute", *["relative"] * len(steps), "total"],
         y=[100.0, *[w.points for w in steps], 0.0],
-        text=["100", *[f"{fmt_points(w.points)}<br>{sh}" for w, sh in
-                       zip(steps, shares, strict=True)], fixed(100 * (mfu.mfu or 0))],
         customdata=["", *shares, ""],
         hovertemplate="%{x}: %{y:.3g} points (%{customdata})<extra></extra>",
-        textposition="outside", textfont={"size": 11}, cliponaxis=False,
+        textposition="none", cliponaxis=False,
         connector={"line": {"color": "#999"}},
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         totals={"marker": {"color": COLORS["compute"]}},
         increasing={"marker": {"color": COLORS["compute"]}}))
-    fig.update_yaxes(range=[0, 118])
-    if mfu.hfu is not None:
+    fig.update_yaxes(range=[0, WATERFALL_TOP])
+    hfu = None if mfu.hfu is None else 100 * mfu.hfu
+    levels = list(itertools.accumulate([100.0, *[w.points for w in steps]]))
+    bars = [(0.0, 100.0), *[(min(a, b), max(a, b)) for a, b in itertools.pairwise(levels)],
+            (0.0, 100 * (mfu.mfu or 0))]
+    places = waterfall_label_places(bars, [1, *[2] * len(steps), 1], hfu,
+                                    [False, *[True] * len(steps), False])
+    for name, text, (y, anchor) in zip(x, texts, places, strict=True):
+        fig.add_annotation(x=name, y=y, yanchor=anchor, text=text, showarrow=False,
+                           font={"size": 11, "color": "#444"})
+    if hfu is not None:
         # named in the legend, not on the line: a label on the line sits on the bars
-        fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555")
+        fig.add_hline(y=hfu, line_dash="dot", line_color="#555")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
                                  name=f"HFU {pct(mfu.hfu)} (dotted line)",
                                  line={"dash": "dot", "color": "#555"}))

@@ -4,6 +4,7 @@ say a thing once."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -103,3 +104,50 @@ def test_assumed_link_peaks_say_so(monkeypatch: pytest.MonkeyPatch, sample_db: P
                if "Bus bandwidth" in c.proto.spec)
     peaks = next(t for t in fig["data"] if t.get("name") == "link peak")
     assert "network (assumed peak)" in peaks["text"] and "nvlink" in peaks["text"]
+
+
+def _label_boxes(fig: dict) -> list[tuple[str, float, float]]:
+    """(text, low, high) of the waterfall's labels in % of peak, LINE_UNITS a line."""
+    from stepscope.dashboard.app.charts import LINE_UNITS
+    out = []
+    for a in fig["layout"]["annotations"]:
+        height = LINE_UNITS * (a["text"].count("<br>") + 1)
+        lo = a["y"] - height if a["yanchor"] == "top" else a["y"]
+        out.append((a["text"], lo, lo + height))
+    return out
+
+
+def test_waterfall_labels_clear_the_hfu_line(sample_db: Path) -> None:
+    """straggler: HFU 33.7% ran through the straggler wait's '9.2%' and over the MFU's
+    '33.0'; every label's box now clears the line and stays above the axis."""
+    from stepscope.dashboard.app.charts import LABEL_PAD, mfu_waterfall
+    con = duckdb.connect(str(sample_db), read_only=True)
+    report = build_report(con, "straggler")
+    con.close()
+    assert report.mfu.hfu is not None
+    hfu = 100 * report.mfu.hfu
+    fig = json.loads(mfu_waterfall(report).to_json())
+    boxes = _label_boxes(fig)
+    assert len(boxes) == len(report.mfu.waterfall) + 2
+    assert "9.2%" in next(t for t, _, _ in boxes if t.startswith("-5.0"))
+    for text, lo, hi in boxes:
+        assert lo >= 0 and not (lo - LABEL_PAD < hfu < hi + LABEL_PAD), (text, lo, hi, hfu)
+
+
+def test_tiny_bars_label_above_the_axis() -> None:
+    """PARAM's DLRM job (MFU and HFU 0.027%: every bar after kernel efficiency ends at
+    0.36% of peak or less) printed its labels below the axis over the category names;
+    the numbers are its waterfall's (kernel efficiency -99.64, exposed -0.005, straggler
+    wait -0.14, bubble 0, memory -0.0005, idle -0.19)."""
+    from stepscope.dashboard.app.charts import LABEL_PAD, LINE_UNITS, waterfall_label_places
+    points = [-99.64, 0.0, -0.005, -0.14, 0.0, -0.0005, -0.19]
+    levels = [100.0]
+    for p in points:
+        levels.append(levels[-1] + p)
+    bars = [(0.0, 100.0), *[(min(a, b), max(a, b)) for a, b in itertools.pairwise(levels)],
+            (0.0, 0.027)]
+    lines = [1, *[2] * len(points), 1]
+    places = waterfall_label_places(bars, lines, 0.027, [False, *[True] * len(points), False])
+    for (y, anchor), n in zip(places, lines, strict=True):
+        lo = y - n * LINE_UNITS if anchor == "top" else y
+        assert lo >= 0 and lo > 0.027 + LABEL_PAD - 1e-9
