@@ -103,14 +103,23 @@ def short_name(name: str, width: int = 80) -> str:
 
 
 def short_names(names: list[str], width: int = 80) -> list[str]:
-    """`short_name` of each; where two distinct names would read the same, the group
-    shows the most shortened form in which they still differ, cut around the first
+    """`short_name` of each; where two distinct names would read the same, each shows
+    its most shortened form in which it differs from the others, cut around a
     difference, so distinct kernels never show as one ('internode::dispatch<false, 8,
-    false, 8>(…)' and '<false, 8, true, 8>(…)' stay two). Any still alike: full names."""
+    false, 8>(…)' and '<false, 8, true, 8>(…)' stay two). Groups that still read alike
+    are told apart together (ln_fwd's and ln_bwd's tile sizes), any left: full names."""
     out = [short_name(n, width) for n in names]
-    for idx in _alike(out, names):
-        for i, shown in zip(idx, _told_apart([names[i] for i in idx], width), strict=True):
-            out[i] = shown
+    group_of = {i: set(idx) for idx in _alike(out, names) for i in idx}
+    for _ in range(3):  # a group told apart may now read like another: both together
+        groups = _alike(out, names)
+        if not groups:
+            break
+        for idx in groups:
+            members = sorted(set().union(*(group_of.get(i, {i}) for i in idx)))
+            for i, shown in zip(members, _told_apart([names[i] for i in members], width),
+                                strict=True):
+                out[i] = shown
+                group_of[i] = set(members)
     while groups := _alike(out, names):
         for idx in groups:
             for i in idx:
@@ -127,17 +136,17 @@ def _alike(shown: list[str], names: list[str]) -> list[list[int]]:
 
 
 def _told_apart(names: list[str], width: int) -> list[str]:
-    """Each of `names` (a group that shortens to one text) at the most shortened step
-    where the distinct ones still differ, kept around its first difference."""
+    """Each of `names` (a group that shortens to one text) at its most shortened step
+    where it differs from every other distinct name of the group at that step, kept
+    around its first difference from each of them (_keep_spans)."""
     steps = [forms(n) for n in names]
-    level = next((k for k in range(len(steps[0]) - 1, -1, -1)
-                  if len({s[k] for s in steps}) == len(set(names))), 0)
-    at_level = [s[level] for s in steps]
     out = []
-    for text in at_level:
-        others = [o for o in at_level if o != text]
-        at = min((_first_difference(text, o) for o in others), default=0)
-        out.append(_keep_around(text, width, at))
+    for i, mine in enumerate(steps):
+        others = [s for j, s in enumerate(steps) if names[j] != names[i]]
+        level = next((k for k in range(len(mine) - 1, -1, -1)
+                      if all(o[k] != mine[k] for o in others)), 0)
+        at = [_first_difference(mine[level], o[level]) for o in others]
+        out.append(_keep_spans(mine[level], width, at))
     return out
 
 
@@ -154,18 +163,26 @@ def _first_difference(a: str, b: str) -> int:
                 min(len(a), len(b)))
 
 
-def _keep_around(name: str, width: int, at: int) -> str:
-    """`name` in about `width` characters: its start, the text around index `at`, its end."""
+MAX_SPANS = 3  # differences kept in a name shortened to tell it apart
+
+
+def _keep_spans(name: str, width: int, at: list[int]) -> str:
+    """`name` in at most `width` characters: its start, the text around each index of
+    `at` (up to MAX_SPANS of them, the earliest first), its end, '…' between."""
     if len(name) <= width:
         return name
-    third = max(4, (width - 2) // 3)
-    lo = min(max(third, at - third // 2), len(name) - 2 * third)
-    hi = lo + third
-    if lo <= third:
-        return name[:hi] + ELLIPSIS + name[len(name) - third:]
-    if hi >= len(name) - third:
-        return name[:third] + ELLIPSIS + name[lo:]
-    return name[:third] + ELLIPSIS + name[lo:hi] + ELLIPSIS + name[len(name) - third:]
+    where = sorted(set(at))[:MAX_SPANS]
+    parts = len(where) + 2
+    piece = max(3, (width - parts + 1) // parts)
+    spans = [(0, piece), *[(max(0, a - piece // 2), max(0, a - piece // 2) + piece)
+                           for a in where], (len(name) - piece, len(name))]
+    merged: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, min(hi, len(name))])
+    return ELLIPSIS.join(name[lo:hi] for lo, hi in merged)
 
 
 def layout_degrees(lay: Layout, times: str = "x") -> str:

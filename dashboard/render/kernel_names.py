@@ -10,17 +10,19 @@ is skipped, never guessed at."""
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
 ANON = ("(anonymous namespace)", "(anon)")
 RETURN_TYPE = "void "
-KEPT_QUALIFIERS = 2  # 'internode::dispatch' of 'dpsk::ep::internode::dispatch'
+_QUALIFIERS = re.compile(r"(?:[A-Za-z_]\w*::)+")  # 'dpsk::ep::internode::' before a name
 
 
 def forms(name: str) -> list[str]:
     """`name` (anonymous namespaces read `(anon)`), then after each shortening step in
     turn, one form per step even where a step changes nothing (so two names' forms
     compare step by step): parameters -> `(…)`, nested template arguments -> `<…>`, no
-    return type, only the last qualifiers, all template arguments -> `<…>`."""
+    return type, only each name's last qualifier, all template arguments -> `<…>`."""
     out = [name.replace(*ANON)]
     for step in (_no_parameters, _no_nested_templates, _no_return_type, _last_qualifiers,
                  _no_templates):
@@ -95,16 +97,11 @@ def _no_return_type(name: str) -> str:
 
 
 def _last_qualifiers(name: str) -> str:
-    """'a::b::c::f<…>(…)' -> 'c::f<…>(…)': the qualifiers before the template arguments
-    or parameters, all but the last KEPT_QUALIFIERS parts dropped."""
-    cut = min((i for i in (name.find("<"), name.find("(")) if i >= 0), default=len(name))
-    head = name[:cut]
-    if " " in head:
-        return name
-    parts = head.split("::")
-    if len(parts) <= KEPT_QUALIFIERS:
-        return name
-    return "::".join(parts[-KEPT_QUALIFIERS:]) + name[cut:]
+    """Every qualified name with only its last qualifier, template arguments included:
+    'dpsk::ep::internode::dispatch' -> 'internode::dispatch',
+    'device_kernel<dpsk::grouped_gemm::cuda::fp8_ptp128c::GemmKernel>' ->
+    'device_kernel<fp8_ptp128c::GemmKernel>'."""
+    return _QUALIFIERS.sub(lambda m: m.group(0).split("::")[-2] + "::", name)
 
 
 def middle_cut(shown: str, width: int) -> str:

@@ -21,12 +21,31 @@ DEEPSEEK = (Path(__file__).resolve().parents[1] / "data" / "deepseek-ai_profile-
             / "train.json.gz")
 
 
-def deepep_kernels() -> list[str]:
-    """The DeepEP kernel names of the real trace, in first-seen order."""
+def kernels() -> list[str]:
+    """Every kernel name of the real trace, in first-seen order."""
     with gzip.open(DEEPSEEK, "rt") as fh:
         events = json.load(fh)["traceEvents"]
-    names = (e.get("name", "") for e in events if e.get("cat") == "kernel")
-    return list(dict.fromkeys(n for n in names if n.startswith("void dpsk::ep::")))
+    return list(dict.fromkeys(e["name"] for e in events if e.get("cat") == "kernel"))
+
+
+def deepep_kernels() -> list[str]:
+    """The DeepEP kernel names of the real trace, in first-seen order."""
+    return [n for n in kernels() if n.startswith("void dpsk::ep::")]
+
+
+@pytest.mark.parametrize("width", [30, 40, 60])
+def test_every_real_kernel_stays_apart_within_the_width(width: int) -> None:
+    """All 89 kernels of the trace: layer_norm's ln_fwd and ln_bwd at three tile sizes
+    (differing only in nested template arguments), three cutlass GemmKernels differing
+    in a namespace inside the template, at::native reduce kernels of four dtypes: every
+    one distinct and within the width (the Kernels page showed three GemmKernels as
+    'void cutlass::device…GemmKernel::Params)')."""
+    names = kernels()
+    shown = short_names(names, width)
+    assert len(names) == 89 and len(set(shown)) == 89
+    assert all(len(s) <= width for s in shown)
+    gemms = [s for n, s in zip(names, shown, strict=True) if "GemmKernel>" in n]
+    assert len(gemms) == 3 and not any(s.startswith("void") for s in gemms)
 
 
 @pytest.fixture(scope="module")
