@@ -78,8 +78,16 @@ def step_breakdown(report: Report) -> go.Figure:
 def rank_breakdown(report: Report) -> go.Figure:
     """Per rank, grouped by host: each rank's mean complete step."""
     ranks = sorted(report.per_rank, key=lambda r: (r.host or "", r.rank))
-    return stacked_breakdown([(r.host or "?", f"rank {r.rank}") for r in ranks],
-                             [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
+    fig = stacked_breakdown([(r.host or "unknown host", f"rank {r.rank}") for r in ranks],
+                            [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
+    # the legend above the bars: below them, rotated rank labels push the host row
+    # under it (16 ranks on 4 hosts at 1000 px)
+    # under the title, which then sits at the top (Plotly centres it in the margin)
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+                      margin={"l": 10, "r": 10, "t": 110, "b": 10},
+                      title={"y": 1.0, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 10}})
+    return fig
 
 
 def waterfall_shares(report: Report, short: bool = False) -> list[str]:

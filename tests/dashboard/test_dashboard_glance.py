@@ -151,3 +151,30 @@ def test_tiny_bars_label_above_the_axis() -> None:
     for (y, anchor), n in zip(places, lines, strict=True):
         lo = y - n * LINE_UNITS if anchor == "top" else y
         assert lo >= 0 and lo > 0.027 + LABEL_PAD - 1e-9
+
+
+def test_timeline_counts_the_ranks_it_shows(monkeypatch: pytest.MonkeyPatch,
+                                            sample_db: Path) -> None:
+    """diff_scaled has 16 ranks; beside the step the chips were cut after rank 10 with no
+    word of the other five: the control now has the whole width and a caption counts
+    the ranks shown."""
+    at = app_test(monkeypatch, sample_db, page="timeline", run="diff_scaled")
+    at.run()
+    no_exception(at)
+    chosen = next(m for m in at.multiselect if m.key == "tl_ranks_diff_scaled").value
+    assert len(chosen) == 16
+    assert "16 of 16 ranks shown: 0, 1, 2, 3, 4, 5, 6, 7, … (16 ranks)" in texts(at)
+
+
+def test_rank_legend_sits_above_the_host_labels(sample_db: Path) -> None:
+    """Per rank, grouped by host: the legend above the bars (below them, the rotated rank
+    labels pushed diff_scaled's host row under it at 1000 px)."""
+    from stepscope.dashboard.app.charts import rank_breakdown
+    con = duckdb.connect(str(sample_db), read_only=True)
+    report = build_report(con, "diff_scaled")
+    con.close()
+    fig = json.loads(rank_breakdown(report).to_json())
+    legend = fig["layout"]["legend"]
+    assert legend["y"] >= 1 and legend["yanchor"] == "bottom"
+    hosts = fig["data"][0]["x"][0]
+    assert len(set(hosts)) == 4 and "?" not in hosts
