@@ -299,7 +299,8 @@ def bus_bandwidth(report: Report) -> go.Figure:
     fig.add_bar(name="link peak", orientation="h", y=labels,
                 x=[c.link_peak_gbs or 0.0 for c in rows], marker_color="#dddddd",
                 text=[c.link + (" (assumed peak)" if (peak_source(c) or "").startswith(
-                    "assumed") else "") for c in rows], textposition="inside")
+                    "assumed") else "") for c in rows], textposition="auto",
+                textangle=0, cliponaxis=False)
     fig.add_bar(name="achieved", orientation="h", y=labels, x=[c.bus_bw_gbs for c in rows],
                 marker_color=COLORS["memory"], width=0.4)
     fig.update_yaxes(autorange="reversed")

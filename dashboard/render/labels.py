@@ -45,10 +45,10 @@ def peak_source(c: CollectiveStat) -> str | None:
     if c.link_peak_gbs is None:
         return None
     if c.link == "nvlink":
-        return "peak table"
+        return "from the peak table"
     if c.link == "socket":
-        return "assumed: TCP over a 100 GbE NIC"
-    return "assumed: one 400 Gb/s NIC per GPU"
+        return "assumed (TCP over a 100 GbE NIC)"
+    return "assumed (one 400 Gb/s NIC per GPU)"
 
 
 def idle_shown(report: Report) -> bool:

@@ -52,7 +52,7 @@ def link_table(report: Report) -> pl.DataFrame:
         "size": c.group_size,
         "MB/step": None if c.bytes_per_step is None else round(c.bytes_per_step / 1e6, 2),
         "bus GB/s": None if c.bus_bw_gbs is None else round(c.bus_bw_gbs, 1),
-        "link": c.link, "peak GB/s": c.link_peak_gbs, "peak from": peak_source(c),
+        "link": c.link, "peak GB/s": c.link_peak_gbs,
         "use": None if c.link_utilization is None else round(c.link_utilization, 3),
         "crosses nodes": c.crosses_nodes,
     } for c in report.collectives])
@@ -72,10 +72,21 @@ LINK_HELP = {
         "point-to-point send/recv, whose kernel time includes the wait for the peer"),
     "use": st.column_config.NumberColumn(
         "use", help="bus bandwidth as a share of the link's peak"),
-    "peak from": st.column_config.TextColumn(
-        "peak from", help="NVLink's peak is the device's, from the peak table; a network "
-        "or socket peak is assumed, not measured, so 'use' is only as good as it"),
 }
+
+
+def peak_caption(report: Report) -> str | None:
+    """Where the table's link peaks come from, one clause per link and peak: NVLink's
+    from the device's peak table, a network or socket peak assumed (never measured), so
+    a reader weighs 'use' by it."""
+    said = dict.fromkeys(f"{c.link} {c.link_peak_gbs:.0f} GB/s {peak_source(c)}"
+                         for c in report.collectives if c.link_peak_gbs is not None)
+    if not said:
+        return None
+    assumed = any("assumed" in s for s in said)
+    return ("Link peaks: " + "; ".join(said) + "."
+            + (" An assumed peak is not measured: 'use' is only as good as it." if assumed
+               else ""))
 
 
 def headline(report: Report) -> None:
@@ -126,4 +137,7 @@ def render(ctx: PageContext) -> None:
                         column_config=LINK_HELP)
     else:
         table(links, "traffic and links", "busbw", LINK_HELP)
+    caption = peak_caption(report)
+    if caption:
+        st.caption(plain(caption))
     alltoall.render_section(report.all_to_all)
