@@ -1,6 +1,7 @@
 """Read at a glance (issue 45, point 9), through streamlit's AppTest on the bundled runs:
-controls open on what the report names, no 'None' or '(?)' printed as a value, labels that
-say a thing once."""
+controls open on what the report names, labels that say a thing once, gains in ms and
+share of the step, Trends joining only one job's runs, assumed link peaks said, chart
+labels clear of lines, axes and legends, the Timeline's ranks counted."""
 
 from __future__ import annotations
 
