@@ -29,6 +29,7 @@ from stepscope.analyzers.critical_path.graph import (
     LAUNCH,
     LAUNCH_EDGE,
     LAUNCH_TOL_NS,
+    MISSING,
     NEG,
     NONE,
     OBJ,
@@ -92,13 +93,14 @@ def reference(g: Graph, step: int) -> int | None:
 
 
 def _labels(g: Graph, nodes: I64) -> OBJ:
-    """A node's label: the kernel name, or `collective (group)` for communication."""
+    """A node's label: the kernel name, or `collective (group)` for communication (only
+    `collective` for one of no process group, as DeepEP's: never `all_to_all (?)`)."""
     names = g.name_of(nodes).astype(str)
     groups = g.op_of(nodes)
     comm = g.kind[nodes] != KERNEL
     out = names.astype(object)
-    out[comm] = [f"{nm} ({gr})" if gr else str(nm) for nm, gr in zip(names[comm], groups[comm],
-                                                                  strict=True)]
+    out[comm] = [f"{nm} ({gr})" if gr and gr != MISSING else str(nm)
+                 for nm, gr in zip(names[comm], groups[comm], strict=True)]
     return out
 
 

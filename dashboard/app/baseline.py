@@ -81,6 +81,22 @@ def comparable(a: RunKey, b: RunKey) -> str | None:
     return None
 
 
+def same_job_series(runs: Sequence[str], device_of: Mapping[str, str | None],
+                    key_of: Callable[[str], RunKey]) -> list[list[str]]:
+    """`runs` (oldest first) as series of one job each: a run joins the first series
+    whose first run is on its device and `comparable` with it, else starts its own. A
+    trend joins only a series' runs with a line (two models' MFU are no trend)."""
+    series: list[list[str]] = []
+    for run in runs:
+        home = next((s for s in series if device_of.get(s[0]) == device_of.get(run)
+                     and comparable(key_of(s[0]), key_of(run)) is not None), None)
+        if home is None:
+            series.append([run])
+        else:
+            home.append(run)
+    return series
+
+
 def model_differs(key_a: RunKey, key_b: RunKey, a: Report, b: Report,
                   ops_a: Mapping[str, float], ops_b: Mapping[str, float]) -> bool:
     """Whether the warning says the models differ: by their specs when both have one,

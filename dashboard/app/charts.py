@@ -4,6 +4,7 @@ nothing the models do not hold; they only choose marks, colours and labels."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +31,7 @@ from stepscope.dashboard.render.format import (
     short_name,
 )
 from stepscope.dashboard.render.format import points as fmt_points
-from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS
+from stepscope.dashboard.render.labels import CATEGORY_LABELS, STAGE_LABELS, peak_source
 
 COLORS = {
     "compute": "#2e8b57", "recompute": "#8fd19e", "exposed_comm": "#d62728",
@@ -77,8 +78,16 @@ def step_breakdown(report: Report) -> go.Figure:
 def rank_breakdown(report: Report) -> go.Figure:
     """Per rank, grouped by host: each rank's mean complete step."""
     ranks = sorted(report.per_rank, key=lambda r: (r.host or "", r.rank))
-    return stacked_breakdown([(r.host or "?", f"rank {r.rank}") for r in ranks],
-                             [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
+    fig = stacked_breakdown([(r.host or "unknown host", f"rank {r.rank}") for r in ranks],
+                            [r.breakdown_ms for r in ranks], "Per rank, grouped by host")
+    # the legend above the bars: below them, rotated rank labels push the host row
+    # under it (16 ranks on 4 hosts at 1000 px)
+    # under the title, which then sits at the top (Plotly centres it in the margin)
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+                      margin={"l": 10, "r": 10, "t": 110, "b": 10},
+                      title={"y": 1.0, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 10}})
+    return fig
 
 
 def waterfall_shares(report: Report, short: bool = False) -> list[str]:
@@ -96,9 +105,45 @@ def waterfall_shares(report: Report, short: bool = False) -> list[str]:
     return out
 
 
+WATERFALL_TOP = 118.0   # the y range's top: room above the peak's bar for its label
+LINE_UNITS = 5.5        # one 11 px label line in % of peak (about 2.9 px per point at 1000 px)
+LABEL_PAD = 1.5         # clearance from the HFU line, in % of peak
+
+
+def _label_box(anchor: float, yanchor: str, height: float) -> tuple[float, float]:
+    return (anchor - height, anchor) if yanchor == "top" else (anchor, anchor + height)
+
+
+def waterfall_label_places(bars: Sequence[tuple[float, float]], lines: Sequence[int],
+                           hfu: float | None, below_first: Sequence[bool]
+                           ) -> list[tuple[float, str]]:
+    """(y, yanchor) of each waterfall bar's label in % of peak, `bars` as (low, high):
+    below its bar (a loss) or above it (the peak, the MFU), else on the other side,
+    else clear of the HFU line, so that no label is crossed by the HFU line or drops
+    under the axis onto the category labels (the DLRM job's bars all end near 0)."""
+    out = []
+    for (lo, hi), n, below in zip(bars, lines, below_first, strict=True):
+        height = n * LINE_UNITS
+        sides = [(lo, "top"), (hi, "bottom")]
+        tries = [*(sides if below else sides[::-1])]
+        if hfu is not None:
+            tries += [(hfu + 2 * LABEL_PAD, "bottom"), (hfu - 2 * LABEL_PAD, "top")]
+        out.append(next((t for t in tries if _label_fits(_label_box(*t, height), hfu)),
+                        tries[0]))
+    return out
+
+
+def _label_fits(box: tuple[float, float], hfu: float | None) -> bool:
+    lo, hi = box
+    clear = hfu is None or not (lo - LABEL_PAD < hfu < hi + LABEL_PAD)
+    return lo >= 0 and hi <= WATERFALL_TOP and clear
+
+
 def mfu_waterfall(report: Report) -> go.Figure:
     """From 100% of peak down to the MFU: the points lost at each stage, with the share
-    of the step each stage's time took."""
+    of the step each stage's time took. The labels are placed here, not by Plotly, so
+    none is crossed by the HFU line or printed over the category labels
+    (waterfall_label_places)."""
     mfu: Mfu = report.mfu
     steps = list(mfu.waterfall)
     shares = waterfall_shares(report, short=True)
@@ -107,26 +152,34 @@ def mfu_waterfall(report: Report) -> go.Figure:
     fig = _figure(f"MFU {pct(mfu.mfu or 0)}: points lost per stage (share of the step "
                   "under each)",
                   yaxis_title="% of peak", showlegend=mfu.hfu is not None, height=480,
-                  uniformtext={"minsize": 11, "mode": "show"},
                   legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.0,
                           "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"})
-    fig.add_trace(go.Waterfall(showlegend=False,
-        x=["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"],
+    x = ["peak", *[STAGE_LABELS.get(w.name, w.name) for w in steps], "MFU"]
+    texts = ["100", *[f"{fmt_points(w.points)}<br>{sh}" for w, sh in
+                      zip(steps, shares, strict=True)], fixed(100 * (mfu.mfu or 0))]
+    fig.add_trace(go.Waterfall(showlegend=False, x=x,
         measure=["absolute", *["relative"] * len(steps), "total"],
         y=[100.0, *[w.points for w in steps], 0.0],
-        text=["100", *[f"{fmt_points(w.points)}<br>{sh}" for w, sh in
-                       zip(steps, shares, strict=True)], fixed(100 * (mfu.mfu or 0))],
         customdata=["", *shares, ""],
         hovertemplate="%{x}: %{y:.3g} points (%{customdata})<extra></extra>",
-        textposition="outside", textfont={"size": 11}, cliponaxis=False,
+        textposition="none", cliponaxis=False,
         connector={"line": {"color": "#999"}},
         decreasing={"marker": {"color": COLORS["exposed_comm"]}},
         totals={"marker": {"color": COLORS["compute"]}},
         increasing={"marker": {"color": COLORS["compute"]}}))
-    fig.update_yaxes(range=[0, 118])
-    if mfu.hfu is not None:
+    fig.update_yaxes(range=[0, WATERFALL_TOP])
+    hfu = None if mfu.hfu is None else 100 * mfu.hfu
+    levels = list(itertools.accumulate([100.0, *[w.points for w in steps]]))
+    bars = [(0.0, 100.0), *[(min(a, b), max(a, b)) for a, b in itertools.pairwise(levels)],
+            (0.0, 100 * (mfu.mfu or 0))]
+    places = waterfall_label_places(bars, [1, *[2] * len(steps), 1], hfu,
+                                    [False, *[True] * len(steps), False])
+    for name, text, (y, anchor) in zip(x, texts, places, strict=True):
+        fig.add_annotation(x=name, y=y, yanchor=anchor, text=text, showarrow=False,
+                           font={"size": 11, "color": "#444"})
+    if hfu is not None:
         # named in the legend, not on the line: a label on the line sits on the bars
-        fig.add_hline(y=100 * mfu.hfu, line_dash="dot", line_color="#555")
+        fig.add_hline(y=hfu, line_dash="dot", line_color="#555")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", hoverinfo="skip",
                                  name=f"HFU {pct(mfu.hfu)} (dotted line)",
                                  line={"dash": "dot", "color": "#555"}))
@@ -245,7 +298,9 @@ def bus_bandwidth(report: Report) -> go.Figure:
                   height=max(260, 30 * len(rows) + 120))
     fig.add_bar(name="link peak", orientation="h", y=labels,
                 x=[c.link_peak_gbs or 0.0 for c in rows], marker_color="#dddddd",
-                text=[c.link for c in rows], textposition="inside")
+                text=[c.link + (" (assumed peak)" if (peak_source(c) or "").startswith(
+                    "assumed") else "") for c in rows], textposition="auto",
+                textangle=0, cliponaxis=False)
     fig.add_bar(name="achieved", orientation="h", y=labels, x=[c.bus_bw_gbs for c in rows],
                 marker_color=COLORS["memory"], width=0.4)
     fig.update_yaxes(autorange="reversed")
@@ -415,17 +470,41 @@ class TrendPoint:
     mfu: float | None
     step_time_ms: float | None
     breakdown_ms: Breakdown | None
+    series: str | None = None  # the job it belongs to; None: the one job of the chart
+
+
+def _mfu_series(points: Sequence[TrendPoint]
+                ) -> list[tuple[str, list[TrendPoint], str]]:
+    """(legend label, points, Plotly mode) of the MFU traces: one line per series of two
+    runs or more, the runs alone in their series as points of one marker trace."""
+    names = list(dict.fromkeys(p.series for p in points))
+    if len(names) == 1:
+        return [("MFU", list(points), "lines+markers")]
+    out = []
+    for name in names:
+        mine = [p for p in points if p.series == name]
+        if len(mine) > 1:
+            out.append((f"MFU: {name}, …", mine, "lines+markers"))
+    alone = [p for p in points if sum(q.series == p.series for q in points) == 1]
+    if alone:
+        out.append(("MFU: runs with no other of their job", alone, "markers"))
+    return out
 
 
 def trends(points: Sequence[TrendPoint], title: str) -> go.Figure:
-    """MFU over time (line) above the breakdown per run (stacked bars)."""
+    """MFU over time above the breakdown per run (stacked bars): a line per series (the
+    runs of one job), a series of one run a lone point; only one job's MFU is a trend."""
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("MFU (%)", "ms per step"))
     x = [chart_text(p.run) for p in points]
-    fig.add_scatter(x=x, y=[None if p.mfu is None else 100 * p.mfu for p in points],
-                    mode="lines+markers", name="MFU", marker_color="#333", row=1, col=1)
+    for label, mine, mode in _mfu_series(points):
+        fig.add_scatter(x=[chart_text(p.run) for p in mine],
+                        y=[None if p.mfu is None else 100 * p.mfu for p in mine], mode=mode,
+                        name=chart_text(label), row=1, col=1,
+                        marker_color="#333" if mode == "markers" or label == "MFU" else None)
+    fig.update_xaxes(categoryorder="array", categoryarray=x)
     for cat in CATEGORIES:
         fig.add_bar(x=x, y=[p.breakdown_ms.ms(cat) if p.breakdown_ms else None
                             for p in points], name=CATEGORY_LABELS[cat],

@@ -18,7 +18,8 @@ import streamlit as st
 from stepscope.analyzers.results import Recommendation
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.context import PageContext
-from stepscope.dashboard.render.format import EN_DASH, md_code, md_text, points
+from stepscope.dashboard.render.format import EN_DASH, md_code, md_text
+from stepscope.dashboard.render.report import gain_words
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
@@ -111,14 +112,14 @@ def code(name: str) -> str:
     return md_code(name, table=False)
 
 
-def recommendation_card(rec: Recommendation, link: str | None = None) -> None:
-    """One recommendation as the report words it: title, severity, gain, the evidence
-    (literal: it quotes op names) and the fix; `link` opens the Timeline where it shows."""
-    gain = (f", about {points(rec.expected_mfu_points, signed=True)} MFU points"
-            if rec.expected_mfu_points is not None else "")
+def recommendation_card(rec: Recommendation, link: str | None = None,
+                        step_time_ms: float | None = None) -> None:
+    """One recommendation as the report words it: title, severity, gain (ms/step and its
+    share of `step_time_ms` first, MFU points after), the evidence (literal: it quotes op
+    names) and the fix; `link` opens the Timeline where it shows."""
     with st.container(border=True):
         st.markdown(f"**{plain(rec.title)}** · {plain(rec.severity)} · expected gain "
-                    f"**{rec.expected_gain_ms:.2f} ms/step**{gain}")
+                    f"**{plain(gain_words(rec, step_time_ms))}**")
         st.markdown(f"Evidence: {plain(rec.evidence)}"
                     + (f" · [see it on the Timeline]({link})" if link else ""))
         st.caption(plain(rec.detail))

@@ -118,5 +118,5 @@ def diff_markdown(d: Diff) -> str:
     shown = short_names([o.op for o in d.top_ops], 80)
     out += [f"| {md_code(name)} | {o.a_ms:.3f} | {o.b_ms:.3f} | {o.delta_ms:+.3f} |"
             for name, o in zip(shown, d.top_ops, strict=True)]
-    out += recommendation_lines(d.recommendations)
+    out += recommendation_lines(d.recommendations, d.b.step_time_ms)
     return "\n".join(out) + "\n"

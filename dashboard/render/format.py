@@ -22,6 +22,7 @@ from stepscope.analyzers.numbers import decimals as decimals
 from stepscope.analyzers.numbers import fixed as fixed
 from stepscope.analyzers.numbers import mfu_percent
 from stepscope.analyzers.results import Layout
+from stepscope.dashboard.render.kernel_names import ELLIPSIS, fitted, forms, middle_cut
 
 DASH = "-"       # Markdown and plain text
 EN_DASH = "–"    # HTML
@@ -76,38 +77,59 @@ def rank_list_short(ranks: Sequence[int], limit: int = 12) -> str:
     return shown + (f", … ({len(ranks)} ranks)" if len(ranks) > limit else "")
 
 
-ELLIPSIS = "…"
-
-
 def short_name(name: str, width: int = 80) -> str:
-    """A kernel or op name shortened for display, never cut from the end: templates'
-    `(anonymous namespace)` reads `(anon)`, then the middle gives way, so both the start
-    and the end (tile sizes, suffixes, argument lists) survive. JSON keeps full names."""
-    shown = name.replace("(anonymous namespace)", "(anon)")
-    if len(shown) <= width:
-        return shown
-    keep = max(2, width - len(ELLIPSIS))
-    head = (keep + 1) // 2
-    return shown[:head] + ELLIPSIS + shown[len(shown) - (keep - head):]
+    """A kernel or op name shortened for display (render/kernel_names.py): templates'
+    `(anonymous namespace)` reads `(anon)`, then the parameter list, nested template
+    arguments, the return type, outer namespaces and the template arguments give way
+    in that order until it fits, and only then the middle is cut. JSON keeps full names."""
+    return fitted(name, width)
 
 
 def short_names(names: list[str], width: int = 80) -> list[str]:
-    """`short_name` of each; where two distinct names would read the same, each keeps the
-    text around its first difference from the others too, so distinct kernels never show
-    as one (eight GEMMs that differ only in a tile size in mid-name stay eight)."""
+    """`short_name` of each; where two distinct names would read the same, each shows
+    its most shortened form in which it differs from the others, cut around a
+    difference, so distinct kernels never show as one ('internode::dispatch<false, 8,
+    false, 8>(…)' and '<false, 8, true, 8>(…)' stay two). Groups that still read alike
+    are told apart together (ln_fwd's and ln_bwd's tile sizes), any left: full names."""
     out = [short_name(n, width) for n in names]
-    full = [n.replace("(anonymous namespace)", "(anon)") for n in names]
+    group_of = {i: set(idx) for idx in _alike(out, names) for i in idx}
+    for _ in range(3):  # a group told apart may now read like another: both together
+        groups = _alike(out, names)
+        if not groups:
+            break
+        for idx in groups:
+            members = sorted(set().union(*(group_of.get(i, {i}) for i in idx)))
+            for i, shown in zip(members, _told_apart([names[i] for i in members], width),
+                                strict=True):
+                out[i] = shown
+                group_of[i] = set(members)
+    while groups := _alike(out, names):
+        for idx in groups:
+            for i in idx:
+                out[i] = names[i]
+    return out
+
+
+def _alike(shown: list[str], names: list[str]) -> list[list[int]]:
+    """Indexes of the distinct names that show as the same text, grouped by that text."""
     groups: dict[str, list[int]] = {}
-    for i, shown in enumerate(out):
-        groups.setdefault(shown, []).append(i)
-    for idx in groups.values():
-        if len({names[i] for i in idx}) < 2:
-            continue
-        for i in idx:
-            at = min(_first_difference(full[i], full[j]) for j in idx if names[j] != names[i])
-            out[i] = _keep_around(full[i], width, at)
-    if len(set(out)) < len(set(names)):  # still alike: the full names
-        out = [n if out.count(s) > 1 else s for n, s in zip(full, out, strict=True)]
+    for i, text in enumerate(shown):
+        groups.setdefault(text, []).append(i)
+    return [idx for idx in groups.values() if len({names[i] for i in idx}) > 1]
+
+
+def _told_apart(names: list[str], width: int) -> list[str]:
+    """Each of `names` (a group that shortens to one text) at its most shortened step
+    where it differs from every other distinct name of the group at that step, kept
+    around its first difference from each of them (_keep_spans)."""
+    steps = [forms(n) for n in names]
+    out = []
+    for i, mine in enumerate(steps):
+        others = [s for j, s in enumerate(steps) if names[j] != names[i]]
+        level = next((k for k in range(len(mine) - 1, -1, -1)
+                      if all(o[k] != mine[k] for o in others)), 0)
+        at = [_first_difference(mine[level], o[level]) for o in others]
+        out.append(_keep_spans(mine[level], width, at))
     return out
 
 
@@ -115,7 +137,7 @@ def numbered_names(names: list[str], width: int = 40) -> list[str]:
     """'1. name', '2. name'... for a ranked list (chart bars, table rows): `short_names`
     keeps distinct names distinct where it can within `width`, and the number does the
     rest, so no name is ever longer than `width` (the full names go in the hover)."""
-    return [f"{i}. {short_name(n, width)}"
+    return [f"{i}. {middle_cut(n, width)}"
             for i, n in enumerate(short_names(names, width), start=1)]
 
 
@@ -124,18 +146,26 @@ def _first_difference(a: str, b: str) -> int:
                 min(len(a), len(b)))
 
 
-def _keep_around(name: str, width: int, at: int) -> str:
-    """`name` in about `width` characters: its start, the text around index `at`, its end."""
+MAX_SPANS = 3  # differences kept in a name shortened to tell it apart
+
+
+def _keep_spans(name: str, width: int, at: list[int]) -> str:
+    """`name` in at most `width` characters: its start, the text around each index of
+    `at` (up to MAX_SPANS of them, the earliest first), its end, '…' between."""
     if len(name) <= width:
         return name
-    third = max(4, (width - 2) // 3)
-    lo = min(max(third, at - third // 2), len(name) - 2 * third)
-    hi = lo + third
-    if lo <= third:
-        return name[:hi] + ELLIPSIS + name[len(name) - third:]
-    if hi >= len(name) - third:
-        return name[:third] + ELLIPSIS + name[lo:]
-    return name[:third] + ELLIPSIS + name[lo:hi] + ELLIPSIS + name[len(name) - third:]
+    where = sorted(set(at))[:MAX_SPANS]
+    parts = len(where) + 2
+    piece = max(3, (width - parts + 1) // parts)
+    spans = [(0, piece), *[(max(0, a - piece // 2), max(0, a - piece // 2) + piece)
+                           for a in where], (len(name) - piece, len(name))]
+    merged: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, min(hi, len(name))])
+    return ELLIPSIS.join(name[lo:hi] for lo, hi in merged)
 
 
 def layout_degrees(lay: Layout, times: str = "x") -> str:

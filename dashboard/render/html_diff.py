@@ -94,4 +94,4 @@ def diff_html(d: Diff) -> str:
     """`stepscope diff --format html`."""
     title = f"stepscope diff: {d.a.run} → {d.b.run}"
     return page(title, [f"<h1>{esc(title)}</h1>", *diff_sections(d, "What changed"),
-                        recommendations_section(d.recommendations)])
+                        recommendations_section(d.recommendations, d.b.step_time_ms)])

@@ -31,7 +31,6 @@ from stepscope.dashboard.render.format import (
     mfu_pct,
     num,
     pct,
-    points,
     rank_list_short,
     share,
 )
@@ -56,7 +55,7 @@ from stepscope.dashboard.render.labels import (
 )
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.memory import memory_block
-from stepscope.dashboard.render.report import FAILED_SHOWN
+from stepscope.dashboard.render.report import FAILED_SHOWN, gain_words
 from stepscope.dashboard.render.roofline import roofline_block
 from stepscope.dashboard.render.sections import walk
 from stepscope.dashboard.render.stragglers import no_straggler_line
@@ -182,19 +181,19 @@ def _mfu(report: Report) -> str:
     return section("MFU", f"<ul>{items}</ul>", chart, anchor="mfu")
 
 
-def recommendations_section(recs: Sequence[Recommendation]) -> str:
-    """The advisor's recommendations, most valuable first (also in the diff report)."""
+def recommendations_section(recs: Sequence[Recommendation],
+                            step_time_ms: float | None = None) -> str:
+    """The advisor's recommendations, most valuable first (also in the diff report);
+    `step_time_ms` (the run's, or B's) gives each gain's share of the step."""
     if not recs:
         return section("Recommendations",
                        "<p>None: no category costs enough for a fix to pay off.</p>",
                        anchor="recommendations")
     parts = []
     for r in recs:
-        pts = (f", about {points(r.expected_mfu_points, signed=True)} MFU points"
-               if r.expected_mfu_points is not None else "")
         parts.append(f'<div class="rec {esc(r.severity)}"><b>[{esc(r.severity)}] '
                      f"{esc(r.title)}</b> (<code>{esc(r.id)}</code>): expected gain "
-                     f"{r.expected_gain_ms:.2f} ms/step{pts}.<br>evidence: "
+                     f"{esc(gain_words(r, step_time_ms))}.<br>evidence: "
                      f"{esc(r.evidence)}<br>{esc(r.detail)}</div>")
     return section("Recommendations", *parts, anchor="recommendations")
 
@@ -335,7 +334,7 @@ HTML: dict[str, Callable[[Report], str]] = {
     "breakdown": _breakdown,
     "mfu": _mfu,
     "roofline": lambda r: html(roofline_block(r.roofline)),
-    "recommendations": lambda r: recommendations_section(r.recommendations),
+    "recommendations": lambda r: recommendations_section(r.recommendations, r.step_time_ms),
     "collectives": _communication,
     "all_to_all": lambda r: html(alltoall_block(r.all_to_all)),
     "memory": lambda r: html(memory_block(r.memory, r.run.timeline == "gpu",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from stepscope.analyzers.results import CATEGORIES, STAGES, Report
+from stepscope.analyzers.results import CATEGORIES, STAGES, CollectiveStat, Report
 from stepscope.dashboard.render.format import short_name
 
 CATEGORY_LABELS = {
@@ -37,6 +37,20 @@ COMM_SPLIT = ("Each collective's time = exposed (nothing else ran: the exposed c
 
 
 
+def peak_source(c: CollectiveStat) -> str | None:
+    """Where a collective's link peak comes from, for a label beside it: NVLink's from
+    the device's peak table; every other link's is an assumption the report never
+    measured (analyzers/comm/collectives.py: the network at one 400 Gb/s NIC per GPU,
+    a socket at TCP over 100 GbE). None: no peak."""
+    if c.link_peak_gbs is None:
+        return None
+    if c.link == "nvlink":
+        return "from the peak table"
+    if c.link == "socket":
+        return "assumed (TCP over a 100 GbE NIC)"
+    return "assumed (one 400 Gb/s NIC per GPU)"
+
+
 def idle_shown(report: Report) -> bool:
     """Whether the renderers explain idle (the JSON always has the split): a GPU timeline
     (on a CPU timeline all of idle is `other`) whose idle is at least 1% of the step."""
@@ -46,4 +60,4 @@ def idle_shown(report: Report) -> bool:
 
 __all__ = ["CATEGORIES", "CATEGORY_LABELS", "COMM_SPLIT", "IDLE_LABELS", "IDLE_PARTS",
            "IDLE_SHOWN_SHARE", "STAGES", "STAGE_LABELS", "WATERFALL_LABELS", "group_name",
-           "idle_shown"]
+           "idle_shown", "peak_source"]

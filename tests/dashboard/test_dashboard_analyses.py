@@ -59,8 +59,9 @@ def test_roofline_page_shows_the_models_shares(monkeypatch: pytest.MonkeyPatch,
     assert shown["Kernel time with shapes"] == pct(roof.coverage)
     assert shown["HBM roof"] == "3350 GB/s"
     kinds = at.dataframe[0].value
-    assert list(kinds["op kind"]) == [k.name if k.dtype is None else f"{k.name} {k.dtype}"
-                                      for k in roof.kinds]
+    # an op kind's name says its dtype already: 'GEMMs (bf16)', never '... bf16' again
+    assert list(kinds["op kind"]) == [k.name for k in roof.kinds]
+    assert all(k.dtype is None or k.name.endswith(f"({k.dtype})") for k in roof.kinds)
     assert list(kinds["roof"]) == pytest.approx([k.roof_share for k in roof.kinds], abs=1e-4)
     parts = at.dataframe[1].value
     assert list(parts["points"]) == pytest.approx(

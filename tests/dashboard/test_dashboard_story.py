@@ -133,7 +133,7 @@ def test_overview_figures_are_the_reports(monkeypatch, sample_db):
     assert "points are the MFU regained if its time went away" in text
     # every recommendation with its gain and a link to the Timeline where it shows
     for rec in report.recommendations[:5]:
-        assert f"**{rec.expected_gain_ms:.2f} ms/step**" in text
+        assert f"**{rec.expected_gain_ms:.2f} ms/step (" in text  # then its share
     assert "page=timeline&run=straggler&rank=3" in text
 
 

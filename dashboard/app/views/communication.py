@@ -13,7 +13,7 @@ from stepscope.dashboard.app import charts, data, explain
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.views import alltoall
 from stepscope.dashboard.app.widgets import chart_and_table, plain, table
-from stepscope.dashboard.render.labels import COMM_SPLIT, group_name
+from stepscope.dashboard.render.labels import COMM_SPLIT, group_name, peak_source
 
 TITLE = "Communication"
 HEADER = "Communication"
@@ -75,6 +75,20 @@ LINK_HELP = {
 }
 
 
+def peak_caption(report: Report) -> str | None:
+    """Where the table's link peaks come from, one clause per link and peak: NVLink's
+    from the device's peak table, a network or socket peak assumed (never measured), so
+    a reader weighs 'use' by it."""
+    said = dict.fromkeys(f"{c.link} {c.link_peak_gbs:.0f} GB/s {peak_source(c)}"
+                         for c in report.collectives if c.link_peak_gbs is not None)
+    if not said:
+        return None
+    assumed = any("assumed" in s for s in said)
+    return ("Link peaks: " + "; ".join(said) + "."
+            + (" An assumed peak is not measured: 'use' is only as good as it." if assumed
+               else ""))
+
+
 def headline(report: Report) -> None:
     """Exposed + straggler wait + bubble + overlapped = the collectives' time."""
     t = totals(report)
@@ -123,4 +137,7 @@ def render(ctx: PageContext) -> None:
                         column_config=LINK_HELP)
     else:
         table(links, "traffic and links", "busbw", LINK_HELP)
+    caption = peak_caption(report)
+    if caption:
+        st.caption(plain(caption))
     alltoall.render_section(report.all_to_all)

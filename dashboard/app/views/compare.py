@@ -288,4 +288,4 @@ def _recommendations(diff: Diff) -> None:
         st.caption("No recommendation: no category costs enough for a fix to pay off.")
         return
     for rec in diff.recommendations:
-        recommendation_card(rec)
+        recommendation_card(rec, step_time_ms=diff.b.step_time_ms)

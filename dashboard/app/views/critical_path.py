@@ -71,7 +71,9 @@ def _step_view(step: StepPath) -> None:
     table(ops, "top ops on the path", "cp_ops")
 
 
-def _whatif_control(ctx: PageContext, cp: CriticalPath) -> None:
+def _whatif_control(ctx: PageContext, cp: CriticalPath, straggler: int | None) -> None:
+    """The what-if form; the rank control opens on the report's straggler when it names
+    one (the rank a user came to try first), else on the first rank."""
     st.subheader("What-if")
     st.caption("The step time if it were faster, recomputed on the dependency graph of every "
                "step (docs/critical_path.md), not scaled in proportion.")
@@ -80,7 +82,8 @@ def _whatif_control(ctx: PageContext, cp: CriticalPath) -> None:
     ranks = sorted({r for s in cp.steps for r in s.ranks})
     median = False
     if kind == "rank":
-        rank = st.selectbox("Rank", ranks, key="cp_rank")
+        rank = st.selectbox("Rank", ranks, key="cp_rank",
+                            index=ranks.index(straggler) if straggler in ranks else 0)
         median = st.checkbox("at the median rank's speed, kernel by kernel", value=True,
                              key="cp_median")
         spec = WhatIf(ranks=(int(rank),))
@@ -148,6 +151,6 @@ def render(ctx: PageContext) -> None:
         st.markdown("**The report's what-ifs**")
         for w in cp.whatifs:
             st.markdown(f"- {plain(whatif_line(w))}")
-    _whatif_control(ctx, cp)
+    _whatif_control(ctx, cp, report.stragglers[0].rank if report.stragglers else None)
     for note in cp.notes:
         st.caption(f"note: {plain(note)}")

@@ -190,4 +190,4 @@ def _recommendations(report: Report) -> None:
         st.success("No recommendation: no category costs enough for a fix to pay off.")
         return
     for rec in report.recommendations[:5]:
-        recommendation_card(rec, recommendation_link(report, rec))
+        recommendation_card(rec, recommendation_link(report, rec), report.step_time_ms)

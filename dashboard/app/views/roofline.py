@@ -33,9 +33,11 @@ COLUMNS = {
 def rows_frame(rows: tuple[RoofRow, ...], first: str = "name",
                numbered: bool = False) -> pl.DataFrame:
     """One row per op kind, kernel or GEMM shape, in few short columns so the table fits
-    a 1000 px window (the dtype joins the name; `numbered`: long kernel names shortened
-    in the middle and numbered, as on the Kernels page)."""
-    names = [r.name if r.dtype is None else f"{r.name} {r.dtype}" for r in rows]
+    a 1000 px window (the dtype joins the name unless the name says it, as an op kind's
+    'GEMMs (bf16)'; `numbered`: long kernel names shortened and numbered, as on the
+    Kernels page)."""
+    names = [r.name if r.dtype is None or f"({r.dtype})" in r.name else f"{r.name} {r.dtype}"
+             for r in rows]
     if numbered:
         names = numbered_names(names, NAME_WIDTH)
     return pl.DataFrame([{

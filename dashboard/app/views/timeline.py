@@ -14,7 +14,7 @@ from stepscope.analyzers.results import Report
 from stepscope.dashboard.app import charts, data
 from stepscope.dashboard.app.context import PageContext
 from stepscope.dashboard.app.widgets import chart_and_table
-from stepscope.dashboard.render.format import short_name
+from stepscope.dashboard.render.format import rank_list_short, short_name
 from stepscope.dashboard.render.labels import CATEGORY_LABELS
 
 TITLE = "Timeline"
@@ -67,18 +67,21 @@ def render(ctx: PageContext) -> None:
     options = [s.step for s in report.per_step]
     if st.session_state.get("tl_step") not in options:
         st.session_state["tl_step"] = slowest
-    cols = st.columns([1, 3])
-    step = cols[0].selectbox("Step", options, key="tl_step",
+    # the ranks' chips get the whole width (16 chips fit at 1000 px; beside the step
+    # they were cut at the tenth with no word of the rest), and a caption counts them
+    step = st.columns([1, 3])[0].selectbox("Step", options, key="tl_step",
                              format_func=lambda s: f"{s}" + ("" if s in steps else " (last)"))
     key = f"tl_ranks_{ctx.run}"
     if key not in st.session_state:
         st.session_state[key] = default_ranks(report, None)
-    ranks = cols[1].multiselect(
+    ranks = st.multiselect(
         f"Ranks (at most {MAX_TIMELINE_RANKS}; default: stragglers, every pipeline stage)",
         all_ranks, max_selections=MAX_TIMELINE_RANKS, key=key)
     if not ranks:
         st.info("Pick at least one rank.")
         return
+    st.caption(f"{len(ranks)} of {len(all_ranks)} ranks shown: "
+               f"{rank_list_short(sorted(ranks), 8)}")
     tl = data.timeline(ctx.config.db, ctx.run, step, tuple(ranks))
     clocks = report.clocks
     aligned = st.toggle("One clock for all ranks", value=True, key="tl_aligned",

@@ -117,3 +117,15 @@ def test_dispatch_layout_is_part_of_the_token_exchange(
             row.bytes_per_step, row.bus_bw_gbs) == ("none", "kernel_table", None, False,
                                                     None, None)
     assert "| all_to_all | deepep layout | 4.0 | - | 0.41 | " in _report(db, capsys, "md")
+
+
+def test_a_collective_of_no_process_group_reads_its_name(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepEP's token exchange has no process group: the critical path's top ops name it
+    'all_to_all', never 'all_to_all (?)' (issue 45, point 9), in JSON and Markdown."""
+    report = from_json(_report(db, capsys, "json"), Report)
+    cp = report.critical_path
+    assert cp is not None
+    names = [o.op for o in cp.top_ops if o.category in ("collective", "p2p")]
+    assert "all_to_all" in names and not any("(?)" in n for n in names), names
+    assert "(?)" not in _report(db, capsys, "md")
