@@ -79,10 +79,6 @@ def calibrate_run(con: duckdb.DuckDBPyConnection, run: str,
         raise UsageError(f"plan --from {run}: no model spec: pass --model FILE (n_params, "
                          "n_layers, hidden, seq_len, global_batch_tokens) or put model.json "
                          "beside the run's traces")
-    if options is None or options.spec is None:
-        ctx = run_context(con, run, ReportOptions(
-            spec=found[0], peak_tflops=options.peak_tflops if options else None,
-            dtype=options.dtype if options else None))
     with counted_ops(ctx.con, ctx.run):  # the report and the calibration share them
         cal = calibrate(ctx, report_from_context(ctx), *found)
     return RunCalibration(cal, found[1], ctx.device.peak)

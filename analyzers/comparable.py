@@ -9,7 +9,7 @@ import duckdb
 
 from stepscope.analyzers._sql import sql
 from stepscope.analyzers.flops.model_spec import ModelSpec
-from stepscope.analyzers.plan.calibrate import find_spec
+from stepscope.analyzers.flops.run_spec import find_spec
 
 # Two runs have the same op shapes per rank when their (op, input dims) sets overlap
 # this much (Jaccard): a stray op recorded on one side does not split a job from itself.

@@ -7,7 +7,7 @@ own typed section (analyzers/results/). No analyzer reads another's half-built o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import msgspec
@@ -15,6 +15,7 @@ import msgspec
 from stepscope.analyzers._sql import install_macros, sql
 from stepscope.analyzers.flops.model_spec import ModelSpec
 from stepscope.analyzers.flops.peaks import DTYPES, RunDevice, run_device
+from stepscope.analyzers.flops.run_spec import run_spec
 from stepscope.analyzers.parallel.layout import layout
 from stepscope.analyzers.parallel.pipeline import PipelineTopology, topology
 from stepscope.analyzers.results import (
@@ -66,6 +67,7 @@ class RunContext:
     layout: Layout
     options: ReportOptions
     step_sources: tuple[str, ...] = ()  # how steps were found, when not ProfilerStep#N
+    spec_source: str | None = None  # "--model", or the path of the model.json found
 
     @property
     def world(self) -> int:
@@ -151,13 +153,20 @@ def run_info(con: duckdb.DuckDBPyConnection, run: str) -> tuple[RunInfo, tuple[s
 
 def run_context(con: duckdb.DuckDBPyConnection, run: str,
                 options: ReportOptions | None = None) -> RunContext:
-    """Read the shared facts of `run` once (KeyError when there is no such run)."""
+    """Read the shared facts of `run` once (KeyError when there is no such run). The
+    model spec is the one rule of analyzers/flops/run_spec.py: --model (options.spec),
+    else model.json beside the run's traces."""
     install_macros(con)
     info, step_sources = run_info(con, run)
+    options = options or ReportOptions()
+    found = run_spec(con, run, options.spec)
+    if found is not None:
+        options = replace(options, spec=found[0])
     pipe = topology(con, run)
     world = int(info.world_size or info.ranks or 0)
     return RunContext(
         con=con, run=run, info=info, device=run_device(con, run),
         attribution=attribution(con, run), topology=pipe,
         layout=layout(con, run, world, pipe.stages if pipe else None),
-        options=options or ReportOptions(), step_sources=step_sources)
+        options=options, step_sources=step_sources,
+        spec_source=found[1] if found is not None else None)

@@ -101,7 +101,8 @@ def build_set(source: Path, ranks: int) -> tuple[Path, float]:
         info["world_size"] = ranks
         for r in range(ranks):
             info["rank"] = r
-            with gzip.open(target / f"rank{r}.json.gz", "wb", compresslevel=6) as fh:
+            with gzip.GzipFile(target / f"rank{r}.json.gz", "wb", compresslevel=6,
+                               mtime=0) as fh:
                 fh.write(json.dumps(trace).encode())
         marker.write_text("ok")
     raw_mb = sum(len(gzip.open(f).read()) for f in target.glob("*.json.gz")) / 1e6

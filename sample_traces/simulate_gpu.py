@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gzip
+import io
 import json
 import sys
 from dataclasses import dataclass, field
@@ -1059,7 +1060,10 @@ def write_set(cfg: Config, out_root: Path, truth: bool = True) -> Path:
             w.write_op(op)
         if hasattr(w, "truth"):
             logs[r] = w.truth
-        with gzip.open(out / w.file_name, "wt", compresslevel=9) as fh:
+        # mtime=0: a regenerated set is byte-identical (the header's time stamp made
+        # every .json.gz differ on each run, the traces inside unchanged)
+        with (gzip.GzipFile(out / w.file_name, "wb", compresslevel=9, mtime=0) as gz,
+              io.TextIOWrapper(gz, encoding="utf-8") as fh):
             json.dump(w.document(), fh, separators=(",", ":"))
         del w
     (out / "model.json").write_text(json.dumps(model_spec(cfg), indent=1) + "\n")

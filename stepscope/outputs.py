@@ -246,7 +246,8 @@ def add_format_options(p: argparse.ArgumentParser, formats: Mapping[str, Callabl
                        *, default: str = "md", out_help: str | None = None) -> None:
     """`--format` over a model's formats (dashboard/render/formats.py) and, when the command
     writes files, `--out FILE` with its help."""
-    p.add_argument("--format", choices=sorted(formats), default=default)
+    p.add_argument("--format", choices=sorted(formats), default=default,
+                   help=f"output format (default: {default})")
     if out_help is not None:
         p.add_argument("--out", type=output_file, help=out_help)
 

@@ -12,12 +12,8 @@ calibration into the step of another layout of the same model. The aggregation i
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import TypedDict
-
-import duckdb
 
 from stepscope.analyzers._sql import fetch_rows, sql
 from stepscope.analyzers.comm.roles import DATA_PARALLEL_ROLES
@@ -25,7 +21,9 @@ from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops.bound import rate_bound
 from stepscope.analyzers.flops.counted_ops import counted_ops
 from stepscope.analyzers.flops.mfu import flops_per_step
-from stepscope.analyzers.flops.model_spec import ModelSpec, load_spec
+from stepscope.analyzers.flops.model_spec import ModelSpec
+from stepscope.analyzers.flops.run_spec import MODEL_JSON as MODEL_JSON
+from stepscope.analyzers.flops.run_spec import find_spec as find_spec
 from stepscope.analyzers.plan.layouts import MemoryShape, memory_bytes
 from stepscope.analyzers.results import (
     DEFAULT_NETWORK_GBS,
@@ -47,7 +45,6 @@ MATMUL_KINDS = ("gemm", "attention", "conv", "all")
 CHARGE_ORDER = ("tp", "control", "other", "dp")  # who is charged exposed_comm first
 TERM_NAMES = ("compute", "other_kernels", "optimizer", "recompute", "memory", "tp_comm",
               "dp_comm", "other_comm", "bubble", "straggler_wait", "idle")
-MODEL_JSON = "model.json"
 
 
 class _KindRow(TypedDict):
@@ -85,24 +82,6 @@ class _FitRow(TypedDict):
 
 
 # ------------------------------------------------------------------ the model spec
-def find_spec(con: duckdb.DuckDBPyConnection, run: str) -> tuple[ModelSpec, str] | None:
-    """The run's model spec from `model.json` beside the traces it was ingested from
-    (runs.sources: a folder holding it, or the folder of a trace file); None if absent.
-    A relative source is looked up from the current folder, then from the database
-    file's folder (where `ingest` ran when the database is its default)."""
-    rows = con.execute(sql("planner/run_sources.sql"), {"run": run}).fetchall()
-    if not rows or not rows[0][0]:
-        return None
-    sources, db_path = json.loads(rows[0][0]), rows[0][1]
-    bases = [Path()] + ([Path(db_path).parent] if db_path else [])
-    for source in sources:
-        for path in dict.fromkeys(base / source for base in bases):
-            candidate = (path if path.is_dir() else path.parent) / MODEL_JSON
-            if candidate.is_file():
-                return load_spec(candidate), str(candidate)
-    return None
-
-
 def shape_of(spec: ModelSpec, source: str, heads: int | None = None) -> ModelShape:
     return ModelShape(params=spec.n_params, layers=spec.n_layers, hidden=spec.hidden,
                       seq=spec.seq_len, global_batch_tokens=spec.global_batch_tokens,

@@ -31,8 +31,9 @@ import msgspec
 
 from stepscope.analyzers.context import RunContext
 from stepscope.analyzers.flops.model_spec import ModelSpec
+from stepscope.analyzers.flops.run_spec import GIVEN
 from stepscope.analyzers.numbers import fixed, percent
-from stepscope.analyzers.plan.calibrate import calibrate, find_spec, ring, term_ms, tier
+from stepscope.analyzers.plan.calibrate import calibrate, ring, term_ms, tier
 from stepscope.analyzers.plan.layouts import device_memory_gb
 from stepscope.analyzers.plan.predict import Target, predict
 from stepscope.analyzers.results import Calibration, Expected, Report, TermChange
@@ -90,10 +91,11 @@ def points(one: State, two: State, term: str) -> float:
 
 
 def spec_for(ctx: RunContext) -> tuple[ModelSpec, str] | None:
-    """The spec the user gave (--model), else model.json beside the run's traces."""
-    if ctx.spec is not None:
-        return ctx.spec, "--model"
-    return find_spec(ctx.con, ctx.run)
+    """The run's spec (--model, else model.json beside its traces: `run_context` found
+    it) and where it came from."""
+    if ctx.spec is None:
+        return None
+    return ctx.spec, ctx.spec_source or GIVEN
 
 
 def expected_for(ctx_a: RunContext, a: Report, ctx_b: RunContext, b: Report

@@ -33,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--format", choices=FORMATS, default="chrome-json",
                    help="chrome-json: Chrome trace-event JSON (Perfetto UI, chrome://tracing); "
                         "perfetto: the same events as Perfetto's protobuf trace (needs "
-                        "the perfetto package: pip install 'stepscope[perfetto]')")
+                        "the perfetto package: pip install 'stepscope[perfetto]'; "
+                        "default: chrome-json)")
     p.add_argument("--steps", help="steps to export, like 2-3,5 (default: all)")
     p.add_argument("--ranks", help="ranks to export, like 0-7,12 (default: all)")
     p.add_argument("--out", type=output_file, required=True,

@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("ingest", help=HELP, description=HELP + ".")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="trace files (.json, .json.gz), directories (searched recursively) "
-                        "or archives (.zip, .tar.gz, .tgz) holding the traces of all ranks")
+                        "or archives (.zip, .tar.gz, .tgz, .tar) holding the traces of all ranks")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
     p.add_argument("--run", help="run name (default: the name of the first PATH); "
                                  "an existing run of that name is replaced")

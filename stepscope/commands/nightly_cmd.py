@@ -31,8 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="tonight's trace files, directories or archives (all ranks)")
     p.add_argument("--job", required=True, help="the job's name: groups its nights in history")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--run", help="run name (default: JOB-<traces' start, UTC>, stable when "
-                                 "the same night is re-run, which then replaces it)")
+    p.add_argument("--run", help="run name (default: JOB-<traces' start, UTC>-<fingerprint of "
+                                 "their content>, stable when the same night is re-run, "
+                                 "which then replaces it)")
     p.add_argument("--out-dir", type=Path,
                    help="where report.json/.md/.html go (default: ./stepscope-nightly/RUN/)")
     p.add_argument("--baseline", default="previous",
@@ -51,7 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="which peak of the table to use (default: inferred from the traces)")
-    p.add_argument("--jobs", type=JOBS, default=None, help="files parsed in parallel (1-1024)")
+    p.add_argument("--jobs", type=JOBS, default=None,
+                   help="files parsed in parallel, 1 to 1024 (default: $STEPSCOPE_JOBS, else "
+                        "the number of CPUs)")
     p.add_argument("--quiet", action="store_true", help="print failures only")
     add_comm_kernels(p)
 

@@ -34,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        "(its folder must exist)")
     p.add_argument("--model", type=Path, help="model spec (JSON or YAML): n_params, n_layers, "
                    "hidden, seq_len, global_batch_tokens [, n_active_params, attention, "
-                   "convention, vocab]; without it, FLOPs come from the traces' shapes")
+                   "convention, vocab]; default: model.json beside the run's traces, else "
+                   "FLOPs come from the traces' shapes")
     p.add_argument("--peak-tflops", type=PEAK_TFLOPS,
                    help="peak TFLOP/s per GPU, in (0, 1e6] (overrides the table)")
     p.add_argument("--dtype", choices=DTYPES, default=None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,16 +37,15 @@ def mfu(db: Path, run: str, **kwargs: object) -> dict:
                                   "deep_pipeline", "straggler"])
 def test_mfu_and_hfu_match_simulated_truth(db: Path, name: str) -> None:
     truth = json.loads((SIM / name / "ground_truth.json").read_text())["mfu"]
-    got = mfu(db, name)
-    assert got["flops_source"] == "trace" and got["device"] == "NVIDIA H100 SXM5"
+    got = mfu(db, name)  # the set's model.json is found beside its traces
+    assert got["flops_source"] == "spec" and got["device"] == "NVIDIA H100 SXM5"
     assert got["mfu"] == pytest.approx(truth["mfu"], rel=0.01)
     assert got["hfu"] == pytest.approx(truth["hfu"], rel=0.01)
     assert got["model_flops_per_step"] == pytest.approx(truth["model_flops_per_step"], rel=1e-9)
-    spec = load_spec(SIM / name / "model.json")
-    with_spec = mfu(db, name, spec=spec)
-    assert with_spec["flops_source"] == "spec"
-    assert with_spec["mfu"] == pytest.approx(truth["mfu"], rel=0.01)
-    assert with_spec["flops_sources_ratio"] == pytest.approx(1.0, rel=1e-9)
+    # the FLOPs counted on the traced ops are the simulator's too
+    assert got["flops_from_trace"] == pytest.approx(truth["model_flops_per_step"], rel=1e-9)
+    assert got["flops_sources_ratio"] == pytest.approx(1.0, rel=1e-9)
+    assert mfu(db, name, spec=load_spec(SIM / name / "model.json")) == got
 
 
 @pytest.mark.parametrize("name,ranks,traced", [("healthy", "0-1", 2), ("recompute", "3", 1)])
@@ -57,7 +57,9 @@ def test_mfu_of_some_ranks_is_that_of_the_traced_gpus(tmp_path: Path, name: str,
     for 42.6%), the FLOPs per step the job's, and a note says so."""
     truth = json.loads((SIM / name / "ground_truth.json").read_text())["mfu"]
     db = tmp_path / "some.duckdb"
-    stepscope.ingest_run([SIM / name], db=db, run="some", ranks=ranks)
+    traces = tmp_path / name  # without model.json beside them: the FLOPs are counted
+    shutil.copytree(SIM / name, traces, ignore=shutil.ignore_patterns("model.json"))
+    stepscope.ingest_run([traces], db=db, run="some", ranks=ranks)
     got = mfu(db, "some")
     assert got["mfu"] == pytest.approx(truth["mfu"], rel=0.03)
     assert got["hfu"] == pytest.approx(truth["hfu"], rel=0.03)
