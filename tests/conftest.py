@@ -155,6 +155,25 @@ def q(db: Path, sql: str, params: dict[str, Any] | None = None) -> list[tuple[An
         con.close()
 
 
+def cli_in_process(argv: tuple[str | Path, ...], env: dict[str, str] | None = None
+                   ) -> tuple[int, list[str]]:
+    """Run the CLI in this process with `env` set for the call: (exit code, stderr lines);
+    stdout is dropped. The audits pin one line and one exit code per case."""
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = main([str(a) for a in argv])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return rc, err.getvalue().splitlines()
+
+
 def write_trace(path: Path, trace: dict[str, Any] | str | bytes) -> Path:
     """Write a trace dict (or raw text/bytes) as .json or .json.gz depending on the name."""
     if isinstance(trace, dict):

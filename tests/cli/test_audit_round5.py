@@ -15,9 +15,6 @@ its one line on stderr (no traceback, no internal error, no raw escape code). Fi
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import resource
 import subprocess
 import sys
@@ -25,9 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process as cli
 from conftest import kineto_trace, write_trace
-
-from stepscope.cli import main
 
 STEPSCOPE = [sys.executable, "-P", "-m", "stepscope"]
 
@@ -42,23 +38,6 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert cli(("ingest", base / "t", "--db", base / "db.duckdb", "--run", "base",
                 "--quiet"))[0] == 0
     yield base
-
-
-def cli(argv: tuple[str | Path, ...], env: dict[str, str] | None = None
-        ) -> tuple[int, list[str]]:
-    saved = {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            rc = main([str(a) for a in argv])
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return rc, err.getvalue().splitlines()
 
 
 D, T = "{db}", "{t}"
