@@ -524,6 +524,9 @@ def ray_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> Non
     except OSError as exc:
         raise UsageError(f"--executor: cannot reach a Ray cluster at {host_port} "
                          f"({exc.strerror or type(exc).__name__}); is it running?") from None
+    except UnicodeError:  # the host name's IDNA encoding: a label empty or over 63 chars
+        raise UsageError(f"--executor: cannot reach a Ray cluster at {host_port[:80]!r}: "
+                         "not a valid host name") from None
 
 
 def parse_executor(spec: str) -> tuple[str, str | None]:

@@ -390,11 +390,23 @@ def default_run_name(paths: Sequence[str | Path]) -> str:
     return one_line(strip_suffixes(first.name)) or "run"
 
 
+MAX_NAME_CHARS = 1024  # a run or job name: bounded (a 300-char run name is fine to store)
+
+
+def check_name_length(option: str, name: str) -> None:
+    """UsageError for a run or job name longer than MAX_NAME_CHARS: a 1 MiB `--run` was
+    stored, after the ingest ran out of its memory room and retried (issue 43's audit)."""
+    if len(name) > MAX_NAME_CHARS:
+        raise UsageError(f"{option} {quote_name(name[:40])}...: {len(name):,} characters; "
+                         f"a name has at most {MAX_NAME_CHARS:,}")
+
+
 def checked_run_name(name: str) -> str:
     """A run name as given (`--run`): printable text, since it is shown in messages,
     links and file names; UsageError otherwise."""
     if not name.strip():
         raise UsageError("--run: the run name is empty")
+    check_name_length("--run", name)
     if one_line(name) != name:
         raise UsageError(f"--run {quote_name(name)}: a run name must be printable text "
                          "(no newlines, escape codes or bytes that are not UTF-8)")

@@ -70,16 +70,21 @@ def say(line: str) -> None:
 def check_no_empty_argument(arguments: Sequence[str]) -> None:
     """An empty argument (`stepscope ingest "$DIR"` with DIR unset, `--stage-dir=`) is a
     usage error: no path, name or option value of stepscope is empty, and an empty path
-    would otherwise mean the current folder."""
+    would otherwise mean the current folder. Nor does any hold a NUL byte (the library's
+    `main([...])` could pass one; open() then failed deep inside: "internal error")."""
     from stepscope.ingest import UsageError
 
     for i, arg in enumerate(arguments):
         option, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        after = option or (arguments[i - 1] if i and arguments[i - 1].startswith("-")
+                           else "")
+        if "\x00" in arg:  # only a call of main() can pass one (a process's argv cannot)
+            shown = value if option and equals else arg
+            raise UsageError(f"{after or 'argument'} {shown!r}: holds a NUL byte, which no "
+                             "path, name or value can")
         if arg.startswith("--") and not equals:
             continue
         if not value:
-            after = option or (arguments[i - 1] if i and arguments[i - 1].startswith("-")
-                               else "")
             where = f" for {after}" if after else ""
             raise UsageError(f"an empty argument{where} (an unset shell variable?); name "
                              "the path or value, or '.' for the current folder")

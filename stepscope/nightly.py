@@ -44,7 +44,7 @@ from stepscope.ingest import (
 from stepscope.ingest.db import connect_write
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.fingerprint import fingerprint
-from stepscope.ingest.sources import TraceFile, collect_traces
+from stepscope.ingest.sources import TraceFile, check_name_length, collect_traces
 from stepscope.outputs import OutputError, check_out_dir, write_files
 
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -86,6 +86,7 @@ class NightlyOutcome:
 
 def _check_options(opts: NightlyOptions) -> None:
     """Usage errors before anything is ingested."""
+    check_name_length("--job", opts.job)
     if not JOB_NAME.match(opts.job):
         raise UsageError(f"--job '{opts.job}': use letters, digits, '.', '_' and '-' "
                          "(it names runs and folders)")

@@ -169,6 +169,9 @@ def whatif_sentence(label: str, predicted_ms: float, measured_ms: float,
             f"{measured_ms:.2f} ms ({predicted_ms - measured_ms:+.2f} ms)")
 
 
+MISSING_SHOWN = 10  # ranks named in the one line; a list of 100,000 made a 689 KB line
+
+
 def check(a: Analysis, spec: WhatIf) -> None:
     """UsageError (one line) when the what-if names nothing in the run, or when the
     graph with no change does not give the run back (the replay self-check)."""
@@ -180,7 +183,9 @@ def check(a: Analysis, spec: WhatIf) -> None:
     known = {int(r) for r in np.unique(g.rank)}
     missing = sorted(set(spec.ranks) - known)
     if missing:
-        raise UsageError(f"rank(s) {', '.join(map(str, missing))} have no GPU ops in this run "
+        shown = ", ".join(map(str, missing[:MISSING_SHOWN])) + (
+            f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else "")
+        raise UsageError(f"rank(s) {shown} have no GPU ops in this run "
                          f"(ranks {min(known, default=0)}-{max(known, default=0)})")
     if spec.op is not None and not (scaling(g, spec).node != 1.0).any():
         raise UsageError(f"no kernel or launching op matches '{spec.op}'")
