@@ -89,20 +89,49 @@ def strip_suffixes(name: str) -> str:
 
 
 def _looks_like_other_json(path: Path) -> bool:
-    """A small plain .json file holding valid JSON without `traceEvents` (ground truth,
-    configs): skipped when scanning a directory. Compressed, large, empty or invalid
-    files are always tried, so their problems get reported."""
+    """A plain .json file that is not a trace (ground truth, configs): skipped when
+    scanning a directory. A small one must be valid JSON without `traceEvents`; a large
+    one must open like JSON, name `traceEvents` nowhere and, in its first 64 KiB, none of
+    a Kineto trace's other top-level keys (a trace cut before its events is reported).
+    Compressed, empty or invalid files are always tried, so their problems get reported."""
     if not path.name.lower().endswith(".json"):
         return False
     try:
-        if not is_regular_file(path) or not 0 < path.stat().st_size <= SNIFF_BYTES:
+        if not is_regular_file(path) or path.stat().st_size == 0:
             return False
+        if path.stat().st_size > SNIFF_BYTES:
+            return _large_other_json(path)
         data = path.read_bytes()
         if b'"traceEvents"' in data:
             return False
         json.loads(data.removeprefix(b"\xef\xbb\xbf"))
     except (OSError, ValueError, RecursionError):
         return False  # the reader reports what is wrong with it
+    return True
+
+
+TRACE_KEY = b'"traceEvents"'
+KINETO_HEAD_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"',
+                    b'"traceName"', b'"displayTimeUnit"')
+HEAD_BYTES = 1 << 16
+SCAN_CHUNK = 1 << 22
+
+
+def _large_other_json(path: Path) -> bool:
+    """Whether a .json over SNIFF_BYTES is no trace: see _looks_like_other_json. Reads
+    the file once in 4 MiB chunks (a trace names traceEvents in its first one)."""
+    with open(path, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+        if head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] not in (b"{", b"[") \
+                or any(key in head for key in KINETO_HEAD_KEYS):
+            return False
+        tail = b""
+        chunk = head
+        while chunk:
+            if TRACE_KEY in tail + chunk:
+                return False
+            tail = chunk[-len(TRACE_KEY):]
+            chunk = fh.read(SCAN_CHUNK)
     return True
 
 

@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
@@ -110,6 +111,26 @@ def check_memory_limit_env() -> None:
                          "such as 2GB (default 1GB)")
 
 
+NAME_MAX = 255  # bytes in one name of a path, on every file system stepscope runs on
+
+
+def check_db_name(db: object) -> None:
+    """--db names a file whose every name fits the file system: a trailing '/' (a folder)
+    or a name over 255 bytes is a usage error before any work (a too-long name used to
+    surface as exit 1, "File name too long", once the database was opened)."""
+    from stepscope.ingest import UsageError
+    from stepscope.ingest.errors import quote_name
+
+    if not isinstance(db, str):
+        return
+    if db.endswith(("/", os.sep)):
+        raise UsageError(f"--db {db[:80]!r}: ends with '/', so it names a folder; give the "
+                         "database's file name")
+    if any(len(os.fsencode(part)) > NAME_MAX for part in Path(db).parts):
+        raise UsageError(f"--db {quote_name(db[:80])}...: a name in it is longer than "
+                         f"{NAME_MAX} bytes, the most a file system allows; give a shorter one")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import load
     from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
@@ -123,10 +144,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
-        db = getattr(args, "db", None)
-        if isinstance(db, str) and db.endswith(("/", os.sep)):
-            raise UsageError(f"--db {db!r}: ends with '/', so it names a folder; give the "
-                             "database's file name")
+        check_db_name(getattr(args, "db", None))
         try:
             return _command(load(args.command).run, args)
         except KeyboardInterrupt:

@@ -26,7 +26,8 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -211,6 +212,51 @@ def _replace_atomically(target: Path, body: str, shown: Path, mode: int | None) 
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(body)
             fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else _new_file_mode())
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"{quote_name(shown)}: could not be written ({exc.strerror}); "
+                          "an earlier file there is unchanged") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@contextmanager
+def staged_file(out: Path) -> Iterator[Path]:
+    """The path to write `out` through, for a writer that opens the file itself (`export`):
+    a temporary file beside it, renamed over `out` once the writer is done, so a full disk
+    or an interrupt leaves the earlier file as it was. A character device or FIFO, or this
+    process's stdout/stderr, is written directly. A failed write (OSError) is one
+    OutputError naming `out`, never the database the writer was reading."""
+    target = _real(out)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputError(f"{quote_name(out)}: cannot write there ({exc.strerror})") from None
+    if _stream_fd(out) is not None or (mode is not None
+                                       and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode))):
+        try:
+            yield out if _stream_fd(out) is not None else target
+        except OSError as exc:
+            raise OutputError(f"{quote_name(out)}: could not write ({exc.strerror})") from None
+        return
+    yield from _staged_beside(target, out, mode)
+
+
+def _staged_beside(target: Path, shown: Path, mode: int | None) -> Iterator[Path]:
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
+                                   suffix=".tmp")
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{quote_name(shown)}: cannot write there ({exc.strerror})") from None
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else _new_file_mode())
         os.replace(tmp, target)

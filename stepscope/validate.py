@@ -87,9 +87,16 @@ def output_file(text: str) -> Path:
     What it may not replace (the database, an input) is checked by each command with
     stepscope.outputs.check_output once the other arguments are known."""
     path = Path(text)
-    folder = path.parent
     try:
-        return _writable_file(text, path, folder)
+        if path.is_symlink():  # its target is what gets written (outputs.write_text)
+            target = Path(os.path.realpath(path))
+            shown = f"{text} (a link to {target})"
+            if target.is_symlink():
+                raise argparse.ArgumentTypeError(f"{text}: a loop of symbolic links; give a "
+                                                 "file name")
+            _writable_file(shown, target, target.parent)
+            return path
+        return _writable_file(text, path, path.parent)
     except OSError as exc:  # e.g. a name longer than the system allows
         raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
 

@@ -16,7 +16,7 @@ from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.ranksets import RankSet, parse_ranks
-from stepscope.outputs import check_output
+from stepscope.outputs import check_output, staged_file
 from stepscope.targets import Built, open_target
 from stepscope.validate import output_file
 
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         run_ranks, run_steps = present(t.store.con, t.run)
         ranks, steps = _chosen(wanted_ranks, run_ranks), _chosen(wanted_steps, run_steps)
         path = step_paths(t.store.con, t.run, steps)
-        export_chrome(t.store.con, t.run, args.out, ranks=ranks, steps=steps,
-                             path=path, announce=announce, fmt=args.format)
+        with staged_file(args.out) as destination:
+            export_chrome(t.store.con, t.run, destination, ranks=ranks, steps=steps,
+                          path=path, announce=announce, fmt=args.format)
         say(f"wrote {args.out}")
         return EXIT_PARTIAL if t.failures else EXIT_OK

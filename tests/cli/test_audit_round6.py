@@ -19,10 +19,11 @@ one usage line naming the option); a Ray host with a label over 63 characters or
 empty one gave "internal error: UnicodeError" (now "not a valid host name"); `whatif
 --rank` of 100,000 absent ranks printed all of them on one 689 KB line (now ten and a
 count); a --run or --job name of 1 MiB was accepted (now at most 1,024 characters).
-Still not held (not in this file): `export --out /dev/full` blames the database
-("nothing was committed to ... db") instead of the output; `report`/`diff --out` a
-dangling symlink exits 1 after the work, not 2 before it; a --db path whose name is
-too long exits 1 ("File name too long"), not 2.
+Fixed in the next session (the last cases): `export --out /dev/full` blamed the
+database ("nothing was committed to ... db") instead of the output; `report`/`diff
+--out` a dangling symlink exited 1 after the work, not 2 before it; a --db path whose
+name is too long exited 1 ("File name too long"), not 2; a plain .json over the 1 MiB
+sniff that is not a trace (a simulator's ground truth) was tried as one (exit 3).
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def _hostile_inputs(base: Path) -> None:
     write_trace(base / "gzzip" / "rank0.json.gz", (base / "abs" / "rank0.zip").read_bytes())
     write_trace(base / "fr" / "nccl_trace_rank_0",
                 pickle.dumps({"version": "2.4", "entries": "not a list"}))
+    (base / "dangling.md").symlink_to(base / "no-such-folder" / "x.md")
+    (base / "loop.md").symlink_to(base / "loop.md")
+    _large_plain_json(base / "bigjson")
+
+
+def _large_plain_json(folder: Path) -> None:
+    """Two ranks beside a 2 MiB ground truth (valid JSON, no traceEvents; over the 1 MiB
+    sniff), rank 1 plain with 2 MiB of another key before its traceEvents."""
+    write_trace(folder / "rank0.json.gz", kineto_trace(rank=0, world_size=2))
+    rank1 = kineto_trace(rank=1, world_size=2)
+    events = rank1.pop("traceEvents")
+    write_trace(folder / "rank1.json", {"pad": "p" * (2 << 20), **rank1, "traceEvents": events})
+    (folder / "ground_truth.json").write_text(json.dumps({"ranks": ["x" * 100] * 20_000}))
 
 
 @pytest.fixture(scope="module")
@@ -390,6 +404,25 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str] | None, int, str]] = {
     "nightly --job of 1 MiB": (("nightly", T, "--db", D, "--job", "j" * (1 << 20),
                                 "--out-dir", "{root}/n"), None, 2,
                                "error: --job " + "j" * 40 + "...: 1,048,576 characters"),
+    # ---- failed on round 6's first run, fixed in the next session
+    "export --out /dev/full": (("export", "base", "--db", D, "--out", "/dev/full"), None, 1,
+                               "error: /dev/full: could not write (No space left on device)"),
+    "report --out a dangling link": (("report", "base", "--db", D, "--out",
+                                      "{root}/dangling.md"), None, 2,
+                                     "error: stepscope report: argument --out: "
+                                     "{root}/dangling.md (a link to {root}/no-such-folder/x.md"
+                                     "): the folder {root}/no-such-folder does not exist"),
+    "diff --out a dangling link": (("diff", "base", "other", "--db", D, "--out",
+                                    "{root}/dangling.md"), None, 2,
+                                   "error: stepscope diff: argument --out: {root}/dangling.md"),
+    "report --out a link loop": (("report", "base", "--db", D, "--out", "{root}/loop.md"),
+                                 None, 2, "error: stepscope report: argument --out: "
+                                 "{root}/loop.md: a loop of symbolic links"),
+    "--db name over 255 bytes": (("report", "base", "--db", "{root}/" + "d" * 300), None, 2,
+                                 "error: --db {root}/ddd"),
+    "a 2 MiB plain JSON beside the traces": (("ingest", "{root}/bigjson", "--db",
+                                              "{root}/big.duckdb", "--run", "bj", "--quiet"),
+                                             None, 0, ""),
 }
 
 
@@ -399,7 +432,7 @@ def test_case(root: Path, name: str) -> None:
     fill = {"db": str(root / "db.duckdb"), "t": str(root / "t"), "root": str(root)}
     before = (root / "db.duckdb").stat().st_mtime_ns
     rc, err = cli(tuple(a.format(**fill) if "{" in a else a for a in argv), env)
-    errors = [x for x in err if not x.startswith(("warning:", "note:"))]
+    errors = [x for x in err if not x.startswith(("warning:", "note:", "export:"))]
     if want_rc == 0:
         assert rc == 0 and not any(x.startswith("error") for x in err), (rc, err)
         return
