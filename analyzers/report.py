@@ -92,11 +92,16 @@ def stage_of(pipe: Pipeline | None) -> dict[int, int]:
     return {r: s.stage for s in pipe.per_stage for r in s.ranks}
 
 
+NO_TRACES_NOTE = ("no profiler traces (only NCCL evidence: NCCL logs or Flight Recorder "
+                  "dumps): nothing to attribute per step")
+
+
 def notes(ctx: RunContext, methods: dict[str, int]) -> tuple[str, ...]:
     """Caveats a reader needs before trusting the numbers."""
     out = []
     if not ctx.attribution.per_rank:
-        out.append("no ProfilerStep#N in the traces: nothing to attribute per step")
+        out.append(NO_TRACES_NOTE if not ctx.info.ranks
+                   else "no ProfilerStep#N in the traces: nothing to attribute per step")
     if ctx.info.timeline == "cpu":
         out.append(f"{no_gpu_timeline(ctx.info)}: attributed on the CPU timeline of the "
                    "training threads")

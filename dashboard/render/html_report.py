@@ -103,7 +103,8 @@ def _largest_loss(breakdown: Breakdown) -> tuple[str, float] | None:
 
 def _cards(report: Report) -> str:
     step = report.step_time_ms
-    items = [card("step time", f"{step:.2f} ms"),
+    traced = bool(report.run.ranks)  # NCCL evidence alone: no step time, no straggler
+    items = [card("step time", f"{step:.2f} ms" if traced else EN_DASH),
              card("MFU", mfu_pct(report.mfu.mfu, report.mfu.lower_bound, EN_DASH),
                   _covers(report.mfu)),
              card("HFU", mfu_pct(report.mfu.hfu, report.mfu.lower_bound, EN_DASH))]
@@ -112,7 +113,7 @@ def _cards(report: Report) -> str:
         of_step = f"{share(loss[1], step)} of the step" if step else ""
         items.append(card("largest loss", esc(LABELS[loss[0]]),
                           f"{loss[1]:.2f} ms · {of_step}"))
-    items.append(card("stragglers", str(len(report.stragglers))))
+    items.append(card("stragglers", str(len(report.stragglers)) if traced else EN_DASH))
     return cards(items)
 
 
@@ -125,6 +126,10 @@ def _covers(mfu: Mfu) -> str:
 
 def _breakdown(report: Report) -> str:
     step, bd = report.step_time_ms, report.breakdown_ms.as_dict()
+    if not report.run.ranks:  # NCCL evidence alone: no step to break down
+        return section("Where the step time went",
+                       "<p>Not attributed: the run holds no profiler traces.</p>",
+                       anchor="breakdown")
     chart = stacked_bars([("mean step", bd)], CATEGORIES, LABELS,
                          "Where the step time went (mean over ranks, ms per step)")
     rows = [[swatch(c) + esc(LABELS[c]), f"{bd[c]:.2f}",
@@ -334,7 +339,9 @@ HTML: dict[str, Callable[[Report], str]] = {
     "breakdown": _breakdown,
     "mfu": _mfu,
     "roofline": lambda r: html(roofline_block(r.roofline)),
-    "recommendations": lambda r: recommendations_section(r.recommendations, r.step_time_ms),
+    "recommendations": lambda r: recommendations_section(r.recommendations, r.step_time_ms)
+    if r.run.ranks else section("Recommendations", "<p>None: no profiler traces to weigh.</p>",
+                                anchor="recommendations"),
     "collectives": _communication,
     "all_to_all": lambda r: html(alltoall_block(r.all_to_all)),
     "memory": lambda r: html(memory_block(r.memory, r.run.timeline == "gpu",

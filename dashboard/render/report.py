@@ -206,10 +206,15 @@ def _cells(breakdown: Breakdown) -> str:
     return " | ".join(f"{breakdown.ms(c):.2f}" for c in CATEGORIES)
 
 
+NONE_ATTRIBUTED = "- none: no step of any rank was attributed"
+
+
 def per_rank_lines(rows: Sequence[RankTimes]) -> list[str]:
     out = ["", "## Per rank (ms/step)", "",
            "| rank | host | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    if not rows:
+        return out[:3] + [NONE_ATTRIBUTED]
     return out + [f"| {r.rank} | {md_text(r.host) if r.host else '-'} | {r.step_time_ms:.2f} | "
                   f"{_cells(r.breakdown_ms)} |" for r in rows]
 
@@ -218,6 +223,8 @@ def per_step_lines(rows: Sequence[StepTimes]) -> list[str]:
     out = ["", "## Per step (ms, mean over ranks)", "",
            "| step | complete | step | " + " | ".join(LABELS[c] for c in CATEGORIES) + " |",
            "|---:|---|---:|" + "---:|" * len(CATEGORIES)]
+    if not rows:
+        return out[:3] + [NONE_ATTRIBUTED]
     return out + [f"| {s.step} | {'yes' if s.complete else 'no (last)'} | "
                   f"{s.step_time_ms:.2f} | {_cells(s.breakdown_ms)} |" for s in rows]
 
@@ -258,6 +265,9 @@ def _header_lines(report: Report) -> list[str]:
 
 def _breakdown_lines(report: Report) -> list[str]:
     step = report.step_time_ms
+    if not report.run.ranks:  # NCCL evidence alone: no step to break down (a header note)
+        return ["", "## Where the step time went", "",
+                "- not attributed: the run holds no profiler traces"]
     out = ["", f"## Where the step time went ({step:.2f} ms/step, mean over ranks)", ""]
     return out + _breakdown_table(report.breakdown_ms, step) + idle_lines(report)
 
@@ -268,7 +278,8 @@ MARKDOWN: dict[str, Callable[[Report], list[str]]] = {
     "breakdown": _breakdown_lines,
     "mfu": lambda r: _mfu_lines(r.mfu),
     "roofline": lambda r: markdown(roofline_block(r.roofline)),
-    "recommendations": lambda r: recommendation_lines(r.recommendations, r.step_time_ms),
+    "recommendations": lambda r: recommendation_lines(r.recommendations, r.step_time_ms)
+    if r.run.ranks else ["", "## Recommendations", "", "- none: no profiler traces to weigh"],
     "collectives": lambda r: collective_lines(r.collectives),
     "all_to_all": lambda r: markdown(alltoall_block(r.all_to_all)),
     "memory": lambda r: markdown(memory_block(r.memory, r.run.timeline == "gpu",

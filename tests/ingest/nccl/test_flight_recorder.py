@@ -121,6 +121,29 @@ def test_markdown_for_people(capsys: pytest.CaptureFixture[str], tmp_path: Path)
            "BFloat16 | scheduled | **9, 14** |" in text
 
 
+def test_report_of_dumps_alone_says_what_it_cannot_tell(tmp_path: Path) -> None:
+    """A run of Flight Recorder dumps alone (16 NCCL ranks, no profiler trace): a GPU run
+    whose GPU is not named, no zero breakdown table, no "no category costs enough" and no
+    "0 stragglers" (they read as measured; nothing was)."""
+    db = tmp_path / "fr.duckdb"
+    ingest([scenario("lock_gil_1st")], db=db, run="fr")
+    md, page = tmp_path / "fr.md", tmp_path / "fr.html"
+    assert main(["report", "fr", "--db", str(db), "--out", str(md)]) == 0
+    assert main(["report", "fr", "--db", str(db), "--format", "html", "--out", str(page)]) == 0
+    text = md.read_text()
+    assert "- 0 of 16 ranks on ? host(s); device: GPU (not named in the Flight Recorder " \
+           "dumps);" in text
+    assert "no profiler traces (only NCCL evidence: NCCL logs or Flight Recorder dumps)" in text
+    assert "## Where the step time went\n\n- not attributed: the run holds no profiler " \
+           "traces\n" in text
+    assert "| compute |" not in text and "no category costs enough" not in text
+    assert "CPU-only" not in text and "ProfilerStep" not in text
+    assert text.count("- none: no step of any rank was attributed") == 2
+    html = page.read_text()
+    assert "Not attributed: the run holds no profiler traces." in html
+    assert "no category costs enough" not in html and "0.00 ms" not in html
+
+
 @pytest.mark.slow
 def test_hang_on_an_ingested_run_and_errors(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
