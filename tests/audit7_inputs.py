@@ -189,20 +189,26 @@ def _nccl_logs(base: Path) -> None:
     (base / "ncclcr" / "nccl.log").write_bytes((head + "x\r").encode() * 100_000)
 
 
+# the other fields of a model spec, so that the value under test is the one refused
+REST_YAML = "n_layers: 2\nhidden: 4096\nseq_len: 4096\nglobal_batch_tokens: 1048576\n"
+REST_JSON = '"n_layers": 2, "hidden": 4096, "seq_len": 4096, "global_batch_tokens": 1048576}'
+
+
 def _option_files(base: Path) -> None:
     texts = {
         "pyobj.yaml": "n_layers: !!python/object/apply:os.system ['true']\n",
-        "inf.yaml": "n_params: .inf\nn_layers: 2\n",
-        "big.yaml": "n_params: 1e400\nn_layers: 2\n",
-        "hugeint.yaml": "n_params: 7e9\nn_layers: 99999999999999999999999999\n",
+        "inf.yaml": "n_params: .inf\n" + REST_YAML,
+        "big.yaml": "n_params: 1e400\n" + REST_YAML,
+        "hugeint.yaml": "n_params: 7e9\nn_layers: 99999999999999999999999999\n"
+                        + REST_YAML.split("\n", 1)[1],
         "bool.yaml": "n_params: 7e9\nn_layers: yes\nhidden: 4096\nseq_len: 4096\n"
                      "global_batch_tokens: 1048576\n",
-        "date.yaml": "n_params: 2024-01-01\n",
+        "date.yaml": "n_params: 2024-01-01\n" + REST_YAML,
         "multi.yaml": "n_params: 7e9\n---\nn_layers: 2\n",
         "esckey.yaml": f"n_params: 7e9\n\"bogus{ESC}\": 1\n",
         "longkey.yaml": "n_params: 7e9\n" + "k" * 5000 + ": 1\n",
-        "nan.json": '{"n_params": NaN, "n_layers": 2}',
-        "big.json": '{"n_params": 1e400, "n_layers": 2}',
+        "nan.json": '{"n_params": NaN, ' + REST_JSON,
+        "big.json": '{"n_params": 1e400, ' + REST_JSON,
         "bool.json": '{"n_params": 7e9, "n_layers": true, "hidden": 4096, "seq_len": 4096, '
                      '"global_batch_tokens": 1048576}',
         "ck_long.json": json.dumps({"patterns": [{"pattern": "a" * 200_000, "library": "l",
