@@ -31,7 +31,7 @@ from pathlib import Path
 
 import duckdb
 
-from stepscope.ingest import schema
+from stepscope.ingest import interrupts, schema
 from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
 from stepscope.ingest.limits import usable_memory_bytes
 from stepscope.ingest.sql_files import sql
@@ -117,7 +117,8 @@ def lock_wait_s() -> float:
     if raw is None or not raw.strip():
         return DEFAULT_LOCK_WAIT_S
     try:
-        value = float(raw)
+        # float() also reads '1_0' and other scripts' digits ('\u0663' is 3)
+        value = float(raw) if raw.isascii() and "_" not in raw else -1.0
     except ValueError:
         value = -1.0
     if not 0 <= value <= MAX_LOCK_WAIT_S:  # NaN fails too
@@ -144,6 +145,8 @@ def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
                 head, _, tail = str(exc).rpartition("; wait for it")
                 raise DatabaseBusyError(f"{head}; waited {wait_s:g} s for it "
                                         f"(${LOCK_WAIT_ENV}); wait for it{tail}") from None
+            if interrupts.stop_pending():  # a stop signal ends the wait, as it would a query
+                raise KeyboardInterrupt from None
             time.sleep(LOCK_POLL_S)
 
 
@@ -156,6 +159,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     An older schema is read through temporary views of the current layout."""
     _check_file_name(db)
     path = Path(db)
+    check_duckdb_file(path)  # a device or a folder is no DuckDB file, not "nothing here"
     if not path.is_file():
         raise UsageError(f"{path}: no stepscope database here; run `stepscope ingest` first")
     con = _open(path, read_only=True)
@@ -179,7 +183,7 @@ def _check_file_name(db: str | Path) -> None:
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     _check_utf8_name(path)
-    _check_duckdb_file(path)
+    check_duckdb_file(path)
     try:
         con = connect(path, read_only=True) if read_only else _connect_writer(path)
     except duckdb.Error as exc:
@@ -248,7 +252,7 @@ def _check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                          f"header needs {needed}); restore it from a copy or use another --db")
 
 
-def _check_duckdb_file(path: Path) -> None:
+def check_duckdb_file(path: Path) -> None:
     """Refuse an existing path that is not a DuckDB database, from its first bytes."""
     if not path.exists():
         return

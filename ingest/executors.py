@@ -507,10 +507,21 @@ def _check_ray_address(spec: str, host_port: str) -> None:
         return  # ray:auto: the cluster this machine already runs (Ray finds it)
     host, _, port = host_port.rpartition(":")
     if not host or not (host.isascii() and host.isprintable()) or " " in host or not (
-            port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+            port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535 \
+            or not _host_shape(host):
         raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
                          "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
                          "for a local cluster")
+
+
+def _host_shape(host: str) -> bool:
+    """A host name or IPv4 address holds no ':' or brackets; an IPv6 address is written
+    in one pair of brackets ('[::1]'). `ray:127.0.0.1:1:2` was tried as host
+    '127.0.0.1:1' (a DNS lookup) and `ray:[::1:1` as ::1, port 1."""
+    if host.startswith("["):
+        inner = host[1:-1]
+        return host.endswith("]") and bool(inner) and "[" not in inner and "]" not in inner
+    return not any(ch in host for ch in ":[]")
 
 
 def ray_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:

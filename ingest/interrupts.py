@@ -24,6 +24,7 @@ from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []
+_active: list[InterruptGuard] = []  # the guards whose `with` block is running
 
 
 def last_signal() -> int | None:
@@ -33,6 +34,13 @@ def last_signal() -> int | None:
 
 def forget_signals() -> None:
     _received.clear()
+
+
+def stop_pending() -> bool:
+    """Whether a stop signal reached a running guard: a wait that no stopper can cut
+    short (the sleep between polls of a locked database) checks it, or SIGTERM would
+    wait out $STEPSCOPE_LOCK_WAIT."""
+    return any(guard.hit for guard in _active)
 
 
 def _catchable(sig: int) -> bool:
@@ -71,6 +79,7 @@ class InterruptGuard:
                 pass
 
     def __enter__(self) -> InterruptGuard:
+        _active.append(self)
         if threading.current_thread() is threading.main_thread():
             for sig in STOP_SIGNALS:
                 if sig == signal.SIGINT or _catchable(sig):
@@ -82,3 +91,5 @@ class InterruptGuard:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+        if self in _active:
+            _active.remove(self)

@@ -37,7 +37,7 @@ import duckdb
 
 from stepscope.ingest.cancel import CancelToken, watching
 from stepscope.ingest.comm_kernels import CommPattern, any_pattern, comm_patterns, pattern_rows
-from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.errors import MachineFileError, TraceFileError, machine_problem
 from stepscope.ingest.json_split import split_trace
 from stepscope.ingest.kineto_text import HEAD_BYTES, INFLATE_CHUNK, check_regular_file, mapped_json
 from stepscope.ingest.limits import max_trace_bytes
@@ -240,6 +240,8 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
         con.execute(sql("read/read_events.sql"), {"path": str(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
+        if (machine := machine_problem(exc)) is not None:  # out of memory: not the file's
+            raise MachineFileError(display, machine) from None
         problem = None if isinstance(exc, duckdb.InterruptException) else bad_field(
             con, events_file, exact)
         raise TraceFileError(display, problem or explain_read_error(exc)) from None

@@ -92,7 +92,8 @@ def check_no_empty_argument(arguments: Sequence[str]) -> None:
 
 
 MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"  # ingest.db.MEMORY_ENV, without importing it
-_MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(b|bytes?|[kmgt]i?b?)\s*", re.IGNORECASE)
+_MEMORY_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(b|bytes?|[kmgt]i?b?)\s*",
+                          re.IGNORECASE | re.ASCII)  # \d would take other scripts' digits
 
 
 def check_memory_limit_env() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,7 +111,37 @@ def _writable_file(text: str, path: Path, folder: Path) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path,
                                                                                    os.W_OK)):
         raise argparse.ArgumentTypeError(f"{text}: cannot write there (permission denied)")
+    if not _written_into(path):
+        _try_a_file_in(text, folder)
     return path
+
+
+def _written_into(path: Path) -> bool:
+    """A character device or a FIFO (/dev/null, a named pipe) and this process's own
+    streams (/dev/stdout, /dev/fd/1) are written into, never replaced: no file is made
+    beside them."""
+    text = os.path.normpath(str(path))
+    if text in ("/dev/stdout", "/dev/stderr") or text.startswith(("/dev/fd/",
+                                                                   "/proc/self/fd/")):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _try_a_file_in(text: str, folder: Path) -> None:
+    """Make and remove an empty file where the report's temporary file will go: for root
+    os.access says yes to any folder, and /proc or /sys take no new file, so the write
+    failed only after the work (exit 1)."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".stepscope-", suffix=".tmp")
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: cannot write there ({exc.strerror})"
+                                         ) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 # Ranges of the user's numbers (documented in README "Limits").

@@ -209,6 +209,21 @@ def _int(value: Any) -> int | None:
     return number if number is not None and INT64[0] <= number <= INT64[1] else None
 
 
+def _checked(e: dict[str, Any], key: str) -> int | None:
+    """`_int` of an entry's field, but a number that no 64-bit field holds (2**70, a
+    NaN, 2.5) fails the dump: it was stored as missing, in silence."""
+    value = e.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and not INT64[0] <= value <= INT64[1]:
+        raise ValueError(f"{key} is out of range (a {value.bit_length()}-bit integer; "
+                         "64 bits at most)")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{key} is not a whole number ({value!r})")
+    if isinstance(value, float) and not INT64[0] <= value <= INT64[1]:
+        raise ValueError(f"{key} is out of range ({value!r}; 64 bits at most)")
+    return _int(value)
+
+
 def _time(value: Any) -> int | None:
     ns = _int(value)
     return ns if ns else None  # the JSON form writes 0 for "not observed"
@@ -274,20 +289,20 @@ def _entry_fields(e: dict[str, Any], members: dict[str, list[int]]) -> dict[str,
     frames = e.get("frames")
     duration = e.get("duration_ms")
     return {
-        "record_id": _int(e.get("record_id")), "pg_id": _int(e.get("pg_id")),
+        "record_id": _checked(e, "record_id"), "pg_id": _checked(e, "pg_id"),
         "pg_name": pg_name, "pg_desc": pg_desc,
-        "collective_seq_id": _int(e.get("collective_seq_id")),
-        "p2p_seq_id": _int(e.get("p2p_seq_id")), "op_id": _int(e.get("op_id")),
+        "collective_seq_id": _checked(e, "collective_seq_id"),
+        "p2p_seq_id": _checked(e, "p2p_seq_id"), "op_id": _checked(e, "op_id"),
         "profiling_name": name, "backend": backend, "op": op,
         "is_p2p": bool(e.get("is_p2p", peer_local is not None)),
         "peer_local_rank": peer_local, "peer_rank": peer, "state": state,
         "retired": bool(e.get("retired")) if e.get("retired") is not None else None,
-        "time_created_ns": _time(e.get("time_created_ns")),
-        "time_started_ns": _time(e.get("time_discovered_started_ns")),
-        "time_completed_ns": _time(e.get("time_discovered_completed_ns")),
+        "time_created_ns": _time(_checked(e, "time_created_ns")),
+        "time_started_ns": _time(_checked(e, "time_discovered_started_ns")),
+        "time_completed_ns": _time(_checked(e, "time_discovered_completed_ns")),
         "duration_ms": float(duration) if isinstance(duration, int | float)
         and not isinstance(duration, bool) else None,
-        "timeout_ms": _int(e.get("timeout_ms")),
+        "timeout_ms": _checked(e, "timeout_ms"),
         "input_sizes": _sizes(e.get("input_sizes")),
         "output_sizes": _sizes(e.get("output_sizes")),
         "input_dtypes": _strings(e.get("input_dtypes")),

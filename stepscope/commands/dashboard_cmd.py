@@ -14,6 +14,7 @@ from pathlib import Path
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.app.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
 from stepscope.ingest import DEFAULT_DB, UsageError
+from stepscope.ingest.db import check_duckdb_file
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 
@@ -59,6 +60,7 @@ def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     if db.exists() and not db.is_file():
         raise UsageError(f"--db {quote_name(args.db)}: not a database file (a folder or "
                          "another kind of file); name a .duckdb file")
+    check_duckdb_file(Path(args.db))  # a trace or a SQLite file: refused before serving
     root = args.traces_root
     if root is not None and not root.is_dir():
         raise UsageError(f"--traces-root {root}: not a folder")
