@@ -90,7 +90,7 @@ def output_file(text: str) -> Path:
     stepscope.outputs.check_output once the other arguments are known."""
     path = Path(text)
     try:
-        if path.is_symlink():  # its target is what gets written (outputs.write_text)
+        if path.is_symlink() and not _written_into(path):  # its target gets written
             target = Path(os.path.realpath(path))
             shown = f"{text} (a link to {target})"
             if target.is_symlink():

@@ -125,6 +125,18 @@ def test_an_output_never_replaces_the_database_or_an_input(two_runs: Path,
     assert not (tmp_path / "n.duckdb").exists()  # refused before any work
 
 
+@pytest.mark.parametrize("out", ["/dev/stdout", "/dev/fd/1"])
+def test_stdout_through_a_pipe(two_runs: Path, tmp_path: Path, out: str) -> None:
+    """`--out /dev/stdout | less`: /dev/stdout is a link to the pipe (/proc/PID/fd/pipe:[N]),
+    which no folder check or probe file may follow (it did: exit 2, 'cannot write there')."""
+    db = _copy_db(two_runs, tmp_path)
+    done = subprocess.run([sys.executable, "-P", "-m", "stepscope", "report", "a", "--db",
+                           str(db), "--out", out], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("# stepscope report: a")
+
+
 def test_outputs_are_atomic_and_special_files_are_written_into(
         two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
