@@ -92,7 +92,7 @@ def output_file(text: str) -> Path:
     try:
         if path.is_symlink() and not _written_into(path):  # its target gets written
             target = Path(os.path.realpath(path))
-            shown = f"{text} (a link to {target})"
+            shown = text if target.exists() else f"{text} (a link to {target})"
             if target.is_symlink():
                 raise argparse.ArgumentTypeError(f"{text}: a loop of symbolic links; give a "
                                                  "file name")
