@@ -27,6 +27,7 @@ RANGE_KEY = "stepscope_range"
 # Shorter lists cost at most a few hundred bytes per group and rank, and stay as the trace
 # wrote them (a small job's stored object is the raw one).
 MIN_RANGE_RANKS = 64
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def stored_text(info: dict[str, Any]) -> str | None:
@@ -67,13 +68,15 @@ def _compact_group(group: Any) -> Any:
 
 
 def _range_of(ranks: Any) -> tuple[int, int, int] | None:
-    """(first, step, count) of a list of at least MIN_RANGE_RANKS integers that steps
-    evenly by a step other than 0; None for anything else."""
+    """(first, step, count) of a list of at least MIN_RANGE_RANKS 32-bit integers that
+    steps evenly by a step other than 0; None for anything else."""
     if not isinstance(ranks, list) or len(ranks) < MIN_RANGE_RANKS:
         return None
     if not all(type(r) is int for r in ranks):  # bool is not a rank
         return None
     first, step = ranks[0], ranks[1] - ranks[0]
+    if not (_INT32_MIN <= min(first, ranks[-1]) and max(first, ranks[-1]) <= _INT32_MAX):
+        return None  # the export expands ranges as BIGINT: no rank is that large anyway
     if step == 0 or ranks != list(range(first, first + len(ranks) * step, step)):
         return None
     return first, step, len(ranks)

@@ -97,6 +97,7 @@ def test_export_gives_the_traces_own_object(big_job: Path, tmp_path: Path) -> No
     [True] + list(range(1, MIN_RANGE_RANKS)),         # a bool is not a rank
     [float(r) for r in range(MIN_RANGE_RANKS)],       # nor a float
     "0-4095",                                         # not a list
+    list(range(2**31 - MIN_RANGE_RANKS + 1, 2**31 + 1)),  # past a 32-bit rank
 ])
 def test_what_is_kept_as_written(ranks: Any) -> None:
     info = {"pg_config": [{"pg_name": "0", "ranks": ranks}]}
