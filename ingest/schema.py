@@ -72,6 +72,9 @@ MIGRATIONS = (
     Migration(12, ("migrations/0012_profiler_config.sql",),
               "ranks.profiler_config: the profiler's settings the trace records "
               "(record_shapes, profile_memory, ...)"),
+    Migration(13, ("migrations/0013_rank_ranges.sql",),
+              "ranks.distributed_info: a process group's long, evenly stepping rank list "
+              "stored as a range (the export puts the list back)"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version this stepscope writes (and the newest it reads)."""

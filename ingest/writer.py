@@ -70,6 +70,7 @@ from stepscope.ingest.kept_parses import (
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.load import accept_nccl, finish_nccl
 from stepscope.ingest.nccl.sniff import KINDS as NCCL_KINDS
+from stepscope.ingest.rank_lists import stored_text
 from stepscope.ingest.ranksets import RankSet
 from stepscope.ingest.reader import (
     KNOWN_EVENT_CATEGORIES,
@@ -202,7 +203,7 @@ def _rank_row(run: str, rank: int, source: str, t: RankTables) -> dict[str, Any]
         "device_properties": _json(props) if props else None,
         "backend": _text(info.get("backend")),
         "nccl_version": _text(info.get("nccl_version")),
-        "distributed_info": _json(info) if info else None,
+        "distributed_info": stored_text(info) if info else None,
         "source_file": t.file,
         "trace_format": t.trace_format,
         "base_time_ns": t.base_time_ns,
