@@ -28,6 +28,13 @@ FIRST_RUN_FAILED (xfail, strict, until fixed):
 - writes outside their place: `stepscope dashboard` hands its server the caller's
   `$STEPSCOPE_TRACES_ROOT` unchecked when --traces-root is not given (the server then
   serves that folder, past the CLI's folder and link checks).
+
+Fixed since (plain cases now, their new line pinned): `--max-upload-mb` at most 1,048,576
+("--max-upload-mb N: at most 1,048,576 (1 TiB)", exit 2, no server); every reader checks
+$STEPSCOPE_LOCK_WAIT as the writer does (exit 2); an Inspector header.rank outside [0,
+n_ranks) fails its file ("3 NCCL Inspector line(s) with header.rank outside [0,
+header.n_ranks)"); the dashboard's server gets no $STEPSCOPE_TRACES_ROOT but the checked
+--traces-root.
 """
 
 from __future__ import annotations
@@ -165,7 +172,8 @@ CASES: dict[str, Case] = {
                                     "error: --max-upload-mb must be at least 1"),
     "dashboard --max-upload-mb 10^30": (("dashboard", "--db", D, "--max-upload-mb",
                                          "1" + "0" * 30), None, 2,
-                                        "error: --max-upload-mb"),
+                                        f"error: --max-upload-mb 1{'0' * 30}: at most "
+                                        "1,048,576 (1 TiB)"),
     "dashboard --host empty": (("dashboard", "--db", D, "--host", ""), None, 2, EMPTY),
     "dashboard --host with ESC": (("dashboard", "--db", D, "--host", "a\x1b[2J"), None, 2,
                                   "error: cannot listen on a\\x1b[2J:8501"),
@@ -266,10 +274,6 @@ CASES: dict[str, Case] = {
 
 # the cases that failed on the first run against the unchanged code (xfail until fixed)
 FIRST_RUN_FAILED: dict[str, str] = {
-    "dashboard --max-upload-mb 10^30": "validation: an upload limit of 10^30 MB is accepted "
-                                       "and the server started",
-    "$STEPSCOPE_LOCK_WAIT abc": "validation: summary ignores a $STEPSCOPE_LOCK_WAIT that is "
-                                "not a number (ingest refuses it)",
     "report --model named with ESC": "escapes: the path is escaped but not quoted, as the "
                                      "README promises ('...')",
 }
