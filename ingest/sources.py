@@ -282,6 +282,10 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
     the archive may still unpack to (archive_budget), less this member's size. A full
     disk or no memory is the machine's failure: it stops the ingest (MachineFailure)."""
     dest = target / member
+    if dest.exists():  # a zip may hold one path twice: the first copy is the one read
+        out.failures.append((display, "the archive holds this path twice; only its first "
+                             "copy is read"))
+        return
     cap = min(limit, budget[0])
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,9 @@ Fixed since (plain cases now, their new line pinned): `--max-upload-mb` at most 
 ("--max-upload-mb N: at most 1,048,576 (1 TiB)", exit 2, no server); every reader checks
 $STEPSCOPE_LOCK_WAIT as the writer does (exit 2); an Inspector header.rank outside [0,
 n_ranks) fails its file ("3 NCCL Inspector line(s) with header.rank outside [0,
-header.n_ranks)"); the dashboard's server gets no $STEPSCOPE_TRACES_ROOT but the checked
+header.n_ranks)"); a zip holding one path twice reads the first copy and fails the
+second alone ("...!rank0.json: the archive holds this path twice; only its first copy is
+read", exit 3); the dashboard's server gets no $STEPSCOPE_TRACES_ROOT but the checked
 --traces-root.
 """
 
