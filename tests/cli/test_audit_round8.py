@@ -33,7 +33,8 @@ Fixed since (plain cases now, their new line pinned): `--max-upload-mb` at most 
 ("--max-upload-mb N: at most 1,048,576 (1 TiB)", exit 2, no server); every reader checks
 $STEPSCOPE_LOCK_WAIT as the writer does (exit 2); an Inspector header.rank outside [0,
 n_ranks) fails its file ("3 NCCL Inspector line(s) with header.rank outside [0,
-header.n_ranks)"); a zip holding one path twice reads the first copy and fails the
+header.n_ranks)"); a --model or --comm-kernels path with an escape code is quoted
+('{root}/esc\\x1b[2J.yaml': ...); a zip holding one path twice reads the first copy and fails the
 second alone ("...!rank0.json: the archive holds this path twice; only its first copy is
 read", exit 3); the dashboard's server gets no $STEPSCOPE_TRACES_ROOT but the checked
 --traces-root.
@@ -264,6 +265,9 @@ CASES: dict[str, Case] = {
                                        "{root}/opt/esc\x1b[2J.yaml"), None, 2,
                                       "error: '{root}/opt/esc\\x1b[2J.yaml': the model spec "
                                       "must be a mapping"),
+    "--comm-kernels named with ESC (added with its fix)": (
+        ("ingest", T, "--db", D, "--run", "c", "--comm-kernels", "{root}/opt/esc\x1b[2J.yaml"),
+        None, 2, "error: '{root}/opt/esc\\x1b[2J.yaml': --comm-kernels: not valid JSON"),
     "nightly --out-dir named with ESC": (("nightly", "{root}/esc", "--db",
                                           "{root}/n8.duckdb", "--job", "j", "--out-dir",
                                           "{root}/o\x1b[2J", "--quiet"), None, 0, ""),
@@ -276,8 +280,6 @@ CASES: dict[str, Case] = {
 
 # the cases that failed on the first run against the unchanged code (xfail until fixed)
 FIRST_RUN_FAILED: dict[str, str] = {
-    "report --model named with ESC": "escapes: the path is escaped but not quoted, as the "
-                                     "README promises ('...')",
 }
 
 
