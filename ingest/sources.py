@@ -29,7 +29,8 @@ from stepscope.ingest.errors import (
     quote_name,
 )
 from stepscope.ingest.limits import format_size, max_trace_bytes
-from stepscope.ingest.nccl.sniff import sniff
+from stepscope.ingest.nccl.default_names import NOT_WHAT_ITS_NAME_SAYS, default_kind
+from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, sniff
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -184,9 +185,13 @@ def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path, limit: int) -> 
                 out.failures.append((shown, NOT_REGULAR))
             continue
         lower = path.name.lower()
-        kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(path)
+        named = default_kind(path.name)
+        kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(
+            path, named=named == FLIGHT_RECORDER)
         if kind is not None:
             out.nccl.append(NcclFile(path, shown, kind))
+        elif named is not None:
+            out.failures.append((shown, NOT_WHAT_ITS_NAME_SAYS[named]))
         elif is_trace_name(path.name):
             if _looks_like_other_json(path):
                 out.skipped.append(shown)

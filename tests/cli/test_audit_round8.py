@@ -33,11 +33,14 @@ Fixed since (plain cases now, their new line pinned): `--max-upload-mb` at most 
 ("--max-upload-mb N: at most 1,048,576 (1 TiB)", exit 2, no server); every reader checks
 $STEPSCOPE_LOCK_WAIT as the writer does (exit 2); an Inspector header.rank outside [0,
 n_ranks) fails its file ("3 NCCL Inspector line(s) with header.rank outside [0,
-header.n_ranks)"); a --model or --comm-kernels path with an escape code is quoted
-('{root}/esc\\x1b[2J.yaml': ...); a zip holding one path twice reads the first copy and fails the
-second alone ("...!rank0.json: the archive holds this path twice; only its first copy is
-read", exit 3); the dashboard's server gets no $STEPSCOPE_TRACES_ROOT but the checked
---traces-root.
+header.n_ranks)"); a file under a default NCCL evidence name (`nccl_trace_rank_N`,
+`nccl.log`, `nccl.HOST.PID.log`) that is not that evidence fails alone ("named like a
+Flight Recorder dump, but not one", "named like an NCCL log, but no NCCL_DEBUG line in
+its first 64 KiB", or the dump reader's own line); a --model or --comm-kernels path with
+an escape code is quoted ('DIR/esc\\x1b[2J.yaml': ...); a zip holding one path twice
+reads the first copy and fails the second alone ("...!rank0.json: the archive holds this
+path twice; only its first copy is read", exit 3); the dashboard's server gets no
+$STEPSCOPE_TRACES_ROOT but the checked --traces-root. All 10 held now.
 """
 
 from __future__ import annotations

@@ -64,18 +64,23 @@ FILE_CASES: dict[str, Case] = {
     "FR pickle calling os.system": (_ingest("fr_system"), None, 1,
                                     "error: {root}/fr_system/nccl_trace_rank_8: "),
     "FR pickle calling eval": (_ingest("fr_eval"), None, 1,
-                               "error: {root}/fr_eval/nccl_trace_rank_8: "),
+                               "error: {root}/fr_eval/nccl_trace_rank_8: named like a "
+                               "Flight Recorder dump, but not one"),
     "FR pickle cut in half": (_ingest("fr_truncated"), None, 1,
                               "error: {root}/fr_truncated/nccl_trace_rank_8: "),
     "FR pickle of a list": (_ingest("fr_list"), None, 1,
-                            "error: {root}/fr_list/nccl_trace_rank_8: "),
+                            "error: {root}/fr_list/nccl_trace_rank_8: not a Flight "
+                            "Recorder dump: no pg_config or entries at the top level"),
     "FR pickle protocol 0": (_ingest("fr_protocol0"), None, 0, ""),
     "FR profiling_name of 1 MiB": (_ingest("fr_long_name"), None, 0, ""),
     "FR version a number": (_ingest("fr_version_number"), None, 0, ""),
     "FR entries a set": (_ingest("fr_set"), None, 1, "error: {root}/fr_set/nccl_trace_rank_8: "),
     "FR pickle of bytes": (_ingest("fr_bytes"), None, 1,
-                           "error: {root}/fr_bytes/nccl_trace_rank_8: "),
-    "NCCL log of binary": (_ingest("n_binary"), None, 1, "error: {root}/n_binary/nccl.log: "),
+                           "error: {root}/fr_bytes/nccl_trace_rank_8: not a Flight "
+                           "Recorder dump: no pg_config or entries at the top level"),
+    "NCCL log of binary": (_ingest("n_binary"), None, 1,
+                           "error: {root}/n_binary/nccl.log: named like an NCCL log, but no "
+                           "NCCL_DEBUG line in its first 64 KiB"),
     "Inspector exec time a string": (_ingest("i_time_string"), None, 1,
                                      "error: {root}/i_time_string/node0-pid1.log: "),
     "Inspector size 2^70": (_ingest("i_size_2_70"), None, 1,
@@ -142,15 +147,7 @@ OPTION_CASES: dict[str, Case] = {
 }
 
 # the cases that failed on the first run against the unchanged code (xfail until fixed)
-FIRST_RUN_FAILED: dict[str, str] = {
-    "FR pickle calling eval": "nothing lost: a file named like a Flight Recorder dump whose "
-                              "pickle is no dict is skipped without a word",
-    "FR pickle of a list": "nothing lost: a Flight Recorder dump of a list is skipped without "
-                           "a word",
-    "FR pickle of bytes": "nothing lost: a Flight Recorder dump of bytes is skipped without a "
-                          "word",
-    "NCCL log of binary": "nothing lost: an nccl.log of binary bytes is skipped without a word",
-}
+FIRST_RUN_FAILED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(FILE_CASES, FIRST_RUN_FAILED))
