@@ -21,7 +21,7 @@ import duckdb
 import msgspec
 
 from stepscope.ingest.db import connect
-from stepscope.ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError, quote_name
 from stepscope.ingest.option_files import read_option_file
 from stepscope.ingest.sql_files import sql
 
@@ -73,8 +73,8 @@ def table_version() -> str:
 def load_user_table(path: str | Path) -> CommKernelTable:
     """A user's --comm-kernels file, checked; UsageError with one line naming the file
     and the problem."""
-    where = Path(path)
-    raw = read_option_file(where, "--comm-kernels")
+    where = quote_name(path)  # a name with an escape code is quoted, as everywhere
+    raw = read_option_file(Path(path), "--comm-kernels")
     try:
         table = msgspec.json.decode(raw, type=CommKernelTable)
     except msgspec.ValidationError as exc:

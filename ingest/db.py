@@ -158,6 +158,7 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     file, but while this connection is open no process can write it (close it promptly).
     An older schema is read through temporary views of the current layout."""
     _check_file_name(db)
+    lock_wait_s()  # a reader never waits, but a bad $STEPSCOPE_LOCK_WAIT is refused alike
     path = Path(db)
     check_duckdb_file(path)  # a device or a folder is no DuckDB file, not "nothing here"
     if not path.is_file():

@@ -29,7 +29,8 @@ from stepscope.ingest.errors import (
     quote_name,
 )
 from stepscope.ingest.limits import format_size, max_trace_bytes
-from stepscope.ingest.nccl.sniff import sniff
+from stepscope.ingest.nccl.default_names import NOT_WHAT_ITS_NAME_SAYS, default_kind
+from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, sniff
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -184,9 +185,13 @@ def _scan_directory(root: Path, out: TraceSet, unpack_dir: Path, limit: int) -> 
                 out.failures.append((shown, NOT_REGULAR))
             continue
         lower = path.name.lower()
-        kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(path)
+        named = default_kind(path.name)
+        kind = None if lower.endswith(".json.gz") or is_archive_name(lower) else sniff(
+            path, named=named == FLIGHT_RECORDER)
         if kind is not None:
             out.nccl.append(NcclFile(path, shown, kind))
+        elif named is not None:
+            out.failures.append((shown, NOT_WHAT_ITS_NAME_SAYS[named]))
         elif is_trace_name(path.name):
             if _looks_like_other_json(path):
                 out.skipped.append(shown)
@@ -282,6 +287,10 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
     the archive may still unpack to (archive_budget), less this member's size. A full
     disk or no memory is the machine's failure: it stops the ingest (MachineFailure)."""
     dest = target / member
+    if dest.exists():  # a zip may hold one path twice: the first copy is the one read
+        out.failures.append((display, "the archive holds this path twice; only its first "
+                             "copy is read"))
+        return
     cap = min(limit, budget[0])
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stepscope.ingest.errors import UsageError
+from stepscope.ingest.errors import UsageError, quote_name
 from stepscope.ingest.option_files import read_option_file
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
@@ -37,24 +37,25 @@ class ModelSpec:
 def load_spec(path: Path) -> ModelSpec:
     """Read a model spec (JSON or YAML); errors name the file and the field."""
     data = read_option_file(path, "--model", MAX_SPEC_BYTES)
+    shown = quote_name(path)  # a name with an escape code is quoted, as everywhere
     try:
         text = data.decode("utf-8")
     except UnicodeError:
-        raise UsageError(f"{path}: the model spec is not UTF-8 text") from None
+        raise UsageError(f"{shown}: the model spec is not UTF-8 text") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             raw = _load_yaml(text)
         else:
             raw = json.loads(text)
     except UsageError as exc:
-        raise UsageError(f"{path}: {exc}") from None
+        raise UsageError(f"{shown}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parse error is the user's file
         first = (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
         kind = path.suffix.lstrip(".").upper() or "JSON"
-        raise UsageError(f"{path}: not valid {kind} ({first})") from None
+        raise UsageError(f"{shown}: not valid {kind} ({first})") from None
     if not isinstance(raw, dict):
-        raise UsageError(f"{path}: the model spec must be a mapping of fields")
-    return spec_from_mapping(raw, str(path))
+        raise UsageError(f"{shown}: the model spec must be a mapping of fields")
+    return spec_from_mapping(raw, shown)
 
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen fields; the bound keeps a wrong file unread

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
@@ -63,3 +64,16 @@ def _check(table: pa.Table, display: str) -> None:
         nulls = table.column(column).null_count
         if nulls:
             raise TraceFileError(display, f"{nulls} NCCL Inspector line(s) without {what}")
+    _check_ranks(table, display)
+
+
+def _check_ranks(table: pa.Table, display: str) -> None:
+    """header.rank must lie in [0, header.n_ranks): a negative or too large rank would be
+    resolved to no process, or to a wrong one."""
+    rank, size = table.column("comm_rank"), table.column("n_ranks")
+    bad = pc.or_(pc.less(rank, 0), pc.greater_equal(rank, pc.if_else(pc.is_null(size),
+                                                                        rank, size)))
+    count = pc.sum(pc.cast(pc.fill_null(bad, False), pa.int64())).as_py() or 0
+    if count:
+        raise TraceFileError(display, f"{count} NCCL Inspector line(s) with header.rank outside "
+                             "[0, header.n_ranks)")

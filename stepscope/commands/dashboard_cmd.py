@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 
 from stepscope.commands import COMMAND_HELP
-from stepscope.dashboard.app.config import DEFAULT_MAX_UPLOAD_MB, DashboardConfig
+from stepscope.dashboard.app.config import (
+    DEFAULT_MAX_UPLOAD_MB,
+    ENV_TRACES_ROOT,
+    DashboardConfig,
+)
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.db import check_duckdb_file
 from stepscope.ingest.errors import quote_name
@@ -52,6 +56,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help=f"upload size limit in MB (default: {DEFAULT_MAX_UPLOAD_MB})")
 
 
+MAX_UPLOAD_MB = 1 << 20  # 1 TiB: past any upload a browser sends
+
+
 def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     """Validate the options into the app's configuration (UsageError names the fix)."""
     db = Path(args.db).resolve()
@@ -66,10 +73,19 @@ def config_from_args(args: argparse.Namespace) -> DashboardConfig:
         raise UsageError(f"--traces-root {root}: not a folder")
     if args.max_upload_mb < 1:
         raise UsageError("--max-upload-mb must be at least 1")
+    if args.max_upload_mb > MAX_UPLOAD_MB:
+        raise UsageError(f"--max-upload-mb {args.max_upload_mb}: at most {MAX_UPLOAD_MB:,} "
+                         "(1 TiB)")
     if not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: choose a port between 1 and 65535")
     return DashboardConfig(db=db, traces_root=root.resolve() if root else None,
                            max_upload_mb=args.max_upload_mb)
+
+
+def server_environment() -> dict[str, str]:
+    """This process's environment less $STEPSCOPE_TRACES_ROOT: the server serves only the
+    --traces-root the CLI checked (a folder, no links out), never one it inherited."""
+    return {k: v for k, v in os.environ.items() if k != ENV_TRACES_ROOT}
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -160,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_port_free(args.host, args.port)
     _warn_public(args.host)
-    env = {**os.environ, **config.to_env()}
+    env = {**server_environment(), **config.to_env()}
     # Ctrl-C, `kill PID` (SIGTERM), `kill -INT PID` and a closed terminal (SIGHUP) all stop
     # the server, whatever the shell set (a background job starts with SIGINT ignored)
     previous = {sig: signal.signal(sig, _request_stop) for sig in STOP_SIGNALS}
