@@ -203,24 +203,8 @@ def _write_into(target: Path, body: str, shown: Path) -> None:
 
 def _replace_atomically(target: Path, body: str, shown: Path, mode: int | None) -> None:
     """A temporary file beside `target`, fsynced and renamed over it."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
-                                   suffix=".tmp")
-    except OSError as exc:
-        raise OutputError(f"{quote_name(shown)}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else _new_file_mode())
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise OutputError(f"{quote_name(shown)}: could not be written ({exc.strerror}); "
-                          "an earlier file there is unchanged") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with _staged_beside(target, shown, mode) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(body)
 
 
 @contextmanager
@@ -244,10 +228,15 @@ def staged_file(out: Path) -> Iterator[Path]:
         except OSError as exc:
             raise OutputError(f"{quote_name(out)}: could not write ({exc.strerror})") from None
         return
-    yield from _staged_beside(target, out, mode)
+    with _staged_beside(target, out, mode) as tmp:
+        yield tmp
 
 
+@contextmanager
 def _staged_beside(target: Path, shown: Path, mode: int | None) -> Iterator[Path]:
+    """A temporary file's path beside `target`; once the block is done it is fsynced and
+    renamed over `target` (keeping its mode). Any OSError is one OutputError naming
+    `shown`, and the earlier file stays as it was."""
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:80]}.",
                                    suffix=".tmp")
