@@ -11,7 +11,7 @@ commit, which reads it back in vectors of 2,048 rows (+51 MB on top of the write
 A group's `ranks` list of at least MIN_RANGE_RANKS ranks that steps evenly
 (`range(first, first + count * step, step)`: the default group, a data-parallel group) is
 stored as the object `{"stepscope_range": [first, step, count]}` in its place, the same
-key in the same position; `read/expand_rank_ranges.sql` puts the list back (the export's
+key in the same position; `analyzers/sql/export/rank_meta.sql` puts the list back (the export's
 `distributedInfo` is the trace's own). Shorter lists, and lists that do not step evenly,
 are stored as the trace gave them; an object whose text already holds the key
 `stepscope_range` is stored without spaces, so that what is expanded was always written
