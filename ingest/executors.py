@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -521,7 +522,12 @@ def _host_shape(host: str) -> bool:
     if host.startswith("["):
         inner = host[1:-1]
         return host.endswith("]") and bool(inner) and "[" not in inner and "]" not in inner
-    return not any(ch in host for ch in ":[]")
+    return all(_HOST_LABEL.fullmatch(label) for label in host.removesuffix(".").split("."))
+
+
+# A label of a host name (RFC 1123; '_' as some clusters' names have it): `ray:-h:1` was
+# looked up in DNS as '-h' before it was refused.
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 
 
 def ray_reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:

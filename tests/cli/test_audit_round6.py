@@ -110,6 +110,8 @@ RAY = ("error: stepscope ingest: argument --executor: give the Ray cluster's add
 PRINTABLE = "a run name must be printable text"
 NUL = "holds a NUL byte, which no path, name or value can"
 NOTHING = "error: nothing ingested into run"
+RAY_SHAPE = ("error: stepscope ingest: argument --executor: give the Ray cluster's address "
+             "as ray:HOST:PORT")
 CASES: dict[str, tuple[tuple[str, ...], dict[str, str] | None, int, str]] = {
     # name: (argv with {db} {t} {root}, env, exit code, the start of its first error line);
     # a name starting "file:" is one trace's error, then "nothing ingested" (exit 1)
@@ -386,14 +388,14 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str] | None, int, str]] = {
                          f"error: --out 'a\\x00b': {NUL}"),
     "dashboard --db with NUL": (("dashboard", "--db", "x\x00.duckdb"), None, 2,
                                 f"error: --db 'x\\x00.duckdb': {NUL}"),
+    # These three are refused by their shape since, before any lookup (issue 43, round 8's
+    # `ray:-h:1`); the connect-time "not a valid host name" stays for what IDNA refuses.
     "ray host label over 63": (("ingest", T, "--db", D, "--executor", "ray:" + "a" * 64 + ":1"),
-                               None, 2, "error: --executor: cannot reach a Ray cluster at 'aaa"),
+                               None, 2, RAY_SHAPE),
     "ray host with an empty label": (("ingest", T, "--db", D, "--executor", "ray:a..b:1"),
-                                     None, 2, "error: --executor: cannot reach a Ray cluster "
-                                     "at 'a..b:1': not a valid host name"),
+                                     None, 2, RAY_SHAPE),
     "ray:// host label over 63": (("ingest", T, "--db", D, "--executor",
-                                   "ray://" + "b" * 64 + ":1"), None, 2,
-                                  "error: --executor: cannot reach a Ray cluster at 'bbb"),
+                                   "ray://" + "b" * 64 + ":1"), None, 2, RAY_SHAPE),
     "whatif --rank of 100,000 absent": (("whatif", "base", "--db", D, "--rank",
                                          ",".join(map(str, range(2, 100_002)))), None, 2,
                                         "error: rank(s) 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and "
