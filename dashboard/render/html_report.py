@@ -52,6 +52,7 @@ from stepscope.dashboard.render.labels import (
     IDLE_PARTS,
     STAGE_LABELS,
     idle_shown,
+    link_cell,
 )
 from stepscope.dashboard.render.labels import CATEGORY_LABELS as LABELS
 from stepscope.dashboard.render.memory import memory_block
@@ -226,7 +227,7 @@ def _communication(report: Report) -> str:
               f"{c.time_ms:.2f}", f"{c.exposed_ms:.2f}", f"{c.straggler_wait_ms:.2f}",
               f"{c.bubble_ms:.2f}", f"{c.overlapped_ms:.2f}",
               num(c.bus_bw_gbs, ".1f", EN_DASH),
-              f"{esc(c.link)} ({num(c.link_peak_gbs, '.0f', EN_DASH)})"] for c in rows]
+              esc(link_cell(c, EN_DASH))] for c in rows]
     cells.append(["<b>all</b>", "", "", "", "",
                   *[f"<b>{sum(getattr(c, f) for c in rows):.2f}</b>"
                     for f in ("time_ms", "exposed_ms", "straggler_wait_ms", "bubble_ms",

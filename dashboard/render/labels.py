@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from stepscope.analyzers.results import CATEGORIES, STAGES, CollectiveStat, Report
-from stepscope.dashboard.render.format import short_name
+from stepscope.dashboard.render.format import DASH, num, short_name
 
 CATEGORY_LABELS = {
     "compute": "compute", "recompute": "recompute", "exposed_comm": "exposed communication",
@@ -49,6 +49,14 @@ def peak_source(c: CollectiveStat) -> str | None:
     if c.link == "socket":
         return "assumed (TCP over a 100 GbE NIC)"
     return "assumed (one 400 Gb/s NIC per GPU)"
+
+
+def link_cell(c: CollectiveStat, missing: str = DASH) -> str:
+    """A collective's link with its peak, and 'assumed' where that peak was never measured
+    (the dashboard's bandwidth chart says the same): 'network (50, assumed)'. Unescaped:
+    each renderer escapes it for its format."""
+    assumed = (peak_source(c) or "").startswith("assumed")
+    return f"{c.link} ({num(c.link_peak_gbs, '.0f', missing)}{', assumed' if assumed else ''})"
 
 
 def idle_shown(report: Report) -> bool:

@@ -47,6 +47,7 @@ from stepscope.dashboard.render.labels import (
     IDLE_PARTS,
     WATERFALL_LABELS,
     idle_shown,
+    link_cell,
 )
 from stepscope.dashboard.render.memory import memory_block
 from stepscope.dashboard.render.nccl import nccl_lines
@@ -161,7 +162,7 @@ def collective_lines(rows: Sequence[CollectiveStat]) -> list[str]:
            "| link (peak GB/s) |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
-        link = f"{md_text(c.link)} ({num(c.link_peak_gbs, '.0f')})"
+        link = md_text(link_cell(c))
         out.append(f"| {md_text(c.collective)} | {md_text(c.group_label)} | "
                    f"{c.calls_per_step:.1f} | "
                    f"{mb(c.bytes_per_step)} | {c.time_ms:.2f} | "

@@ -53,3 +53,20 @@ def test_format_option_offers_the_models_formats(table: formats.Formats[object])
     action = next(a for a in parser._actions if a.dest == "format")
     assert sorted(action.choices) == sorted(table)
     assert parser.parse_args(["--out", "x.txt"]).out.name == "x.txt"
+
+
+@pytest.mark.slow
+def test_an_assumed_link_peak_says_so_in_markdown_and_html(sample_db: Path) -> None:
+    """diff_scaled's DP all_reduce crosses nodes: its 50 GB/s network peak was never
+    measured (one 400 Gb/s NIC per GPU assumed) and both reports say 'assumed' beside it,
+    as the dashboard's chart does; NVLink's peak, from the device's peak table, does not.
+    Before, both read 'network (50)'."""
+    with stepscope.open(sample_db) as store:
+        report = build_report(store.con, "diff_scaled")
+    links = {(c.link, c.link_peak_gbs) for c in report.collectives}
+    assert ("network", 50.0) in links and any(link == "nvlink" for link, _ in links)
+    md = formats.REPORT["md"](report)
+    page = formats.REPORT["html"](report)
+    for text in (md, page):
+        assert "network (50, assumed)" in text
+        assert re.search(r"nvlink \(\d+\)", text) and "nvlink (450, assumed)" not in text
