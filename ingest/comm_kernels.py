@@ -23,6 +23,7 @@ import msgspec
 from stepscope.ingest.db import connect
 from stepscope.ingest.errors import UsageError, quote_name
 from stepscope.ingest.option_files import read_option_file
+from stepscope.ingest.option_json import check_json_option
 from stepscope.ingest.sql_files import sql
 
 # What a pattern may say a kernel does (canonical collective names, ingest/sql/macros.sql).
@@ -75,6 +76,7 @@ def load_user_table(path: str | Path) -> CommKernelTable:
     and the problem."""
     where = quote_name(path)  # a name with an escape code is quoted, as everywhere
     raw = read_option_file(Path(path), "--comm-kernels")
+    check_json_option(raw, f"{where}: --comm-kernels")
     try:
         table = msgspec.json.decode(raw, type=CommKernelTable)
     except msgspec.ValidationError as exc:

@@ -33,6 +33,7 @@ import duckdb
 
 from stepscope.ingest import interrupts, schema
 from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
+from stepscope.ingest.folder_names import folder_ending, names_a_folder
 from stepscope.ingest.limits import usable_memory_bytes
 from stepscope.ingest.sql_files import sql
 
@@ -177,9 +178,9 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
 def _check_file_name(db: str | Path) -> None:
     """A --db written with a trailing '/' names a folder ('x.duckdb/' would create the
     file x.duckdb, or open a folder's parent): refused."""
-    if isinstance(db, str) and db.endswith(("/", os.sep)):
-        raise UsageError(f"--db {quote_name(db)}: ends with '/', so it names a folder; "
-                         "give the database's file name")
+    if isinstance(db, str) and names_a_folder(db):
+        raise UsageError(f"--db {quote_name(db)}: ends with '{folder_ending(db)}', so it "
+                         "names a folder; give the database's file name")
 
 
 def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:

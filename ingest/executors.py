@@ -16,6 +16,7 @@ whichever runs them: the task is one pure function of its file.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import re
@@ -520,9 +521,18 @@ def _host_shape(host: str) -> bool:
     in one pair of brackets ('[::1]'). `ray:127.0.0.1:1:2` was tried as host
     '127.0.0.1:1' (a DNS lookup) and `ray:[::1:1` as ::1, port 1."""
     if host.startswith("["):
-        inner = host[1:-1]
-        return host.endswith("]") and bool(inner) and "[" not in inner and "]" not in inner
+        return host.endswith("]") and _is_ip(host[1:-1])
     return all(_HOST_LABEL.fullmatch(label) for label in host.removesuffix(".").split("."))
+
+
+def _is_ip(text: str) -> bool:
+    """Whether the text in a pair of brackets is an IP address (IPv6, or IPv4 as round 7
+    pinned): '[zz::1]' was looked up in DNS before it was refused."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 # A label of a host name (RFC 1123; '_' as some clusters' names have it): `ray:-h:1` was

@@ -33,6 +33,9 @@ def read_option_file(path: str | Path, option: str,
     except IsADirectoryError:
         raise UsageError(f"{shown}: a folder, not a file") from None
     except OSError as exc:
+        if _is_socket(path):  # opening a socket fails with ENXIO ("No such device")
+            raise UsageError(f"{shown}: not a regular file (a FIFO, socket or device)") \
+                from None
         raise UsageError(f"{shown}: cannot read it ({exc.strerror})") from None
     try:
         mode = os.fstat(fd).st_mode
@@ -50,3 +53,10 @@ def read_option_file(path: str | Path, option: str,
         raise UsageError(f"{shown}: larger than {format_size(max_bytes)}, far more than "
                          "an option file holds (is it the right file?)")
     return data
+
+
+def _is_socket(path: str | Path) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False

@@ -121,12 +121,13 @@ def check_db_name(db: object) -> None:
     surface as exit 1, "File name too long", once the database was opened)."""
     from stepscope.ingest import UsageError
     from stepscope.ingest.errors import quote_name
+    from stepscope.ingest.folder_names import folder_ending, names_a_folder
 
     if not isinstance(db, str):
         return
-    if db.endswith(("/", os.sep)):
-        raise UsageError(f"--db {db[:80]!r}: ends with '/', so it names a folder; give the "
-                         "database's file name")
+    if names_a_folder(db):
+        raise UsageError(f"--db {db[:80]!r}: ends with '{folder_ending(db)}', so it names a "
+                         "folder; give the database's file name")
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(db).parts):
         raise UsageError(f"--db {quote_name(db[:80])}...: a name in it is longer than "
                          f"{NAME_MAX} bytes, the most a file system allows; give a shorter one")

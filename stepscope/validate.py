@@ -18,6 +18,7 @@ from pathlib import Path
 
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.executors import MAX_JOBS, parse_executor
+from stepscope.ingest.folder_names import folder_ending, names_a_folder
 from stepscope.ingest.limits import parse_size
 from stepscope.ingest.ranksets import RankSet, parse_ranks
 
@@ -88,6 +89,9 @@ def output_file(text: str) -> Path:
     folder itself; checked before any work, so a long ingest never ends in a failed write.
     What it may not replace (the database, an input) is checked by each command with
     stepscope.outputs.check_output once the other arguments are known."""
+    if names_a_folder(text):
+        raise argparse.ArgumentTypeError(f"{text}: ends with '{folder_ending(text)}', so it "
+                                         "names a folder; give a file name")
     path = Path(text)
     try:
         if path.is_symlink() and not _written_into(path):  # its target gets written
