@@ -72,7 +72,6 @@ def _step_ms(imbalance: float) -> float:
     try:
         import simulate_gpu
         cfg = dataclasses.replace(simulate_gpu.SETS["moe_roofline"], ep_imbalance=imbalance)
-        simulate_gpu._INSTANCES.clear()
         programs, spans = simulate_gpu.simulate(cfg)
         facts = simulate_gpu.ground_truth(cfg, programs, 1, spans)
     finally:
