@@ -1,8 +1,9 @@
-"""The attribution's cross-rank step (analyzers/sql/attribution/collective_match.sql)
-holds no row per collective call of the run once it has written collective_waits: the
-per-batch steps that follow run beside the uncommitted run, and a temp table of every
-call (it held two, a_coll and a_waits: 84 MB at 2,048 ranks, benchmarks/README.md
-"The attribution's allocation") grew the writer's peak with the job's size."""
+"""The attribution's cross-rank steps (analyzers/sql/attribution/collective_match.sql,
+the clock alignment's analyzers/sql/clocks/ends.sql) hold no row per collective call of
+the run once they have written their tables: the per-batch steps that follow and the
+commit run beside the uncommitted run, and a temp table of every call (the matching held
+two, a_coll and a_waits, until the commit, and the clocks one, clk_rank_ends; benchmarks/
+README.md "The attribution's allocation") grew the writer's peak with the job's size."""
 
 from __future__ import annotations
 
@@ -32,16 +33,23 @@ def _temp_rows(con: duckdb.DuckDBPyConnection) -> int:
 def _held_by_script(make_run: Callable[..., Path], db: Path, ranks: int,
                     monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, int], int]:
     """Ingest a job of `ranks` ranks; per attribution script, the most temp-table rows
-    there when it starts; and the run's collective calls."""
+    there when it starts, and ("commit") those left when the clocks are aligned, the
+    attribution's last step; and the run's collective calls."""
     held: dict[str, int] = {}
     original: Callable[..., None] = attribution.run_script
+    align: Callable[[duckdb.DuckDBPyConnection, str], None] = attribution.clocks.materialize
 
     def spy(con: duckdb.DuckDBPyConnection, name: str, params: object = None) -> None:
         held[name] = max(held.get(name, 0), _temp_rows(con))
         original(con, name, params)
 
+    def clocks(con: duckdb.DuckDBPyConnection, run: str) -> None:
+        align(con, run)
+        held["commit"] = _temp_rows(con)
+
     with monkeypatch.context() as patch:
         patch.setattr(attribution, "run_script", spy)
+        patch.setattr(attribution.clocks, "materialize", clocks)
         stepscope.ingest_run(make_run(world_size=ranks, steps=3), db=db, run="r",
                              executor="inline")
     con = duckdb.connect(str(db), read_only=True)
@@ -52,17 +60,18 @@ def _held_by_script(make_run: Callable[..., Path], db: Path, ranks: int,
     return held, int(calls)
 
 
-def test_per_batch_steps_hold_no_row_per_call(
+def test_per_batch_steps_and_commit_hold_no_row_per_call(
         make_run: Callable[..., Path], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """At 2 and 8 ranks (4x the collective calls), the per-batch scripts start with
-    the same temp-table rows: none of the matching's rows per call are left (before:
-    12 and 48 here: 2 per call)."""
+    """At 2 and 8 ranks (4x the collective calls), the per-batch scripts start and the
+    commit starts with the same temp-table rows: none of the matching's or the clocks'
+    rows per call are left (before: 12 and 48 at the batches, 2 per call; at the commit
+    the same plus the clocks' evidence)."""
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     monkeypatch.setenv("STEPSCOPE_JOBS", "1")
     small, small_calls = _held_by_script(make_run, tmp_path / "n.duckdb", 2, monkeypatch)
     large, large_calls = _held_by_script(make_run, tmp_path / "4n.duckdb", 8, monkeypatch)
     assert large_calls == 4 * small_calls > 0
     batch_scripts = ("attribution/attribution.sql", "attribution/idle.sql")
-    for name in batch_scripts:
+    for name in (*batch_scripts, "commit"):
         assert small[name] == large[name] == 0, (name, small, large)
