@@ -50,7 +50,8 @@ class PairFit:
 
 
 def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
-    """Estimate and store run `run`'s clock offsets (replacing its earlier rows)."""
+    """Estimate and store run `run`'s clock offsets (replacing its earlier rows); the
+    evidence's temp tables are dropped when they are written."""
     hosts = con.execute(sql("clocks/hosts.sql"), {"run": run}).fetchall()
     run_script(con, "clocks/ends.sql", {"run": run})
     (t0,), = con.execute(sql("clocks/t0.sql")).fetchall()
@@ -77,6 +78,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
         rows.append(_row(hosts[0][0], None, 0.0, 0.0, t0 or 0, 0, 0, None))
     if rows:  # a run without Kineto ranks (Flight Recorder dumps, NCCL logs alone) has none
         run_script(con, "clocks/write.sql", {"run": run, "rows": rows})
+    run_script(con, "clocks/drop.sql", {})
 
 
 def _row(host: str, rank: int | None, offset: float, slope: float, t0: int,

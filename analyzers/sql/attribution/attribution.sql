@@ -1,7 +1,7 @@
 -- Step-time attribution of the ranks $lo to $hi of run $run, as defined in
 -- docs/attribution.md: one batch of ranks (analyzers/breakdown/attribution.py), after
--- attribution/collective_match.sql matched the collectives of every rank (its temp table
--- a_waits). Everything here is per rank, so a batch's results do not depend on the
+-- attribution/collective_match.sql matched the collectives of every rank (the run's rows
+-- of collective_waits, read here for the batch's ranks only). Everything here is per rank, so a batch's results do not depend on the
 -- others and memory holds one batch's intervals, whatever the job's size.
 -- Reads the raw tables; writes the batch's scratch files (a_tree, a_timeline,
 -- a_intervals, a_windows, a_segments, a_coll_parts: attribution/scratch.sql) and appends
@@ -80,11 +80,13 @@ WHERE g.run = $run AND g.rank BETWEEN $lo AND $hi AND g.kind <> 'comm'
 UNION ALL
 -- communication (GPU kernels, or gloo spans on CPU ranks): wait part, then the rest
 SELECT c.rank, c.work_start_ns, c.work_start_ns + w.wait_ns, 4
-FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+FROM collectives c JOIN collective_waits w
+    ON w.run = $run AND w.rank BETWEEN $lo AND $hi AND w.rank = c.rank AND w.coll_id = c.coll_id
 WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p AND w.wait_ns > 0
 UNION ALL
 SELECT c.rank, c.work_start_ns + w.wait_ns, c.work_end_ns, 3
-FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+FROM collectives c JOIN collective_waits w
+    ON w.run = $run AND w.rank BETWEEN $lo AND $hi AND w.rank = c.rank AND w.coll_id = c.coll_id
 WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
   AND c.work_start_ns IS NOT NULL
 UNION ALL
@@ -219,11 +221,13 @@ FROM a_attr;
 -- a collective's time (under compute, or under another collective) is overlapped.
 COPY (
 SELECT c.rank, c.coll_id, c.work_start_ns AS s, c.work_start_ns + w.wait_ns AS e, 4 AS cat
-FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+FROM collectives c JOIN collective_waits w
+    ON w.run = $run AND w.rank BETWEEN $lo AND $hi AND w.rank = c.rank AND w.coll_id = c.coll_id
 WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p AND w.wait_ns > 0
 UNION ALL
 SELECT c.rank, c.coll_id, c.work_start_ns + w.wait_ns, c.work_end_ns, 3
-FROM collectives c JOIN a_waits w ON w.rank = c.rank AND w.coll_id = c.coll_id
+FROM collectives c JOIN collective_waits w
+    ON w.run = $run AND w.rank BETWEEN $lo AND $hi AND w.rank = c.rank AND w.coll_id = c.coll_id
 WHERE c.run = $run AND c.rank BETWEEN $lo AND $hi AND NOT c.is_p2p
     AND c.work_start_ns IS NOT NULL
 UNION ALL

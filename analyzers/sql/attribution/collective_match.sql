@@ -4,7 +4,11 @@
 -- process_groups and collectives (a few rows per collective call, whatever the ops);
 -- writes collective_waits for every rank, and clears the run's rows of the per-rank
 -- attribution tables, which attribution/attribution.sql then fills batch by batch of
--- ranks (analyzers/breakdown/attribution.py). Leaves the temp table a_waits for those batches.
+-- ranks (analyzers/breakdown/attribution.py), reading the waits back from collective_waits.
+-- Only what is per instance is held across ranks (a_inst: one narrow row per instance);
+-- the rows per call stream from collectives into collective_waits, twice computed, never
+-- stored in a temp table (a_coll and a_waits held every call of the run until the commit:
+-- 84 MB at 2,048 ranks, benchmarks/README.md "The attribution's allocation").
 -- Parameters: $run; $local_ops, the 'library op' of communication kernels that run on each
 -- rank alone (analyzers/comm/local_ops.py: DeepEP's get_dispatch_layout): never matched
 -- across ranks (match_method 'local': no instance, no arrival order, no straggler wait).
@@ -86,10 +90,23 @@ SELECT c.rank, c.coll_id,
         || ' #' || c.k AS instance_key
 FROM calls c JOIN families f USING (gkey, library, comm_op, step);
 
+-- The order of a call within its step, by collective and size, for the calls without
+-- group metadata (their instance key, below): computed on the ranks that have such calls
+-- only, every call of those ranks numbered (the numbering is per rank, so whole ranks
+-- give the numbers that numbering every rank gives; a job with groups has none).
+CREATE OR REPLACE TEMP TABLE a_step_order AS
+SELECT rank, coll_id,
+    row_number() OVER (PARTITION BY rank, collective, in_nelems, step
+                       ORDER BY coalesce(cpu_start_ns, work_start_ns), coll_id) AS k
+FROM collectives
+WHERE run = $run AND rank IN (SELECT rank FROM collectives
+                              WHERE run = $run AND nccl_seq IS NULL AND pg_name IS NULL);
+
 -- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
 -- group's calls on the rank); without group metadata, (collective, step, order within
 -- the step); communication-kernel rows as above. Barriers and waits are not matched.
-CREATE OR REPLACE TEMP TABLE a_coll AS
+-- A table macro, so that the two statements below read the same rows.
+CREATE OR REPLACE TEMP MACRO a_coll(run_name, local_ops) AS TABLE
 SELECT
     c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
     c.work_end_ns - c.work_start_ns AS dur_ns,
@@ -101,14 +118,12 @@ SELECT
         WHEN c.pg_name IS NOT NULL
             THEN 'pg ' || c.pg_name || CASE WHEN c.is_p2p THEN ' p2p ' ELSE ' #' END || c.seq_in_group
         ELSE c.collective || ' n=' || coalesce(CAST(c.in_nelems AS VARCHAR), '?')
-             || ' step ' || coalesce(CAST(c.step AS VARCHAR), '-') || ' #'
-             || row_number() OVER (PARTITION BY c.rank, c.collective, c.in_nelems, c.step
-                                   ORDER BY coalesce(c.cpu_start_ns, c.work_start_ns), c.coll_id)
+             || ' step ' || coalesce(CAST(c.step AS VARCHAR), '-') || ' #' || so.k
     END AS instance_key,
     CASE
         WHEN c.source = 'comm_kernel'
             THEN CASE WHEN lc.instance_key IS NOT NULL THEN 'stream_order'
-                      WHEN list_contains($local_ops, c.library || ' ' || c.comm_op) THEN 'local'
+                      WHEN list_contains(local_ops, c.library || ' ' || c.comm_op) THEN 'local'
                       ELSE 'unmatched' END
         WHEN c.collective IN ('barrier', 'wait', 'unknown') OR c.work_start_ns IS NULL THEN 'unmatched'
         WHEN c.nccl_seq IS NOT NULL THEN 'nccl_seq'
@@ -117,23 +132,31 @@ SELECT
     END AS match_method
 FROM collectives c
 LEFT JOIN a_lib_calls lc ON lc.rank = c.rank AND lc.coll_id = c.coll_id
-WHERE c.run = $run;
+LEFT JOIN a_step_order so ON so.rank = c.rank AND so.coll_id = c.coll_id
+WHERE c.run = run_name;
 
-CREATE OR REPLACE TEMP TABLE a_waits AS
-WITH inst AS (
-    SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
-           count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
-    FROM a_coll WHERE instance_key IS NOT NULL AND NOT is_p2p GROUP BY instance_key
-)
+-- Each instance: how many ranks, the shortest duration, whether every rank called the
+-- same collective with the same size.
+CREATE OR REPLACE TEMP TABLE a_inst AS
+SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
+       count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
+FROM a_coll($run, $local_ops) WHERE instance_key IS NOT NULL AND NOT is_p2p
+GROUP BY instance_key;
+
+INSERT INTO collective_waits BY NAME
 SELECT
-    c.rank, c.coll_id, c.instance_key, c.match_method,
+    $run AS run, c.rank, c.coll_id, c.instance_key, c.match_method,
     coalesce(i.n_ranks, 1) AS n_ranks,
     coalesce(i.consistent, true) AS consistent,
     c.dur_ns,
     coalesce(i.min_dur_ns, c.dur_ns) AS min_dur_ns,
     CASE WHEN i.n_ranks > 1 THEN greatest(0, c.dur_ns - i.min_dur_ns) ELSE 0 END AS wait_ns,
     i.n_ranks > 1 AND c.dur_ns = i.min_dur_ns AS arrived_last
-FROM a_coll c LEFT JOIN inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
+FROM a_coll($run, $local_ops) c
+LEFT JOIN a_inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
 
-INSERT INTO collective_waits BY NAME SELECT $run AS run, * FROM a_waits;
-
+DROP TABLE a_inst;
+DROP TABLE a_step_order;
+DROP TABLE a_lib_calls;
+DROP TABLE a_lib_groups;
+DROP MACRO TABLE a_coll;
