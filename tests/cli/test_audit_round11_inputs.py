@@ -14,8 +14,8 @@ this file 95, test_audit_round11_dashboard.py 17), in two batches each run once:
   test-side corrections below, **190 of 195 (97.4%)**.
 - batch 2, 28 cases marked "batch 2" (written after batch 1 ran, 03:30 UTC): **25 of 28**.
 - together: **215 of 223 (96.4%)**; since the fixes below, 223 of 223 (one miss was a wrong
-  guess found in triage after the count, see test_audit_round11.py). The 8 misses are FIRST_RUN_FAILED (xfail, strict):
-  the machine's failures (4: report/hang/export/whatif PATH past RLIMIT_FSIZE exit 2 with
+  guess found in triage after the count, see test_audit_round11.py). The 8 misses were
+  FIRST_RUN_FAILED (xfail, strict) in the committed first run: the machine's failures (4: report/hang/export/whatif PATH past RLIMIT_FSIZE exit 2 with
   "cannot open the database" naming a temporary file, not 1), validation (3: dashboard
   --port 8_501, --max-upload-mb in full-width digits, $STEPSCOPE_LOCK_WAIT=abc in
   dashboard start the server), writes outside their place (1: diff PATH PATH --out in an
