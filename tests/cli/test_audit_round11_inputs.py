@@ -13,13 +13,14 @@ this file 95, test_audit_round11_dashboard.py 17), in two batches each run once:
 - batch 1, 195 cases (03:23 UTC): 169 passed as first written (86.7%); after the 22
   test-side corrections below, **190 of 195 (97.4%)**.
 - batch 2, 28 cases marked "batch 2" (written after batch 1 ran, 03:30 UTC): **25 of 28**.
-- together: **215 of 223 (96.4%)**; since the fixes below, 223 of 223 (one miss was a wrong
-  guess found in triage after the count, see test_audit_round11.py). The 8 misses were
-  FIRST_RUN_FAILED (xfail, strict) in the committed first run: the machine's failures (4: report/hang/export/whatif PATH past RLIMIT_FSIZE exit 2 with
-  "cannot open the database" naming a temporary file, not 1), validation (3: dashboard
-  --port 8_501, --max-upload-mb in full-width digits, $STEPSCOPE_LOCK_WAIT=abc in
-  dashboard start the server), writes outside their place (1: diff PATH PATH --out in an
-  input folder written).
+- together: **215 of 223 (96.4%)**; since the fixes below, 223 of 223 (one miss was a
+  wrong guess found in triage after the count, see test_audit_round11.py). The 8 misses
+  were FIRST_RUN_FAILED (xfail, strict) in the committed first run: the machine's
+  failures (4: report/hang/export/whatif PATH past RLIMIT_FSIZE exit 2 with "cannot open
+  the database" naming a temporary file, not 1), validation (3: dashboard --port 8_501,
+  --max-upload-mb in full-width digits, $STEPSCOPE_LOCK_WAIT=abc in dashboard start the
+  server), writes outside their place (1: diff PATH PATH --out in an input folder
+  written).
 
 Fixed since (each case now a plain pass): the 4 PATH targets past RLIMIT_FSIZE exit 1 with
 "FOLDER: cannot write the temporary database of the traces: the file size limit is
