@@ -22,6 +22,7 @@ from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.results import Diff, PlanResult, Report
 from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
 from stepscope.ingest.sources import default_run_name, path_exists
+from stepscope.scratch_db import machine_failures_of
 from stepscope.store import Store
 
 
@@ -88,8 +89,9 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
 
     with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
         scratch = Path(tmp) / "run.duckdb"  # not the run's name: that may be any length
-        result = ingest_run([target], db=scratch, run=name, step_marker=step_marker,
-                            comm_kernels=comm_kernels)
+        with machine_failures_of(scratch):
+            result = ingest_run([target], db=scratch, run=name, step_marker=step_marker,
+                                comm_kernels=comm_kernels)
         with Store(scratch) as store:
             yield Target(store, name, tuple(result.failures), notes)
 

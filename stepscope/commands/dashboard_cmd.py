@@ -18,9 +18,10 @@ from stepscope.dashboard.app.config import (
     DashboardConfig,
 )
 from stepscope.ingest import DEFAULT_DB, UsageError
-from stepscope.ingest.db import check_duckdb_file
+from stepscope.ingest.db import check_duckdb_file, lock_wait_s
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
+from stepscope.whole_numbers import plain_int
 
 HELP = COMMAND_HELP["dashboard"]
 APP = Path(__file__).parents[1] / "dashboard" / "app" / "main.py"
@@ -48,11 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         "created by the first upload)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
-    p.add_argument("--port", type=int, default=8501, help="port (default: 8501)")
+    p.add_argument("--port", type=plain_int, default=8501, help="port (default: 8501)")
     p.add_argument("--traces-root", type=Path,
                    help="a server folder whose trace folders can be ingested from the "
                         "Upload page (nothing outside it is reachable)")
-    p.add_argument("--max-upload-mb", type=int, default=DEFAULT_MAX_UPLOAD_MB,
+    p.add_argument("--max-upload-mb", type=plain_int, default=DEFAULT_MAX_UPLOAD_MB,
                    help=f"upload size limit in MB (default: {DEFAULT_MAX_UPLOAD_MB})")
 
 
@@ -61,6 +62,7 @@ MAX_UPLOAD_MB = 1 << 20  # 1 TiB: past any upload a browser sends
 
 def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     """Validate the options into the app's configuration (UsageError names the fix)."""
+    lock_wait_s()  # its pages wait for writers: a bad $STEPSCOPE_LOCK_WAIT is refused here
     db = Path(args.db).resolve()
     if not db.parent.is_dir():
         raise UsageError(f"{args.db}: the folder {db.parent} does not exist")

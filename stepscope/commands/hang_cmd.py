@@ -16,6 +16,7 @@ from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name, path_exists
 from stepscope.outputs import add_format_options, check_output, emit, option_inputs
+from stepscope.scratch_db import machine_failures_of
 from stepscope.store import Store
 
 HELP = COMMAND_HELP["hang"]
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if path_exists(target):
         with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:
-            result = ingest_run([target], db=Path(tmp) / "hang.duckdb")
+            with machine_failures_of(Path(tmp) / "hang.duckdb"):
+                result = ingest_run([target], db=Path(tmp) / "hang.duckdb")
             for file, problem in result.failures:
                 say(f"error: {file}: {problem}")
             with Store(Path(tmp) / "hang.duckdb") as store:
