@@ -39,7 +39,9 @@ FIRST_RUN_FAILED in each file (xfail, strict, until fixed):
 Fixed since (plain cases now): a tar member named like a trace that is a character or
 block device or a FIFO fails alone ("ARCHIVE!rank1.json: not a regular file (a character
 device in the archive): it holds no trace", exit 3 beside a good rank; ingest/
-archive_special.py). 1 of the 12 holds now.
+archive_special.py); an Inspector line with coll_sn / p2p_sn below 0 fails its file ("3
+NCCL Inspector line(s) with a sequence number (coll_sn / p2p_sn) below 0", exit 1;
+ingest/nccl/inspector_seq.py). 2 of the 12 hold now.
 The three files run in about 4.5 minutes on the shared machine (user CPU about 1 minute).
 """
 
@@ -176,7 +178,6 @@ STORED = "DEFECT: stored (exit 0); an Inspector line with a value outside its fi
     "should fail its file alone"
 FIRST_RUN_FAILED: dict[str, str] = {
     "Inspector msg size -1": STORED,
-    "Inspector coll_sn -1": STORED,
     "Inspector n_ranks 1.5": STORED,
     "Inspector algobw -1": STORED,
     "Inspector algobw NaN": STORED,
