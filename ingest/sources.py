@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from stepscope.ingest.archive_special import SpecialMember, refusing_opener, special_kind
 from stepscope.ingest.errors import (
     MachineFailure,
     UsageError,
@@ -323,6 +324,8 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
 
 def _member_problem(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, SpecialMember):
+        return text
     if isinstance(exc, RuntimeError) and "encrypted" in text.lower():
         return "archive member is encrypted (password-protected); unpack it yourself"
     if isinstance(exc, NotImplementedError):
@@ -346,6 +349,10 @@ def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO
     with tarfile.open(archive, "r:*") as tf:
         for tinfo in tf:
             member = _safe_member(tinfo.name)
+            if member is not None and is_trace_name(member.name) and (
+                    kind := special_kind(tinfo)) is not None:
+                yield member, refusing_opener(kind)
+                continue
             if not tinfo.isfile() or member is None or not is_trace_name(member.name):
                 continue
             src = tf.extractfile(tinfo)

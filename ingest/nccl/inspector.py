@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.nccl.inspector_seq import check_sequence_numbers
 from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
 from stepscope.ingest.sql_files import sql
 
@@ -53,6 +54,7 @@ def read_inspector(path: Path, display: str, max_bytes: int | None = None) -> pa
         finally:
             con.close()
     _check(table, display)
+    check_sequence_numbers(table, display)
     return table
 
 
