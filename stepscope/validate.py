@@ -85,10 +85,14 @@ def size(text: str) -> int:
 
 def output_file(text: str) -> Path:
     """Where a report goes: its folder must exist and be writable, and it must not be a
-    folder itself; checked before any work, so a long ingest never ends in a failed write.
+    folder itself, nor name one ('out/', 'out/.': pathlib drops the '/' and a file 'out'
+    was written); checked before any work, so a long ingest never ends in a failed write.
     What it may not replace (the database, an input) is checked by each command with
     stepscope.outputs.check_output once the other arguments are known."""
     path = Path(text)
+    if os.path.basename(text) in ("", ".", ".."):
+        raise argparse.ArgumentTypeError(f"{text}: ends with '/', '.' or '..', so it names a "
+                                         "folder; give a file name")
     try:
         if path.is_symlink() and not _written_into(path):  # its target gets written
             target = Path(os.path.realpath(path))
