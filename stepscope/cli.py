@@ -124,6 +124,9 @@ def check_db_name(db: object) -> None:
 
     if not isinstance(db, str):
         return
+    if db.startswith(":memory:"):  # DuckDB's name of a database that lives in memory
+        raise UsageError(f"--db {db[:80]!r}: DuckDB's in-memory database, which keeps "
+                         "nothing once the command ends; give a database file name")
     if db.endswith(("/", os.sep)):
         raise UsageError(f"--db {db[:80]!r}: ends with '/', so it names a folder; give the "
                          "database's file name")
