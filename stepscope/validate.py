@@ -9,6 +9,7 @@ output stays valid.
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import stat
@@ -89,6 +90,8 @@ def output_file(text: str) -> Path:
     was written); checked before any work, so a long ingest never ends in a failed write.
     What it may not replace (the database, an input) is checked by each command with
     stepscope.outputs.check_output once the other arguments are known."""
+    if text == "-":  # the usual name of stdout (it wrote a file named '-')
+        return Path("/dev/stdout")
     path = Path(text)
     if os.path.basename(text) in ("", ".", ".."):
         raise argparse.ArgumentTypeError(f"{text}: ends with '/', '.' or '..', so it names a "
@@ -117,7 +120,36 @@ def _writable_file(text: str, path: Path, folder: Path) -> Path:
         raise argparse.ArgumentTypeError(f"{text}: cannot write there (permission denied)")
     if not _written_into(path):
         _try_a_file_in(text, folder)
+    _check_pipe(text, path)
     return path
+
+
+# A FIFO an output names, opened when its option is checked: a FIFO no process reads
+# is refused then (writing into it waited forever); one that is read stays open here, so
+# its reader sees no end of file before the output is written (outputs.release_pipe).
+HELD_PIPES: dict[str, int] = {}
+
+
+def _check_pipe(text: str, path: Path) -> None:
+    """Refuse a FIFO no process reads; hold one that is read open until it is written."""
+    real = os.path.realpath(path)
+    try:
+        if not stat.S_ISFIFO(os.stat(real).st_mode) or real in HELD_PIPES:
+            return
+        HELD_PIPES[real] = os.open(real, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise argparse.ArgumentTypeError(
+                f"{text}: a named pipe that no process reads (writing would wait forever); "
+                "start its reader first, or give a file name") from None
+        raise
+
+
+def release_pipe(path: Path) -> None:
+    """Close the FIFO `path` held open by _check_pipe, once the output is written."""
+    fd = HELD_PIPES.pop(os.path.realpath(path), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _written_into(path: Path) -> bool:
