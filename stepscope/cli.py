@@ -51,6 +51,10 @@ def build_parser(only: str | None = None, *, every: bool = True) -> argparse.Arg
             load(name).add_parser(sub)
         else:
             sub.add_parser(name, help=COMMAND_HELP[name])
+    if every or only in COMMANDS:  # a command's parser is built: its numbers checked
+        from stepscope.validate import checked_numbers
+
+        checked_numbers(parser)
     return parser
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -178,6 +180,38 @@ def _try_a_file_in(text: str, folder: Path) -> None:
                                          ) from None
     os.close(fd)
     os.unlink(probe)
+
+
+def checked_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every argument typed plain `int` or `float`, in `parser` and its subcommands,
+    the shared checks (ASCII digits, no '_', finite): Python's own took '1_000', other
+    scripts' digits and (float) nan or inf, so `dashboard --port 1_000` was port 1000.
+    A new option with `type=int` is covered without a change here; its range stays the
+    command's to check."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                checked_numbers(sub)
+        elif action.type is int:
+            action.type = integer(-(1 << 63), 1 << 63)
+        elif action.type is float:
+            action.type = real(-1e308, 1e308, low_open=False)
+
+
+def host_name(text: str) -> str:
+    """An address to listen on: an IP address (v4, or v6 with or without brackets) or a
+    host name of printable ASCII labels; a control character or a space reached the
+    socket layer ("internal error: encoding of hostname failed")."""
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(bare)
+        return bare
+    except ValueError:
+        pass
+    label = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+    if text.isascii() and all(label.fullmatch(x) for x in text.removesuffix(".").split(".")):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: not an IP address or a host name")
 
 
 # Ranges of the user's numbers (documented in README "Limits").

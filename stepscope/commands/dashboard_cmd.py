@@ -23,7 +23,7 @@ from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.db import check_duckdb_file
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
-from stepscope.validate import integer
+from stepscope.validate import host_name, integer
 
 HELP = COMMAND_HELP["dashboard"]
 APP = Path(__file__).parents[1] / "dashboard" / "app" / "main.py"
@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--db", default=None,
                    help=f"database file to browse and ingest into (default: ${ENV_DB}, "
                         f"else {DEFAULT_DB}; created by the first upload)")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--host", default="127.0.0.1", type=host_name,
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8501, help="port (default: 8501)")
     p.add_argument("--traces-root", type=Path,
