@@ -136,8 +136,12 @@ def _check_pipe(text: str, path: Path) -> None:
     """Refuse a FIFO no process reads; hold one that is read open until it is written."""
     real = os.path.realpath(path)
     try:
-        if not stat.S_ISFIFO(os.stat(real).st_mode) or real in HELD_PIPES:
-            return
+        mode = os.stat(real).st_mode
+    except OSError:
+        return  # nothing there yet: a new file
+    if not stat.S_ISFIFO(mode) or real in HELD_PIPES:
+        return
+    try:
         HELD_PIPES[real] = os.open(real, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ENXIO:

@@ -254,6 +254,19 @@ def test_every_command_has_a_base() -> None:
     assert set(_subparsers()) == set(BASE)
 
 
+@pytest.mark.parametrize("command", sorted(BASE))
+def test_every_base_fails_only_late(sandbox: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """Each base command line passes every check of its arguments and fails only on its
+    missing run or path (or the dashboard's stand-in server): a value refused in the
+    matrix is refused for itself, not for the base (an --out of a new file refused by
+    mistake once passed the matrix unseen)."""
+    rc, err, out = _run(sandbox, tmp_path, monkeypatch, BASE[command], None)
+    errors = _check(rc, err, out)
+    assert "argument " not in errors[0] and ("nope_run" in errors[0] or "missing_traces"
+                                              in errors[0] or SERVER_LINE in errors[0]), errors
+
+
 def test_matrix_size() -> None:
     """The matrix is as large as the parser and the sources make it (printed)."""
     print(f"{len(OPTION_CASES)} option cases, {len(ENV_CASES)} variable cases")
