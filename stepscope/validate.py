@@ -186,6 +186,9 @@ def _try_a_file_in(text: str, folder: Path) -> None:
     os.unlink(probe)
 
 
+UNBOUNDED = 10 ** 4300  # past any number int() reads from text (sys.int_info)
+
+
 def checked_numbers(parser: argparse.ArgumentParser) -> None:
     """Give every argument typed plain `int` or `float`, in `parser` and its subcommands,
     the shared checks (ASCII digits, no '_', finite): Python's own took '1_000', other
@@ -196,8 +199,8 @@ def checked_numbers(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 checked_numbers(sub)
-        elif action.type is int:
-            action.type = integer(-(1 << 63), 1 << 63)
+        elif action.type is int:  # no range of its own: int() reads at most 4,300 digits
+            action.type = integer(-UNBOUNDED, UNBOUNDED)
         elif action.type is float:
             action.type = real(-1e308, 1e308, low_open=False)
 
