@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,6 +131,7 @@ def _writable_file(text: str, path: Path, folder: Path) -> Path:
 # is refused then (writing into it waited forever); one that is read stays open here, so
 # its reader sees no end of file before the output is written (outputs.release_pipe).
 HELD_PIPES: dict[str, int] = {}
+PIPE_READER_WAIT_S = 5.0
 
 
 def _check_pipe(text: str, path: Path) -> None:
@@ -141,14 +143,20 @@ def _check_pipe(text: str, path: Path) -> None:
         return  # nothing there yet: a new file
     if not stat.S_ISFIFO(mode) or real in HELD_PIPES:
         return
-    try:
-        HELD_PIPES[real] = os.open(real, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:  # a reader started beside the command (`cmd --out p & cat p`) gets time
+        try:
+            HELD_PIPES[real] = os.open(real, os.O_WRONLY | os.O_NONBLOCK)
+            return
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        if time.monotonic() > deadline:
             raise argparse.ArgumentTypeError(
-                f"{text}: a named pipe that no process reads (writing would wait forever); "
-                "start its reader first, or give a file name") from None
-        raise
+                f"{text}: a named pipe that no process reads (writing would wait forever; "
+                f"waited {PIPE_READER_WAIT_S:g} s for a reader); start its reader first, "
+                "or give a file name")
+        time.sleep(0.05)
 
 
 def release_pipe(path: Path) -> None:
