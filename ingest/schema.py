@@ -111,10 +111,10 @@ def classify(con: duckdb.DuckDBPyConnection, path: str | Path) -> int | None:
 
 def _recorded_version(con: duckdb.DuckDBPyConnection) -> int | None:
     (text,), = con.execute(sql("catalog/version.sql")).fetchall()
-    try:
-        version = int(text)
-    except (TypeError, ValueError):
+    # only plain ASCII digits, as stepscope writes it: int() also took ' 13', '1_3', '+13'
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
         return None
+    version = int(text)
     return version if version >= 1 else None
 
 

@@ -51,6 +51,10 @@ def build_parser(only: str | None = None, *, every: bool = True) -> argparse.Arg
             load(name).add_parser(sub)
         else:
             sub.add_parser(name, help=COMMAND_HELP[name])
+    if every or only in COMMANDS:  # a command's parser is built: its numbers checked
+        from stepscope.validate import checked_numbers
+
+        checked_numbers(parser)
     return parser
 
 
@@ -125,6 +129,9 @@ def check_db_name(db: object) -> None:
 
     if not isinstance(db, str):
         return
+    if db.startswith(":memory:"):  # DuckDB's name of a database that lives in memory
+        raise UsageError(f"--db {db[:80]!r}: DuckDB's in-memory database, which keeps "
+                         "nothing once the command ends; give a database file name")
     if names_a_folder(db):
         raise UsageError(f"--db {db[:80]!r}: ends with '{folder_ending(db)}', so it names a "
                          "folder; give the database's file name")

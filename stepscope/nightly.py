@@ -8,6 +8,7 @@ and prints. `run_nightly` raises UsageError / NothingIngestedError like `ingest`
 from __future__ import annotations
 
 import errno
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -195,7 +196,10 @@ def write_outputs(night: NightlyReport, out_dir: Path) -> list[Path]:
     return write_files(out_dir, dict(zip(REPORT_FILES, texts, strict=True)))
 
 
-def _prepare_out_dir(out_dir: Path) -> None:
+def _prepare_out_dir(out_dir: Path) -> list[Path]:
+    """Make `out_dir`; the folders it made, deepest first (_unmake removes them when the
+    night is not ingested: an empty --out-dir was left behind)."""
+    made = [p for p in (out_dir, *out_dir.parents) if not os.path.lexists(p)]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -203,6 +207,16 @@ def _prepare_out_dir(out_dir: Path) -> None:
                 exc.errno == errno.ENAMETOOLONG else "")
         raise UsageError(f"--out-dir {quote_name(out_dir)}: cannot create it "
                          f"({exc.strerror}){hint}") from None
+    return made
+
+
+def _unmake(made: list[Path]) -> None:
+    """Remove the folders _prepare_out_dir made, each only if still empty."""
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
@@ -212,9 +226,13 @@ def run_nightly(opts: NightlyOptions) -> NightlyOutcome:
     out_dir = opts.out_dir or DEFAULT_OUT_ROOT / run
     read = [*opts.read_files, *([opts.comm_kernels] if opts.comm_kernels else [])]
     check_out_dir(out_dir, db=opts.db, inputs=[*opts.paths, *read], names=REPORT_FILES)
-    _prepare_out_dir(out_dir)
-    result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs,
-                        comm_kernels=opts.comm_kernels)
+    made = _prepare_out_dir(out_dir)
+    try:
+        result = ingest_run(opts.paths, db=opts.db, run=run, jobs=opts.jobs,
+                            comm_kernels=opts.comm_kernels)
+    except BaseException:
+        _unmake(made)
+        raise
     con = connect_write(opts.db)
     try:
         status: Literal["complete", "partial"] = "partial" if result.failures else "complete"

@@ -33,7 +33,7 @@ from typing import TypeVar
 
 from stepscope.ingest.errors import StepscopeError, UsageError, quote_name, terminal_safe
 from stepscope.ingest.sources import path_exists
-from stepscope.validate import output_file
+from stepscope.validate import output_file, release_pipe
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 INPUT_OPTIONS = ("model", "comm_kernels")  # options that name a file the command reads
@@ -199,6 +199,8 @@ def _write_into(target: Path, body: str, shown: Path) -> None:
             fh.write(body)
     except OSError as exc:
         raise OutputError(f"{quote_name(shown)}: could not write ({exc.strerror})") from None
+    finally:
+        release_pipe(target)
 
 
 def _replace_atomically(target: Path, body: str, shown: Path, mode: int | None) -> None:
@@ -227,6 +229,8 @@ def staged_file(out: Path) -> Iterator[Path]:
             yield out if _stream_fd(out) is not None else target
         except OSError as exc:
             raise OutputError(f"{quote_name(out)}: could not write ({exc.strerror})") from None
+        finally:
+            release_pipe(target)
         return
     with _staged_beside(target, out, mode) as tmp:
         yield tmp

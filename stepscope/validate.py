@@ -9,10 +9,14 @@ output stays valid.
 from __future__ import annotations
 
 import argparse
+import errno
+import ipaddress
 import math
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,9 +90,12 @@ def size(text: str) -> int:
 
 def output_file(text: str) -> Path:
     """Where a report goes: its folder must exist and be writable, and it must not be a
-    folder itself; checked before any work, so a long ingest never ends in a failed write.
+    folder itself, nor name one ('out/', 'out/.': pathlib drops the '/' and a file 'out'
+    was written); checked before any work, so a long ingest never ends in a failed write.
     What it may not replace (the database, an input) is checked by each command with
     stepscope.outputs.check_output once the other arguments are known."""
+    if text == "-":  # the usual name of stdout (it wrote a file named '-')
+        return Path("/dev/stdout")
     if names_a_folder(text):
         raise argparse.ArgumentTypeError(f"{text}: ends with '{folder_ending(text)}', so it "
                                          "names a folder; give a file name")
@@ -117,7 +124,47 @@ def _writable_file(text: str, path: Path, folder: Path) -> Path:
         raise argparse.ArgumentTypeError(f"{text}: cannot write there (permission denied)")
     if not _written_into(path):
         _try_a_file_in(text, folder)
+    _check_pipe(text, path)
     return path
+
+
+# A FIFO an output names, opened when its option is checked: a FIFO no process reads
+# is refused then (writing into it waited forever); one that is read stays open here, so
+# its reader sees no end of file before the output is written (outputs.release_pipe).
+HELD_PIPES: dict[str, int] = {}
+PIPE_READER_WAIT_S = 5.0
+
+
+def _check_pipe(text: str, path: Path) -> None:
+    """Refuse a FIFO no process reads; hold one that is read open until it is written."""
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return  # nothing there yet: a new file
+    if not stat.S_ISFIFO(mode) or real in HELD_PIPES:
+        return
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    while True:  # a reader started beside the command (`cmd --out p & cat p`) gets time
+        try:
+            HELD_PIPES[real] = os.open(real, os.O_WRONLY | os.O_NONBLOCK)
+            return
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+        if time.monotonic() > deadline:
+            raise argparse.ArgumentTypeError(
+                f"{text}: a named pipe that no process reads (writing would wait forever; "
+                f"waited {PIPE_READER_WAIT_S:g} s for a reader); start its reader first, "
+                "or give a file name")
+        time.sleep(0.05)
+
+
+def release_pipe(path: Path) -> None:
+    """Close the FIFO `path` held open by _check_pipe, once the output is written."""
+    fd = HELD_PIPES.pop(os.path.realpath(path), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _written_into(path: Path) -> bool:
@@ -146,6 +193,41 @@ def _try_a_file_in(text: str, folder: Path) -> None:
                                          ) from None
     os.close(fd)
     os.unlink(probe)
+
+
+UNBOUNDED = 10 ** 4300  # past any number int() reads from text (sys.int_info)
+
+
+def checked_numbers(parser: argparse.ArgumentParser) -> None:
+    """Give every argument typed plain `int` or `float`, in `parser` and its subcommands,
+    the shared checks (ASCII digits, no '_', finite): Python's own took '1_000', other
+    scripts' digits and (float) nan or inf, so `dashboard --port 1_000` was port 1000.
+    A new option with `type=int` is covered without a change here; its range stays the
+    command's to check."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                checked_numbers(sub)
+        elif action.type is int:  # no range of its own: int() reads at most 4,300 digits
+            action.type = integer(-UNBOUNDED, UNBOUNDED)
+        elif action.type is float:
+            action.type = real(-1e308, 1e308, low_open=False)
+
+
+def host_name(text: str) -> str:
+    """An address to listen on: an IP address (v4, or v6 with or without brackets) or a
+    host name of printable ASCII labels; a control character or a space reached the
+    socket layer ("internal error: encoding of hostname failed")."""
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(bare)
+        return bare
+    except ValueError:
+        pass
+    label = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+    if text.isascii() and all(label.fullmatch(x) for x in text.removesuffix(".").split(".")):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: not an IP address or a host name")
 
 
 # Ranges of the user's numbers (documented in README "Limits").

@@ -14,6 +14,8 @@ from pathlib import Path
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.app.config import (
     DEFAULT_MAX_UPLOAD_MB,
+    ENV_DB,
+    ENV_MAX_UPLOAD_MB,
     ENV_TRACES_ROOT,
     DashboardConfig,
 )
@@ -21,6 +23,7 @@ from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.db import check_duckdb_file, lock_wait_s
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
+from stepscope.validate import host_name, integer
 from stepscope.whole_numbers import plain_int
 
 HELP = COMMAND_HELP["dashboard"]
@@ -44,25 +47,42 @@ STREAMLIT_OPTIONS = (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("dashboard", help=HELP, description=HELP + " (Streamlit).")
-    p.add_argument("--db", default=DEFAULT_DB,
-                   help=f"database file to browse and ingest into (default: {DEFAULT_DB}; "
-                        "created by the first upload)")
-    p.add_argument("--host", default="127.0.0.1",
+    p.add_argument("--db", default=None,
+                   help=f"database file to browse and ingest into (default: ${ENV_DB}, "
+                        f"else {DEFAULT_DB}; created by the first upload)")
+    p.add_argument("--host", default="127.0.0.1", type=host_name,
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=plain_int, default=8501, help="port (default: 8501)")
     p.add_argument("--traces-root", type=Path,
                    help="a server folder whose trace folders can be ingested from the "
                         "Upload page (nothing outside it is reachable)")
-    p.add_argument("--max-upload-mb", type=plain_int, default=DEFAULT_MAX_UPLOAD_MB,
-                   help=f"upload size limit in MB (default: {DEFAULT_MAX_UPLOAD_MB})")
+    p.add_argument("--max-upload-mb", type=plain_int, default=None,
+                   help=f"upload size limit in MB (default: ${ENV_MAX_UPLOAD_MB}, else "
+                        f"{DEFAULT_MAX_UPLOAD_MB})")
 
 
 MAX_UPLOAD_MB = 1 << 20  # 1 TiB: past any upload a browser sends
 
 
+def _from_environment(args: argparse.Namespace) -> None:
+    """--db and --max-upload-mb not given: $STEPSCOPE_DB and $STEPSCOPE_MAX_UPLOAD_MB (an
+    empty one is unset), checked like the options; the command overwrote both for its
+    server, so a bad value was ignored in silence and the server started."""
+    if args.db is None:
+        args.db = os.environ.get(ENV_DB) or DEFAULT_DB
+    if args.max_upload_mb is None:
+        text = os.environ.get(ENV_MAX_UPLOAD_MB) or str(DEFAULT_MAX_UPLOAD_MB)
+        try:
+            args.max_upload_mb = integer(-(1 << 62), 1 << 62)(text)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"${ENV_MAX_UPLOAD_MB}: {exc}; give a number of MB from 1 to "
+                             f"{MAX_UPLOAD_MB:,}") from None
+
+
 def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     """Validate the options into the app's configuration (UsageError names the fix)."""
     lock_wait_s()  # its pages wait for writers: a bad $STEPSCOPE_LOCK_WAIT is refused here
+    _from_environment(args)
     db = Path(args.db).resolve()
     if not db.parent.is_dir():
         raise UsageError(f"{args.db}: the folder {db.parent} does not exist")

@@ -62,6 +62,16 @@ def _chosen(wanted: RankSet | None, values: list[int]) -> list[int] | None:
     return None if wanted is None else [v for v in values if v in wanted]
 
 
+def _check_some(spec: str | None, chosen: list[int] | None, present: list[int],
+                run: str) -> None:
+    """`--steps` that names none of the run's steps is a usage error (it wrote an export
+    with no step in it, exit 0), as `--ranks` naming none of its ranks is."""
+    if spec is not None and not chosen:
+        have = f"{present[0]} to {present[-1]}" if present else "none"
+        raise UsageError(f"--steps {spec!r}: none of these steps is in run {run!r} "
+                         f"(its steps: {have})")
+
+
 def announce(size: ExportSize) -> None:
     parts = ", ".join(f"{name} {n:,}" for name, n in size.events.items() if n)
     say(f"export: {size.total_events:,} events ({parts}), "
@@ -78,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print_remarks(Built(failures=t.failures, notes=t.notes))
         run_ranks, run_steps = present(t.store.con, t.run)
         ranks, steps = _chosen(wanted_ranks, run_ranks), _chosen(wanted_steps, run_steps)
+        _check_some(args.steps, steps, run_steps, t.run)
         path = step_paths(t.store.con, t.run, steps)
         with staged_file(args.out) as destination:
             export_chrome(t.store.con, t.run, destination, ranks=ranks, steps=steps,

@@ -182,7 +182,8 @@ CASES: dict[str, Case] = {
                                         "1,048,576 (1 TiB)"),
     "dashboard --host empty": (("dashboard", "--db", D, "--host", ""), None, 2, EMPTY),
     "dashboard --host with ESC": (("dashboard", "--db", D, "--host", "a\x1b[2J"), None, 2,
-                                  "error: cannot listen on a\\x1b[2J:8501"),
+                                  "error: stepscope dashboard: argument --host: "
+                                  "'a\\x1b[2J': not an IP address or a host name"),
     "dashboard --traces-root empty": (("dashboard", "--db", D, "--traces-root", ""), None, 2,
                                       EMPTY),
     # ---- STEPSCOPE_* variables
