@@ -1,0 +1,156 @@
+"""Audit round 13 (issue 43), third part: the dashboard's upload handling through
+streamlit.testing's AppTest (no browser, no server), uploads not tried in rounds 11-12:
+a tar hard link to /etc/passwd, a gzip bomb of spaces, an SQLite file and a Flight
+Recorder pickle that would run a command, a zip member named with ESC, `./`-prefixed
+members, two files of one name, a plain JSON named .gz, run names that climb out (`../`)
+or are over the 1,024-character bound. Each upload must write nothing outside its
+temporary folder, raise nothing on the page, show any name escaped, and say what failed.
+
+First run against the final code: see FIRST_RUN_FAILED and the count in
+test_audit_round13_inputs.py's docstring.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import pickle
+import sqlite3
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from audit8_inputs import params, raw_controls
+from conftest import kineto_trace
+from dashboard_helpers import app_test, button, texts
+
+ESC = "\x1b]0;owned\x07\x1b[2J"
+MARKER = Path("/tmp/audit13_dash_pwned")
+OUT = Path("/tmp/audit13_climb")
+
+
+def _rank(rank: int, world: int = 2) -> bytes:
+    return gzip.compress(json.dumps(kineto_trace(rank=rank, world_size=world)).encode(),
+                         mtime=0)
+
+
+def _tar(members: list[tarfile.TarInfo], data: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for info in members:
+            body = data.get(info.name, b"")
+            info.size = len(body) if info.isfile() else 0
+            t.addfile(info, io.BytesIO(body) if info.isfile() else None)
+    return buf.getvalue()
+
+
+def _hardlink() -> bytes:
+    info = tarfile.TarInfo("rank0.json")
+    info.type = tarfile.LNKTYPE
+    info.linkname = "/etc/passwd"
+    return _tar([info], {})
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, body in members.items():
+            z.writestr(name, body)
+    return buf.getvalue()
+
+
+def _sqlite(tmp: Path) -> bytes:
+    path = tmp / "x.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (a)")
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+class _System:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {MARKER}",))
+
+
+ONE = json.dumps(kineto_trace(rank=0, world_size=1)).encode()
+Upload = list[tuple[str, bytes]]
+CASES: dict[str, tuple[Upload, str, str]] = {
+    "a tar.gz whose rank0.json is a hard link to /etc/passwd": (
+        [("run.tar.gz", _hardlink())], "d13a", "refused"),
+    "a .json.gz of 64 MiB of spaces": (
+        [("rank0.json.gz", gzip.compress(b" " * (64 << 20), mtime=0))], "d13b", "refused"),
+    "an SQLite file named rank0.json": ([("rank0.json", b"")], "d13c", "sqlite"),
+    "a Flight Recorder pickle that runs a command": (
+        [("nccl_trace_rank_0", pickle.dumps({"version": "2.4", "entries": [],
+                                             "x": _System()}))], "d13d", "refused"),
+    "a zip member named with ESC": ([("run.zip", _zip({f"rank0{ESC}.json": ONE}))], "d13e",
+                                    "ok"),
+    "tar members with ./ before their names": (
+        [("run.tar.gz", _tar([tarfile.TarInfo("./rank0.json.gz"),
+                              tarfile.TarInfo("./rank1.json.gz")],
+                             {"./rank0.json.gz": _rank(0), "./rank1.json.gz": _rank(1)}))],
+        "d13f", "ok"),
+    "two uploads of one name": ([("rank0.json.gz", _rank(0, 1)),
+                                 ("rank0.json.gz", _rank(0, 1))], "d13g", "handled"),
+    "a plain JSON trace named .json.gz": ([("rank0.json.gz", ONE)], "d13h", "handled"),
+    "a run name that climbs out with ../": ([("rank0.json.gz", _rank(0, 1))],
+                                            f"../../../..{OUT}", "handled"),
+    "a run name of 1,100 characters": ([("rank0.json.gz", _rank(0, 1))], "r" * 1100,
+                                       "refused"),
+}
+
+FIRST_RUN_FAILED: dict[str, str] = {}
+
+
+def _runs(db: Path) -> dict[str, str]:
+    if not db.exists():
+        return {}
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return dict(con.execute("SELECT run, status FROM runs").fetchall())
+    finally:
+        con.close()
+
+
+def _upload(at: Any, files: Upload, run: str) -> None:
+    at.file_uploader(key="upload_files").set_value(
+        [(name, content, "application/octet-stream") for name, content in files])
+    at.run()
+    field = [t for t in at.text_input if t.label == "Run name"]
+    if not field:  # the page refused the files before asking for a run name
+        return
+    field[0].set_value(run)
+    at.run()
+    button(at, "ingest_uploads").click()
+    at.run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", params(CASES, FIRST_RUN_FAILED))
+def test_upload(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One hostile upload: no exception on the page, no raw control character in what it
+    shows, nothing written outside, no command run, and the outcome the docs promise
+    ("ok": the run is complete; "refused": no run and an error shown; "handled": either,
+    but never an exception)."""
+    files, run, want = CASES[name]
+    if want == "sqlite":
+        files, want = [("rank0.json", _sqlite(tmp_path))], "refused"
+    db = tmp_path / "db.duckdb"
+    at = app_test(monkeypatch, db, page="upload")
+    at.run()
+    _upload(at, files, run)
+    assert not at.exception, [e.value for e in at.exception]
+    shown = texts(at)
+    assert "Internal error" not in shown and not raw_controls(shown), shown[:2000]
+    assert "root:" not in shown and not MARKER.exists() and not OUT.exists()
+    runs = _runs(db)
+    if want == "ok":
+        assert runs.get(run) == "complete", (runs, shown[:2000])
+    elif want == "refused":
+        assert run not in runs and at.error, (runs, shown[:2000])
