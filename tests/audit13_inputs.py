@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import lzma
 import os
 import pickle
 import shutil
@@ -73,8 +72,9 @@ def _traces(base: Path) -> None:
     _kineto(base, "k13_ts_list", _on_events("ts", [1, 2]))
     _kineto(base, "k13_name_nul", _on_events("name", "gemm\x00kernel"))
     _kineto(base, "k13_events_object", _set(None, "traceEvents", {"a": 1}))
-    (base / "k13_utf16").mkdir()
-    (base / "k13_utf16" / "rank0.json").write_bytes(ONE.encode("utf-16"))
+    trace = json.dumps(kineto_trace(rank=0, world_size=1))
+    write_trace(base / "k13_dur_1e400" / "rank0.json",
+                trace.replace('"dur": 200.0', '"dur": 1e400', 1))
     write_trace(base / "k13_deep_key" / "rank0.json",
                 '{"x": ' + "[" * 5000 + "]" * 5000 + ", " + ONE[1:])
     write_trace(base / "k13_spaces_only" / "rank0.json", " " * (1 << 20))
@@ -121,8 +121,10 @@ def _nccl(base: Path) -> None:
                            ("i13_size_text", {"coll_perf__coll_msg_size_bytes": "1024"})):
         write_trace(base / folder / "node0-pid1.log",
                     "\n".join([_inspector_line(**change)] * 3) + "\n")
-    write_trace(base / "i13_half_only" / "node0-pid1.log", _inspector_line()[:50] + "\n")
-    write_trace(base / "i13_empty_objects" / "node0-pid1.log", "{}\n{}\n{}\n")
+    for folder, change in (("i13_nranks_negative", {"header__n_ranks": -2}),
+                           ("i13_rank_true", {"header__rank": True})):
+        write_trace(base / folder / "node0-pid1.log",
+                    "\n".join([_inspector_line(**change)] * 3) + "\n")
 
 
 def _fr(base: Path, folder: str, data: bytes) -> None:
@@ -133,7 +135,7 @@ def _fr(base: Path, folder: str, data: bytes) -> None:
 def _flight_recorder(base: Path) -> None:
     raw = load_plain(FR_DUMP.read_bytes())
     first = dict(raw["entries"][0])
-    _fr(base, "fr13_no_version", pickle.dumps({"entries": raw["entries"]}, protocol=4))
+    _fr(base, "fr13_entries_numbers", pickle.dumps(dict(raw, entries=[1, 2, 3]), protocol=4))
     _fr(base, "fr13_entries_none", pickle.dumps(dict(raw, entries=None), protocol=4))
     _fr(base, "fr13_entries_text", pickle.dumps(dict(raw, entries="abc"), protocol=4))
     _fr(base, "fr13_time_2_65", pickle.dumps(
@@ -205,8 +207,9 @@ def _archives(base: Path) -> None:
     (base / "a13_tgz_random" / "run.tar.gz").write_bytes(b"\x1f\x8b" + os.urandom(4096))
     _zip(base / "a13_zip_gz_bomb" / "run.zip", {"rank0.json.gz": gzip.compress(
         b'{"traceEvents": [' + b" " * (32 << 20) + b"]}", mtime=0)})
-    (base / "a13_tar_xz_named_tgz").mkdir()
-    (base / "a13_tar_xz_named_tgz" / "run.tgz").write_bytes(lzma.compress(full.getvalue()))
+    whole = gzip.compress(one, mtime=0)
+    _tar(base / "a13_tar_gz_member_cut" / "run.tar", [tarfile.TarInfo("rank0.json.gz")],
+         {"rank0.json.gz": whole[: len(whole) // 2]})
 
 
 def _option_files(base: Path) -> None:
@@ -222,7 +225,6 @@ def _option_files(base: Path) -> None:
     (opts / "set_tag.yaml").write_text("n_layers: !!set {a: null}\n")
     (opts / "empty.yaml").write_text("")
     (opts / "list.yaml").write_text("- 1\n- 2\n")
-    (opts / "utf16.json").write_bytes(json.dumps(SPEC).encode("utf-16"))
     (opts / "laughs.yaml").write_text(
         "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
             f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"

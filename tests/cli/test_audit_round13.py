@@ -187,8 +187,9 @@ CASES: dict[str, Case13] = {
     "summary --db missing, named with ESC": _bad(("summary", "--db", f"{R}/no{ESC}.duckdb")),
     "ingest into a stepscope db holding a table of mine": _ok(
         (*ING[:2], "--db", f"{R}/db13/with_mine.duckdb", "--run", "mine", "--quiet")),
-    "ingest into another application's DuckDB": _ok(
-        (*ING[:2], "--db", f"{R}/db13/other_app.duckdb", "--run", "x", "--quiet")),
+    "nightly into another application's DuckDB": _bad(
+        ("nightly", T, "--db", f"{R}/db13/other_app.duckdb", "--job", "j", "--out-dir",
+         f"{R}/no13"), "other_app.duckdb"),
     # ---- outputs that would write outside their place or destroy something
     "nightly --run ./..": _bad((*NIGHT, "--run", "./.."), "--run"),
     "nightly --run .": _bad((*NIGHT, "--run", "."), "--run"),
@@ -201,7 +202,7 @@ CASES: dict[str, Case13] = {
         ("diff", "base", "other", "--db", D, "--out", f"{R}/out13/db_hardlink.md"),
         "db_hardlink.md"),
     "diff PATH --out a new file inside the input folder": _bad(
-        ("diff", T, "other", "--db", f"{R}/d13.duckdb", "--out", f"{T}/diff.md"), "diff.md"),
+        ("diff", T, "other", "--db", D, "--out", f"{T}/diff.md"), "diff.md"),
     "report --out an existing tar": _bad(("report", "base", "--db", D, "--out",
                                           f"{R}/out13/old.tar"), "old.tar"),
     "report --out an existing folder": _bad(("report", "base", "--db", D, "--out",

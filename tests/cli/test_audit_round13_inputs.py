@@ -57,7 +57,7 @@ FILE_CASES: dict[str, Case13] = {
     "kernel dur the text abc": _fails("k13_dur_text_abc"),
     "kernel ts a list": _fails("k13_ts_list"),
     "traceEvents an object": _fails("k13_events_object"),
-    "a trace in UTF-16": _fails("k13_utf16"),
+    "kernel dur 1e400": _fails("k13_dur_1e400"),
     "a key nested 5,000 levels before traceEvents": _fails("k13_deep_key"),
     "1 MiB of spaces": _fails("k13_spaces_only"),
     "a .json.gz cut in half": _fails("k13_gz_truncated", "rank0.json.gz"),
@@ -78,10 +78,10 @@ FILE_CASES: dict[str, Case13] = {
     "Inspector header.rank 2^70": _fails("i13_rank_2_70", INSPECTOR),
     "Inspector coll_sn true": _fails("i13_sn_true", INSPECTOR),
     "Inspector message size the text 1024": _fails("i13_size_text", INSPECTOR),
-    "Inspector only half a line": _fails("i13_half_only", INSPECTOR),
-    "Inspector lines of empty objects": _fails("i13_empty_objects", INSPECTOR),
+    "Inspector n_ranks -2": _fails("i13_nranks_negative", INSPECTOR),
+    "Inspector header.rank true": _fails("i13_rank_true", INSPECTOR),
     # Flight Recorder
-    "FR dump without a version": _fails("fr13_no_version", FR),
+    "FR entries a list of numbers": _fails("fr13_entries_numbers", FR),
     "FR entries None": _fails("fr13_entries_none", FR),
     "FR entries a string": _fails("fr13_entries_text", FR),
     "FR time_created_ns 2^65": _fails("fr13_time_2_65", FR),
@@ -104,7 +104,7 @@ FILE_CASES: dict[str, Case13] = {
     "a .tar.gz of random bytes after the gzip magic": _fails("a13_tgz_random", "run.tar.gz"),
     "zip member .json.gz of 32 MiB of spaces, --max-trace-size 1M": _fails(
         "a13_zip_gz_bomb", "run.zip", "--max-trace-size", "1M"),
-    "an xz tar named .tgz": _fails("a13_tar_xz_named_tgz", "run.tgz"),
+    "tar member .json.gz cut in half": _fails("a13_tar_gz_member_cut", "run.tar"),
 }
 
 MODEL = ("report", "base", "--db", D, "--model")
@@ -123,9 +123,10 @@ OPTION_CASES: dict[str, Case13] = {
     "--model a !!set": _opt(MODEL, "set_tag.yaml"),
     "--model an empty file": _opt(MODEL, "empty.yaml"),
     "--model a YAML list": _opt(MODEL, "list.yaml"),
-    "--model in UTF-16": _opt(MODEL, "utf16.json"),
     "--model 9^9 through aliases": _opt(MODEL, "laughs.yaml"),
     "--model a folder": _opt(MODEL, "folder.yaml"),
+    "--model /proc/self/mem": (("report", "base", "--db", D, "--model", "/proc/self/mem"), None,
+                               2, ("/proc/self/mem",)),
     "plan --model a FIFO": _opt(("plan", "--from", "base", "--db", D, "--gpus", "16",
                                  "--model"), "fifo.yaml"),
     "diff --model 9^9 through aliases": _opt(("diff", "base", "other", "--db", D, "--model"),
