@@ -263,12 +263,13 @@ def holder(root: Path) -> Iterator[Path]:
 LOCKED = f"{R}/db13/locked.duckdb"
 NOWAIT = {"STEPSCOPE_LOCK_WAIT": "0"}
 LOCK_CASES: dict[str, Case13] = {
-    "summary of a db another process writes, no wait": _bad(
-        ("summary", "--db", LOCKED), "locked.duckdb", env=NOWAIT),
+    "export of a db another process writes, no wait": _bad(
+        ("export", "base", "--db", LOCKED, "--out", f"{R}/el13.json"), "locked.duckdb",
+        env=NOWAIT),
     "ingest into a db another process writes, no wait": _bad(
         (*ING[:2], "--db", LOCKED, "--run", "l", "--quiet"), "locked.duckdb", env=NOWAIT),
-    "report of a db another process writes, no wait": _bad(
-        ("report", "base", "--db", LOCKED), "locked.duckdb", env=NOWAIT),
+    "diff of a db another process writes, no wait": _bad(
+        ("diff", "base", "other", "--db", LOCKED), "locked.duckdb", env=NOWAIT),
     "nightly into a db another process writes, no wait": _bad(
         ("nightly", T, "--db", LOCKED, "--job", "l", "--out-dir", f"{R}/nl13"),
         "locked.duckdb", env=NOWAIT),

@@ -1,9 +1,10 @@
 """Audit round 13 (issue 43), third part: the dashboard's upload handling through
-streamlit.testing's AppTest (no browser, no server), uploads not tried in rounds 11-12:
+streamlit.testing's AppTest (no browser, no server), uploads not tried in rounds 11-12 and folders under --traces-root:
 a tar hard link to /etc/passwd, a gzip bomb of spaces, an SQLite file and a Flight
 Recorder pickle that would run a command, a zip member named with ESC, `./`-prefixed
 members, two files of one name, a plain JSON named .gz, run names that climb out (`../`)
-or are over the 1,024-character bound. Each upload must write nothing outside its
+or are over the 1,024-character bound; served folders holding file links that lead out
+(to a trace, to /etc/passwd, `../../../` from a subfolder) or named with ESC. Each upload must write nothing outside its
 temporary folder, raise nothing on the page, show any name escaped, and say what failed.
 
 First run against the final code: see FIRST_RUN_FAILED and the count in
@@ -154,3 +155,66 @@ def test_upload(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert runs.get(run) == "complete", (runs, shown[:2000])
     elif want == "refused":
         assert run not in runs and at.error, (runs, shown[:2000])
+
+
+def _server_root(base: Path) -> Path:
+    """A --traces-root with folders whose file links lead outside it, and one named with
+    ESC; the outside trace is a good one, so a link that is followed would ingest it."""
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "rank1.json.gz").write_bytes(_rank(1))
+    root = base / "served"
+    for name in ("link_to_trace", "link_to_passwd", "relative_climb", f"esc{ESC}"):
+        (root / name).mkdir(parents=True)
+        (root / name / "rank0.json.gz").write_bytes(_rank(0))
+    (root / "link_to_trace" / "rank1.json.gz").symlink_to(outside / "rank1.json.gz")
+    (root / "link_to_passwd" / "rank1.json").symlink_to("/etc/passwd")
+    (root / "relative_climb" / "sub").mkdir()
+    (root / "relative_climb" / "sub" / "rank1.json.gz").symlink_to(
+        "../../../outside/rank1.json.gz")
+    (root / f"esc{ESC}" / "rank1.json.gz").write_bytes(_rank(1))
+    return root
+
+
+SERVER_CASES = {
+    "a served folder with a file link to a trace outside": ("link_to_trace", "refused"),
+    "a served folder with a file link to /etc/passwd": ("link_to_passwd", "refused"),
+    "a served folder whose subfolder links ../../../ out": ("relative_climb", "refused"),
+    "a served folder named with ESC": (f"esc{ESC}", "ok"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", params(SERVER_CASES, FIRST_RUN_FAILED))
+def test_server_folder(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder under --traces-root (docs/dashboard.md: "a folder holding a file link that
+    leads outside it is refused whole"): a folder with such a link is not offered, or its
+    ingest is refused with an error and no run; nothing of the link's target is shown; a
+    folder named with ESC ingests and its name is shown escaped."""
+    folder, want = SERVER_CASES[name]
+    served = _server_root(tmp_path)
+    db = tmp_path / "db.duckdb"
+    at = app_test(monkeypatch, db, page="upload", STEPSCOPE_TRACES_ROOT=str(served))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    boxes = [b for b in at.selectbox if b.key == "server_folder"]
+    offered = [str(o) for o in boxes[0].options] if boxes else []
+    shown = texts(at)
+    assert not raw_controls(shown) and "root:" not in shown, shown[:2000]
+    match = [o for o in offered if o == folder]
+    if want == "refused" and not match:
+        return  # not offered at all
+    assert match, offered
+    boxes[0].set_value(match[0])
+    at.run()
+    button(at, "ingest_folder").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = texts(at)
+    assert "Internal error" not in shown and not raw_controls(shown), shown[:2000]
+    assert "root:" not in shown, shown[:2000]
+    runs = _runs(db)
+    if want == "ok":
+        assert list(runs.values()) == ["complete"], (runs, shown[:2000])
+    else:
+        assert not runs and at.error, (runs, shown[:2000])
