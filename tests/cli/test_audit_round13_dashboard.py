@@ -1,11 +1,12 @@
-"""Audit round 13 (issue 43), third part: the dashboard's upload handling through
-streamlit.testing's AppTest (no browser, no server), uploads not tried in rounds 11-12 and folders under --traces-root:
-a tar hard link to /etc/passwd, a gzip bomb of spaces, an SQLite file and a Flight
-Recorder pickle that would run a command, a zip member named with ESC, `./`-prefixed
-members, two files of one name, a plain JSON named .gz, run names that climb out (`../`)
-or are over the 1,024-character bound; served folders holding file links that lead out
-(to a trace, to /etc/passwd, `../../../` from a subfolder) or named with ESC. Each upload must write nothing outside its
-temporary folder, raise nothing on the page, show any name escaped, and say what failed.
+"""Audit round 13 (issue 43), third part: the dashboard through streamlit.testing's
+AppTest (no browser, no server): uploads not tried in rounds 11-12 (a tar hard link to
+/etc/passwd, a gzip bomb of spaces, an SQLite file and a Flight Recorder pickle that would
+run a command, a zip member named with ESC, `./`-prefixed members, two files of one name,
+a plain JSON named .gz, run names that climb out (`../`) or are over 1,024 characters),
+and folders under --traces-root holding file links that lead out (to a trace, to
+/etc/passwd, `../../../` from a subfolder) or named with ESC. Each must write nothing
+outside its temporary folder, raise nothing on the page, show any name escaped, and say
+what failed.
 
 First run against the final code: see FIRST_RUN_FAILED and the count in
 test_audit_round13_inputs.py's docstring.
