@@ -47,7 +47,9 @@ Defects (xfail strict in FIRST_RUN_FAILED until fixed):
   $STEPSCOPE_MEMORY_LIMIT='1GB' (Out of Memory Error: Allocation failure)": the
   machine's failure blamed on a setting the user never gave.
 
-Fixed: none yet.
+Fixed (each its own commit, the case's xfail removed):
+* "UTF-32": the file's line, "UTF-32 text, not UTF-8: stepscope reads traces in UTF-8
+  (convert it, e.g. iconv -f UTF-32 -t UTF-8)", then "nothing ingested" (exit 1).
 """
 
 from __future__ import annotations
@@ -207,7 +209,6 @@ OTHER_CASES: dict[str, Case] = {
 
 DEFECT = "defect (triaged): "
 FIRST_RUN_FAILED: dict[str, str] = {
-    'UTF-32': DEFECT + "skipped as a non-trace .json: json.loads decodes UTF-32 bytes",
     'NCCL log rank past nRanks': DEFECT + "a comm line's rank 5 of nRanks 2 is stored",
     'Inspector without header': DEFECT + "not recognized: skipped in silence",
     'Inspector without coll_perf': DEFECT + "not recognized: skipped in silence",
