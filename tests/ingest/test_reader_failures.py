@@ -67,3 +67,63 @@ def test_the_same_trace_in_utf8_ingests(tmp_path: Path,
     write_trace(tmp_path / "t" / "rank0.json", b"\xef\xbb\xbf" + _one_trace(3000).encode())
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0 and not err
+
+
+# --- NCCL Inspector JSONL: recognized by the plugin's own keys, so a damaged file is named
+# (round 10 "Inspector without header / coll_perf / comm_name of 1 MiB"), a UTF-8 BOM
+# read (round 9) ------------------------------------------------------------------------
+
+def _inspector(header: dict[str, object] | None = None, perf: dict[str, object] | None = None,
+               drop: str = "") -> str:
+    line: dict[str, object] = {
+        "header": {"id": "0x7f8c", "comm_name": "", "rank": 0, "n_ranks": 2, "nnodes": 1,
+                   **(header or {})},
+        "metadata": {"inspector_output_format_version": "v4.0", "dump_timestamp_us": 1,
+                     "hostname": "node0", "pid": 7},
+        "coll_perf": {"coll": "AllGather", "coll_sn": 1, "coll_msg_size_bytes": 4096,
+                      "coll_exec_time_us": 25.5, "coll_timing_source": "kernel_gpu",
+                      "coll_algobw_gbs": 2.0, "coll_busbw_gbs": 1.0, **(perf or {})}}
+    line.pop(drop, None)
+    return json.dumps(line)
+
+
+INSPECTOR_DAMAGED = {
+    "no header": (_inspector(drop="header"), "2 NCCL Inspector line(s) without header.id"),
+    "no metadata nor header": (json.dumps({"coll_perf": json.loads(_inspector())["coll_perf"]}),
+                               "2 NCCL Inspector line(s) without header.id"),
+    "no coll_perf": (_inspector(drop="coll_perf"),
+                     "2 NCCL Inspector line(s) without coll_perf.coll / p2p_perf.p2p"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSPECTOR_DAMAGED))
+def test_a_damaged_inspector_file_is_named(case: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Skipped in silence before ("no trace files", exit 2): the sniff wanted a header
+    and a perf part in one line. Now the file's line says what its lines lack (exit 1)."""
+    line, problem = INSPECTOR_DAMAGED[case]
+    write_trace(tmp_path / "t" / "host-pid7.log", (line + "\n") * 2)
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 1 and err[0] == f"error: {tmp_path / 't' / 'host-pid7.log'}: {problem}", err
+    assert len(err) == 2 and err[1].startswith(NOTHING)
+
+
+def _stored_ops(db: Path) -> list[tuple[object, ...]]:
+    import duckdb
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT comm_name, nccl_op, exec_time_us FROM nccl_ops "
+                           "ORDER BY ALL").fetchall()
+
+
+@pytest.mark.parametrize("case", ["a 1 MiB comm_name", "a UTF-8 BOM"])
+def test_an_inspector_file_the_sniff_missed_ingests(case: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A line longer than the sniffed 64 KiB (coll_perf after a 1 MiB comm_name), or a
+    file that opens with a BOM, was skipped in silence; now its two ops are stored."""
+    name = "c" * (1 << 20) if "MiB" in case else "dp"
+    text = (_inspector(header={"comm_name": name}) + "\n") * 2
+    write_trace(tmp_path / "t" / "host-pid7.log",
+                ("\ufeff" + text) if "BOM" in case else text)
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err
+    assert _stored_ops(tmp_path / "db.duckdb") == [(name, "AllGather", 25.5)] * 2
