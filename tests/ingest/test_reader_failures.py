@@ -127,3 +127,43 @@ def test_an_inspector_file_the_sniff_missed_ingests(case: str, tmp_path: Path,
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0 and not err
     assert _stored_ops(tmp_path / "db.duckdb") == [(name, "AllGather", 25.5)] * 2
+
+
+# --- NCCL Inspector values that are no measurement: refused with a count (round 10
+# "Inspector exec time 1e308", round 9's negative / NaN / inf values) ---------------------
+
+INSPECTOR_VALUES = {
+    "exec time 1e308": ({"coll_exec_time_us": 1e308}, "an execution time"),
+    "exec time -1": ({"coll_exec_time_us": -1}, "an execution time"),
+    "exec time NaN": ({"coll_exec_time_us": float("nan")}, "an execution time"),
+    "exec time a day and a second": ({"coll_exec_time_us": 86_401e6}, "an execution time"),
+    "bus bandwidth Infinity": ({"coll_busbw_gbs": float("inf")}, "a bus bandwidth"),
+    "algo bandwidth -2": ({"coll_algobw_gbs": -2.0}, "an algorithm bandwidth"),
+    "message size -4096": ({"coll_msg_size_bytes": -4096}, "a message size"),
+}
+
+
+@pytest.mark.parametrize("case", list(INSPECTOR_VALUES))
+def test_an_inspector_value_that_is_no_measurement(case: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Stored before (exit 0): 1e308 us summed to inf in the report. Now one line with
+    the count of such lines (both here), then "nothing ingested" (exit 1)."""
+    perf, what = INSPECTOR_VALUES[case]
+    write_trace(tmp_path / "t" / "host-pid7.log", (_inspector(perf=perf) + "\n") * 2)
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    most = ", or over 1 day" if what == "an execution time" else ""
+    assert rc == 1 and err[0] == (f"error: {tmp_path / 't' / 'host-pid7.log'}: 2 NCCL "
+                                  f"Inspector line(s) with {what} that is negative or not "
+                                  f"finite{most}"), err
+    assert len(err) == 2 and err[1].startswith(NOTHING)
+
+
+def test_inspector_values_at_their_bounds_ingest(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The control: zero sizes and bandwidths, an execution time of exactly a day."""
+    perf = {"coll_exec_time_us": 86_400e6, "coll_msg_size_bytes": 0, "coll_algobw_gbs": 0.0,
+            "coll_busbw_gbs": 0.0}
+    write_trace(tmp_path / "t" / "host-pid7.log", (_inspector(perf=perf) + "\n") * 2)
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err
+    assert _stored_ops(tmp_path / "db.duckdb") == [("", "AllGather", 86_400e6)] * 2
