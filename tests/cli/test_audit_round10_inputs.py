@@ -57,6 +57,8 @@ Fixed (each its own commit, the case's xfail removed):
 * "Inspector exec time 1e308": "3 NCCL Inspector line(s) with an execution time that is
   negative or not finite, or over 1 day" (exit 1); negative, NaN and infinite sizes and
   bandwidths likewise.
+* "NCCL log rank past nRanks": "1 communicator line(s) with a rank outside [0, nRanks)
+  ('comm 0x.. rank R nRanks N')" (exit 1), for Init COMPLETE lines too.
 """
 
 from __future__ import annotations
@@ -216,7 +218,6 @@ OTHER_CASES: dict[str, Case] = {
 
 DEFECT = "defect (triaged): "
 FIRST_RUN_FAILED: dict[str, str] = {
-    'NCCL log rank past nRanks': DEFECT + "a comm line's rank 5 of nRanks 2 is stored",
     'ingest in 400 MB of address space': DEFECT + "exit 2 blaming $STEPSCOPE_MEMORY_LIMIT",
 }
 

@@ -167,3 +167,40 @@ def test_inspector_values_at_their_bounds_ingest(tmp_path: Path,
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0 and not err
     assert _stored_ops(tmp_path / "db.duckdb") == [("", "AllGather", 86_400e6)] * 2
+
+
+# --- an NCCL_DEBUG log whose communicator line has a rank outside [0, nRanks) (round 10
+# "NCCL log rank past nRanks") ------------------------------------------------------------
+
+HEAD = "node0:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+COMM_LINES = {
+    "Init COMPLETE rank 5 of 2": "comm 0x55a0 rank 5 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 "
+                                 "commId 0xabc - Init COMPLETE",
+    "nRanks line rank 2 of 2": "comm 0x55a0 rank 2 nRanks 2 nNodes 1 localRanks 2 localRank 0 "
+                               "MNNVL 0",
+    "Init COMPLETE rank 0 of 0": "comm 0x55a0 rank 0 nranks 0 cudaDev 0 busId 18000 - Init "
+                                 "COMPLETE",
+}
+
+
+@pytest.mark.parametrize("case", list(COMM_LINES))
+def test_a_log_rank_outside_its_communicator(case: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Stored before (exit 0, world 2 with a rank 5). Now the log's line (exit 1)."""
+    write_trace(tmp_path / "t" / "nccl.log", HEAD + f"node0:1:2 [0] NCCL INFO {COMM_LINES[case]}\n")
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 1 and err[0] == (f"error: {tmp_path / 't' / 'nccl.log'}: 1 communicator "
+                                  "line(s) with a rank outside [0, nRanks) ('comm 0x.. rank R "
+                                  "nRanks N')"), err
+    assert len(err) == 2 and err[1].startswith(NOTHING)
+
+
+def test_a_log_rank_inside_its_communicator_ingests(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The control: rank 1 of 2 in both kinds of line."""
+    lines = [line.replace("rank 5", "rank 1").replace("rank 2 ", "rank 1 ")
+             for line in list(COMM_LINES.values())[:2]]
+    write_trace(tmp_path / "t" / "nccl.log",
+                HEAD + "".join(f"node0:1:2 [0] NCCL INFO {line}\n" for line in lines))
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err
