@@ -204,3 +204,42 @@ def test_a_log_rank_inside_its_communicator_ingests(tmp_path: Path,
                 HEAD + "".join(f"node0:1:2 [0] NCCL INFO {line}\n" for line in lines))
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0 and not err
+
+
+# --- the machine's failure while the database opens: exit 1, never blamed on the database
+# or on $STEPSCOPE_MEMORY_LIMIT (round 10 "ingest in 400 MB of address space") ------------
+
+MACHINE_AT_OPEN = {
+    "400 MB of address space": ((__import__("resource").RLIMIT_AS, 400 << 20),
+                                "out of memory; free memory, or ingest with fewer --jobs"),
+    "a 20 KB file size limit": ((__import__("resource").RLIMIT_FSIZE, 20_000),
+                                "the file size limit is reached; raise it (ulimit -f)"),
+}
+
+
+@pytest.mark.parametrize("case", list(MACHINE_AT_OPEN))
+def test_the_machines_failure_at_open(case: str, tmp_path: Path) -> None:
+    """Before: exit 2, "cannot open the database with $STEPSCOPE_MEMORY_LIMIT='1GB' (Out of
+    Memory Error: Allocation failure); give a size such as 2GB" (a setting never given),
+    or "cannot open the database (... File too large)". Now the machine's line, exit 1."""
+    import os
+    import resource
+    import signal
+    import subprocess
+    import sys
+    (limit, value), problem = MACHINE_AT_OPEN[case]
+    write_trace(tmp_path / "t" / "rank0.json", _one_trace())
+
+    def preexec() -> None:
+        resource.setrlimit(limit, (value, value))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    env = {k: v for k, v in os.environ.items() if k != "STEPSCOPE_MEMORY_LIMIT"}
+    proc = subprocess.run([sys.executable, "-P", "-m", "stepscope", "ingest", "t", "--db",
+                           "x.duckdb", "--run", "x", "--quiet", "--jobs", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180, preexec_fn=preexec,
+                          env=env, check=False)
+    err = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(err) == 1, (proc.returncode, err)
+    assert err[0].startswith(f"error: x.duckdb: cannot open the database: {problem}"), err
+    assert "(the machine's failure, not the database's); nothing was committed" in err[0]
