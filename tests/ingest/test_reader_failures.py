@@ -243,3 +243,30 @@ def test_the_machines_failure_at_open(case: str, tmp_path: Path) -> None:
     assert proc.returncode == 1 and len(err) == 1, (proc.returncode, err)
     assert err[0].startswith(f"error: x.duckdb: cannot open the database: {problem}"), err
     assert "(the machine's failure, not the database's); nothing was committed" in err[0]
+
+
+# --- no file handle left in the middle of the work: the machine's line, never the files'
+# ("could not be stored ... please report this file") nor a raw "database error" ----------
+
+@pytest.mark.parametrize("fds", [8, 9, 10])
+def test_no_file_handle_left_is_the_machines(fds: int, tmp_path: Path) -> None:
+    """Under `ulimit -n` 8: "t/rank0.json.gz, t/rank1.json.gz: could not be stored (IO
+    Error: ... Too many open files) ... (please report this file)"; 9 or 10: "x.duckdb:
+    database error (IOException: ...)". Both exit 1; now the machine's line."""
+    import resource
+    import subprocess
+    import sys
+    for r in range(2):
+        write_trace(tmp_path / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
+
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (fds, fds))
+
+    proc = subprocess.run([sys.executable, "-P", "-m", "stepscope", "ingest", "t", "--db",
+                           "x.duckdb", "--run", "x", "--quiet", "--jobs", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180, preexec_fn=preexec,
+                          check=False)
+    err = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(err) == 1, (proc.returncode, err)
+    assert err[0].startswith("error: too many open files in this process; raise the limit "
+                             "(ulimit -n) (the machine's failure, not the "), err
