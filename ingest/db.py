@@ -20,6 +20,7 @@ older one is migrated by a writer and read through compatible views by a reader.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import time
@@ -32,7 +33,15 @@ from pathlib import Path
 import duckdb
 
 from stepscope.ingest import interrupts, schema
-from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
+from stepscope.ingest.errors import (
+    DatabaseBusyError,
+    MachineFailure,
+    StepscopeError,
+    UsageError,
+    machine_problem,
+    one_line,
+    quote_name,
+)
 from stepscope.ingest.folder_names import folder_ending, names_a_folder
 from stepscope.ingest.limits import usable_memory_bytes
 from stepscope.ingest.sql_files import sql
@@ -274,9 +283,33 @@ def check_duckdb_file(path: Path) -> None:
                      "database or a new file name")
 
 
-def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
+# DuckDB's words for the machine's failures while it opens (and first writes) a
+# database: malloc failed, in DuckDB's words "Allocation failure" or "(bad allocation)"
+# (the process's address space or the machine's memory; a
+# $STEPSCOPE_MEMORY_LIMIT too small says "could not allocate block" instead), the disk
+# full, the quota, the file size limit (ulimit -f).
+_MACHINE_OPEN = (("allocation failure", errno.ENOMEM), ("bad allocation", errno.ENOMEM),
+                 ("no space left on device", errno.ENOSPC),
+                 ("disk quota exceeded", errno.EDQUOT), ("file too large", errno.EFBIG))
+
+
+def _machine_open_failure(db: Path, text: str) -> MachineFailure | None:
+    """The machine's failure to open `db` (exit 1, as in the middle of the work), or
+    None: never blamed on the database or on $STEPSCOPE_MEMORY_LIMIT (exit 2)."""
+    lower = text.lower()
+    code = next((c for words, c in _MACHINE_OPEN if words in lower), None)
+    what = machine_problem(OSError(code, "")) if code is not None else None
+    if what is None:
+        return None
+    return MachineFailure(f"{quote_name(db)}: cannot open the database: {what} (the "
+                          "machine's failure, not the database's); nothing was committed")
+
+
+def _open_error(db: Path, exc: duckdb.Error) -> StepscopeError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    if (machine := _machine_open_failure(db, text)) is not None:
+        return machine
     # $STEPSCOPE_MEMORY_LIMIT too small or not a size (tested first: DuckDB's "could not
     # allocate block" is no lock)
     if isinstance(exc, duckdb.OutOfMemoryException) or (
