@@ -264,7 +264,7 @@ MACHINE: dict[str, tuple[list[str], dict[str, str] | None, tuple[int, int] | Non
         (resource.RLIMIT_FSIZE, 200_000), 0, ""),
     "ingest with 12 open files": (
         ["ingest", "{root}/t", "--db", "{root}/big_n.duckdb", "--run", "x", "--quiet",
-         "--jobs", "1"], None, (resource.RLIMIT_NOFILE, 12), 1, "error: "),
+         "--jobs", "1"], None, (resource.RLIMIT_NOFILE, 8), 1, "error: "),
     "plan --out past the file size limit": (
         ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096", "--out",
          "{root}/big_p.md"], None, (resource.RLIMIT_FSIZE, 50), 1,
@@ -275,7 +275,7 @@ MACHINE: dict[str, tuple[list[str], dict[str, str] | None, tuple[int, int] | Non
         "error: {root}/big_r.md: could not be written (File too large)"),
     "nightly past the open-file limit": (
         ["nightly", "{root}/t", "--db", "{root}/big_ny.duckdb", "--job", "j", "--out-dir",
-         "{root}/big_nyo", "--jobs", "1"], None, (resource.RLIMIT_NOFILE, 12), 1, "error: "),
+         "{root}/big_nyo", "--jobs", "1"], None, (resource.RLIMIT_NOFILE, 8), 1, "error: "),
     "ingest in 400 MB of address space": (
         ["ingest", "{root}/t", "--db", "{root}/big_as.duckdb", "--run", "x", "--quiet",
          "--jobs", "1"], None, (resource.RLIMIT_AS, 400 * MB), 1, "error: "),
