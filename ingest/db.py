@@ -20,19 +20,29 @@ older one is migrated by a writer and read through compatible views by a reader.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import duckdb
 
 from stepscope.ingest import interrupts, schema
-from stepscope.ingest.errors import DatabaseBusyError, UsageError, one_line, quote_name
+from stepscope.ingest.errors import (
+    DatabaseBusyError,
+    MachineFailure,
+    StepscopeError,
+    UsageError,
+    machine_problem,
+    one_line,
+    quote_name,
+)
 from stepscope.ingest.folder_names import folder_ending, names_a_folder
 from stepscope.ingest.limits import usable_memory_bytes
 from stepscope.ingest.sql_files import sql
@@ -64,6 +74,9 @@ MEMORY_PER_EVENT_BYTES = 320   # working memory of the attribution per trace eve
 # of sample_traces/cpu/ckpt ran out of memory at 32 MiB of room on 2 threads (4 tries
 # in 5; 36 MiB or 1 thread: none in 5).
 ROOM_PER_THREAD_BYTES = 32 << 20
+# What the attribution lowers the limit to between its batches (`Room.shed`): below what
+# DuckDB holds pinned there, so that it evicts every block it can.
+SHED_TO_BYTES = 1 << 20
 MEMORY_CEILING_BYTES = 4 << 30
 # The rooms an ingest tries, as multiples of the ones above, when a step runs out of its
 # room: 32 MiB, then 256 MiB, then 2 GiB of floor (each only with twice that usable).
@@ -274,9 +287,33 @@ def check_duckdb_file(path: Path) -> None:
                      "database or a new file name")
 
 
-def _open_error(db: Path, exc: duckdb.Error) -> UsageError:
+# DuckDB's words for the machine's failures while it opens (and first writes) a
+# database: malloc failed, in DuckDB's words "Allocation failure" or "(bad allocation)"
+# (the process's address space or the machine's memory; a
+# $STEPSCOPE_MEMORY_LIMIT too small says "could not allocate block" instead), the disk
+# full, the quota, the file size limit (ulimit -f).
+_MACHINE_OPEN = (("allocation failure", errno.ENOMEM), ("bad allocation", errno.ENOMEM),
+                 ("no space left on device", errno.ENOSPC),
+                 ("disk quota exceeded", errno.EDQUOT), ("file too large", errno.EFBIG))
+
+
+def _machine_open_failure(db: Path, text: str) -> MachineFailure | None:
+    """The machine's failure to open `db` (exit 1, as in the middle of the work), or
+    None: never blamed on the database or on $STEPSCOPE_MEMORY_LIMIT (exit 2)."""
+    lower = text.lower()
+    code = next((c for words, c in _MACHINE_OPEN if words in lower), None)
+    what = machine_problem(OSError(code, "")) if code is not None else None
+    if what is None:
+        return None
+    return MachineFailure(f"{quote_name(db)}: cannot open the database: {what} (the "
+                          "machine's failure, not the database's); nothing was committed")
+
+
+def _open_error(db: Path, exc: duckdb.Error) -> StepscopeError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    if (machine := _machine_open_failure(db, text)) is not None:
+        return machine
     # $STEPSCOPE_MEMORY_LIMIT too small or not a size (tested first: DuckDB's "could not
     # allocate block" is no lock)
     if isinstance(exc, duckdb.OutOfMemoryException) or (
@@ -395,8 +432,41 @@ def run_memory_bytes(con: duckdb.DuckDBPyConnection) -> int:
     return int(held)
 
 
+@dataclass(frozen=True)
+class Room:
+    """The limit a `fit_memory_limit` block set, in bytes (None: it left the limit as it
+    was, the user's $STEPSCOPE_MEMORY_LIMIT)."""
+
+    con: duckdb.DuckDBPyConnection
+    limit: int | None = None
+
+    def shed(self) -> None:
+        """Make DuckDB drop the blocks it caches, the room kept: the limit is lowered to
+        SHED_TO_BYTES (DuckDB evicts every unpinned block, the uncommitted run's to the
+        file or its temp folder, and hands its allocator's caches back) and set again.
+        Between the attribution's batches: within its room DuckDB keeps every block a
+        batch read or wrote until the room is full, so the writer grew with the ranks
+        up to the whole room (benchmarks/README.md, "The attribution's cache"). Done on
+        a cursor of the connection: the limit is the database's, and where DuckDB cannot
+        evict down to the lower limit (pinned blocks, indexes) the failed SET, which
+        evicts what it can, aborts that cursor's statement, not the ingest's
+        transaction."""
+        if self.limit is None:
+            return
+        cursor = self.con.cursor()
+        try:
+            try:
+                cursor.execute(sql("catalog/memory_limit.sql"),
+                               {"limit": f"{SHED_TO_BYTES}B"})
+            except duckdb.OutOfMemoryException:
+                pass  # it evicted what it could
+            cursor.execute(sql("catalog/memory_limit.sql"), {"limit": f"{self.limit}B"})
+        finally:
+            cursor.close()
+
+
 @contextmanager
-def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[None]:
+def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[Room]:
     """Within the block, the connection's DuckDB memory limit is room for a step that
     works on `events` trace events at once (the attribution's largest batch of ranks; 0:
     the floor, as an ingest appends its ranks) on top of what the uncommitted run holds in
@@ -413,12 +483,12 @@ def fit_memory_limit(con: duckdb.DuckDBPyConnection, events: int) -> Iterator[No
     commit that follows writes to the file anyway (0.1 s of CPU on 8 real ranks)."""
     room = memory_limit_for(events)
     if room is None:
-        yield
+        yield Room(con)
         return
     limit = room + run_memory_bytes(con)
     (before,), = con.execute(sql("catalog/memory_limit_get.sql")).fetchall()
     con.execute(sql("catalog/memory_limit.sql"), {"limit": f"{limit}B"})
-    yield  # not `finally`: see threads_limit
+    yield Room(con, limit)  # not `finally`: see threads_limit
     lower = size_bytes(before)
     if lower is None or lower > limit:
         con.execute(sql("catalog/memory_limit.sql"), {"limit": before})

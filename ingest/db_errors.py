@@ -17,7 +17,13 @@ import os
 from pathlib import Path
 
 from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV, limit_that_failed
-from stepscope.ingest.errors import StepscopeError, UsageError, one_line, quote_name
+from stepscope.ingest.errors import (
+    StepscopeError,
+    UsageError,
+    machine_problem,
+    one_line,
+    quote_name,
+)
 
 
 class DatabaseProblem(StepscopeError):
@@ -84,6 +90,9 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
         return DatabaseUnusable(
             f"{_name(db)}: not a readable DuckDB file (damaged or incomplete: "
             f"{_first(exc)[:160]}); restore it from a copy or use another --db")
+    if (what := machine_problem(exc)) is not None:  # no file handle left, ...
+        return DatabaseProblem(f"{what} (the machine's failure, not the database's); "
+                               f"nothing was committed to {_name(db)}")
     if isinstance(exc, OSError):
         where = quote_name(exc.filename) if exc.filename else "a file"
         return DatabaseProblem(f"{where}: {exc.strerror or _first(exc)}")

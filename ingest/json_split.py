@@ -13,6 +13,7 @@ from typing import Any
 from stepscope.ingest.db import DUCKDB_MAGIC, SQLITE_MAGIC
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.read_errors import first_line
+from stepscope.ingest.text_encoding import wide_text_encoding, wide_text_problem
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -92,6 +93,8 @@ def _first_non_ws(text: mmap.mmap | bytes, start: int) -> int:
 def _document_bounds(text: mmap.mmap | bytes, display: str) -> tuple[int, int]:
     """[first, last] byte of the JSON document: after a UTF-8 BOM and whitespace, up to
     the last non-whitespace byte. A document that does not end with '}' is truncated."""
+    if (encoding := wide_text_encoding(bytes(text[:4]))) is not None:
+        raise TraceFileError(display, wide_text_problem(encoding))
     first = _first_non_ws(text, len(UTF8_BOM) if text[:3] == UTF8_BOM else 0)
     lead = bytes(text[first:first + 4096])
     if not lead:

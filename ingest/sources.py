@@ -32,6 +32,7 @@ from stepscope.ingest.errors import (
 from stepscope.ingest.limits import format_size, max_trace_bytes
 from stepscope.ingest.nccl.default_names import NOT_WHAT_ITS_NAME_SAYS, default_kind
 from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, sniff
+from stepscope.ingest.text_encoding import wide_text_encoding
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -107,7 +108,9 @@ def _looks_like_other_json(path: Path) -> bool:
         data = path.read_bytes()
         if b'"traceEvents"' in data:
             return False
-        json.loads(data.removeprefix(b"\xef\xbb\xbf"))
+        # decoded as UTF-8 first: json.loads would read UTF-16/32 bytes, in which
+        # `"traceEvents"` above is not found, and skip a trace in another encoding
+        json.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return False  # the reader reports what is wrong with it
     return True
@@ -125,6 +128,8 @@ def _large_other_json(path: Path) -> bool:
     the file once in 4 MiB chunks (a trace names traceEvents in its first one)."""
     with open(path, "rb") as fh:
         head = fh.read(HEAD_BYTES)
+        if wide_text_encoding(head[:4]) is not None:
+            return False  # UTF-16/32: `"traceEvents"` cannot be found in its bytes
         if head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] not in (b"{", b"[") \
                 or any(key in head for key in KINETO_HEAD_KEYS):
             return False

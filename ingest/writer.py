@@ -43,11 +43,13 @@ from stepscope.ingest.db import (
 from stepscope.ingest.db_file import FileState
 from stepscope.ingest.errors import (
     Interrupted,
+    MachineFailure,
     NothingIngestedError,
     StepscopeError,
     TraceFileError,
     UsageError,
     machine_failure,
+    machine_problem,
     one_line,
 )
 from stepscope.ingest.executors import (
@@ -615,6 +617,10 @@ class _Batch:
             if is_out_of_memory(exc):
                 raise  # the room's problem, not the file's: a larger room is tried
 
+            if (what := machine_problem(exc)) is not None:  # e.g. no file handle left
+                raise MachineFailure(
+                    f"{what} (the machine's failure, not the files'): run '{self.run}' was "
+                    "not ingested, the database is unchanged") from None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(

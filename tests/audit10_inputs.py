@@ -148,7 +148,8 @@ def _nccl(base: Path) -> None:
     write_trace(base / "n_long_line" / "nccl.log", head + COMM
                 + "node0:1:2 [0] NCCL INFO " + "x" * (1 << 20) + "\n")
     write_trace(base / "n_rank_past" / "nccl.log", head
-                + "node0:1:2 [0] NCCL INFO comm 0x55a0 rank 5 nRanks 2 nNodes 1 localRanks 2\n")
+                + "node0:1:2 [0] NCCL INFO comm 0x55a0 rank 5 nRanks 2 nNodes 1 localRanks 2 "
+                "localRank 0\n")
     write_trace(base / "n_v2_99" / "nccl.log", NCCL_HEAD.format(version="2.99.0") + COMM)
     write_trace(base / "n_100k_channels" / "nccl.log", head + COMM + "".join(
         f"node0:1:2 [0] NCCL INFO Channel {i % 64:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n"

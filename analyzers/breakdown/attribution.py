@@ -57,16 +57,20 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     batches = rank_batches(con, run, batch_ranks, batch_events)
     largest = max((events for _, _, events in batches), default=0)
     with tempfile.TemporaryDirectory(prefix="stepscope-attribution-") as scratch, \
-            fit_memory_limit(con, largest), threads_limit(con, threads_for(largest)):
+            fit_memory_limit(con, largest) as room, \
+            threads_limit(con, threads_for(largest)):
         run_script(con, "attribution/scratch.sql", {"dir": scratch})
         run_script(con, "attribution/collective_match.sql",
                    {"run": run, "local_ops": local_op_keys()})
         for lo, hi, _ in batches:
+            room.shed()  # what the steps before cached, kept, grew with the ranks
             params = {"run": run, "lo": lo, "hi": hi}
             run_script(con, "attribution/attribution.sql", params)
             run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
         run_script(con, "attribution/scratch_reset.sql", {})
+        room.shed()
         clocks.materialize(con, run)
+        room.shed()  # the commit starts from the run, not from the attribution's cache
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,

@@ -124,6 +124,7 @@ def _block(state: LogState, block: bytes) -> None:
     state.versions |= set(nccl["msg"].str.extract(P.VERSION).drop_nulls().to_list())
     state.facts = P.merge_facts(state.facts, P.facts(nccl))
     state.gpu_gdr = P.merge_gpu_gdr(state.gpu_gdr, P.gpu_gdr(nccl))
+    _check_ranks(nccl, state.display)
     state.done = _keep_last(state.done, P.init_done(nccl), COMM)
     state.topo = _keep_last(state.topo, P.topo(nccl), COMM)
     pending_key = ["host", "pid", "dev", "tid", "seg", "comm_ptr"]
@@ -131,6 +132,22 @@ def _block(state: LogState, block: bytes) -> None:
     state.rings = _keep_last(state.rings, P.rings(nccl), [*pending_key, "channel"])
     state.add_channels(P.channels(nccl, state.display))
     state.add_warnings(P.warnings(nccl, state.display))
+
+
+def _check_ranks(nccl: pl.DataFrame, display: str) -> None:
+    """A communicator line's rank must lie in [0, nRanks) (`comm 0x.. rank 5 nranks 2 ...
+    Init COMPLETE`, `comm 0x.. rank 5 nRanks 2 nNodes ...`): NCCL never writes another,
+    and such a rank would be stored as a process of the job, or resolve to a wrong one.
+    One line refuses the file with the count in this block, as for an Inspector
+    header.rank."""
+    bad = 0
+    for pattern in (P.INIT_DONE, P.TOPO):
+        ranks = nccl.select(pl.col("msg").str.extract(pattern, 2).cast(pl.Int64).alias("r"),
+                            pl.col("msg").str.extract(pattern, 3).cast(pl.Int64).alias("n"))
+        bad += ranks.filter(pl.col("r") >= pl.col("n")).height
+    if bad:
+        raise TraceFileError(display, f"{bad} communicator line(s) with a rank outside "
+                             "[0, nRanks) ('comm 0x.. rank R nRanks N')")
 
 
 def _has_bench(state: LogState) -> bool:

@@ -67,6 +67,31 @@ def _check(table: pa.Table, display: str) -> None:
         if nulls:
             raise TraceFileError(display, f"{nulls} NCCL Inspector line(s) without {what}")
     _check_ranks(table, display)
+    _check_values(table, display)
+
+
+# An op's execution time above a day is no measurement (NCCL's watchdog aborts a
+# collective after 10 minutes by default): 1e308 us would sum to inf in a report.
+MAX_EXEC_TIME_US = 86_400e6
+_VALUES = (("exec_time_us", "an execution time", MAX_EXEC_TIME_US),
+           ("msg_bytes", "a message size", None), ("algo_bw_gbs", "an algorithm bandwidth", None),
+           ("bus_bw_gbs", "a bus bandwidth", None))
+
+
+def _check_values(table: pa.Table, display: str) -> None:
+    """Measured values must be numbers >= 0, finite (and an execution time at most a
+    day): a negative, NaN or infinite one is no measurement, and one line refuses the
+    file with the count of such lines, as for a rank outside the communicator."""
+    for column, what, most in _VALUES:
+        values = pc.cast(table.column(column), pa.float64())
+        bad = pc.or_(pc.invert(pc.is_finite(values)), pc.less(values, 0))
+        if most is not None:
+            bad = pc.or_(bad, pc.greater(values, most))
+        count = pc.sum(pc.cast(pc.fill_null(bad, False), pa.int64())).as_py() or 0
+        if count:
+            limit = f", or over {most / 86_400e6:g} day" if most is not None else ""
+            raise TraceFileError(display, f"{count} NCCL Inspector line(s) with {what} that "
+                                 f"is negative or not finite{limit}")
 
 
 def _check_ranks(table: pa.Table, display: str) -> None:

@@ -25,7 +25,14 @@ _NCCL_LINE = re.compile(rb"NCCL (?:INFO|WARN)\b|^NCCL version \d", re.MULTILINE)
 # nccl-tests output without NCCL_DEBUG lines: its first line, or a result table's header
 _NCCL_TESTS = re.compile(rb"^# nThread \d+ nGpus \d+ |^#\s+size\s+count\s+type\s+redop",
                          re.MULTILINE)
-_INSPECTOR = re.compile(rb'^\s*\{\s*"header"\s*:.*"(?:coll_perf|p2p_perf)"', re.MULTILINE)
+# An Inspector line: a JSON object holding one of the plugin's own keys, or opening with
+# its header. Not the whole header + perf pattern of a line: a line may lack a part (then
+# the reader names the file and what is missing, never a silent skip) or be longer than
+# the sniffed 64 KiB (a 1 MiB comm_name: only its header's start is seen).
+_INSPECTOR = re.compile(rb'"(?:coll_perf|p2p_perf|inspector_output_format_version)"\s*:'
+                        rb'|^\s*\{\s*"header"\s*:\s*\{[^{}]{0,256}?"(?:id|comm_name|rank|'
+                        rb'n_ranks|nnodes)"\s*:', re.MULTILINE)
+UTF8_BOM = b"\xef\xbb\xbf"
 _PROFILER_EVENT = re.compile(rb'"cat"\s*:\s*"(?:COLL|P2P|GROUP|PROXY|GPU|NET|COLL_API|'
                              rb'P2P_API|GROUP_API|KERNEL_LAUNCH)"')
 
@@ -87,11 +94,11 @@ def sniff_bytes(head: bytes, named: bool = False) -> str | None:
     """
     if is_pickle_head(head):
         return FLIGHT_RECORDER if named or any(k in head for k in _FR_KEYS) else None
-    stripped = head.lstrip()
+    stripped = head.removeprefix(UTF8_BOM).lstrip()
     if stripped.startswith(b"{"):
         if is_fr_json(stripped):
             return FLIGHT_RECORDER
-        if _INSPECTOR.search(stripped):
+        if b'"traceEvents"' not in stripped and _INSPECTOR.search(stripped):
             return NCCL_INSPECTOR
         return None
     if stripped.startswith(b"["):

@@ -230,7 +230,7 @@ MACHINE: dict[str, tuple[list[str], dict[str, str] | None, tuple[int, int] | Non
     "report PATH past the file size limit": (
         ["report", "{root}/t"], None, (resource.RLIMIT_FSIZE, 20_000), False, 1, "error: "),
     "diff PATH PATH with 12 open files": (
-        ["diff", "{root}/t", "{root}/t2"], None, (resource.RLIMIT_NOFILE, 12), False, 1,
+        ["diff", "{root}/t", "{root}/t2"], None, (resource.RLIMIT_NOFILE, 8), False, 1,
         "error: "),
     "ingest with $TMPDIR a dangling link": (
         ["ingest", "{root}/t", "--db", "{root}/m_dl.duckdb", "--run", "x", "--quiet"],
@@ -268,7 +268,7 @@ MACHINE: dict[str, tuple[list[str], dict[str, str] | None, tuple[int, int] | Non
         ["whatif", "{root}/t", "--rank", "0"], None, (resource.RLIMIT_FSIZE, 20_000), False, 1,
         "error: "),
     "report PATH with 12 open files": (
-        ["report", "{root}/t"], None, (resource.RLIMIT_NOFILE, 12), False, 1, "error: "),
+        ["report", "{root}/t"], None, (resource.RLIMIT_NOFILE, 8), False, 1, "error: "),
     "unprivileged: ingest into a read-only database file": (
         ["ingest", "{root}/t", "--db", "{root}/ro_db.duckdb", "--run", "x", "--quiet"], None,
         None, True, 2, "error: {root}/ro_db.duckdb"),

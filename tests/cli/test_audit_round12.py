@@ -259,8 +259,6 @@ CASES: dict[str, Case12] = {
 
 # the cases that failed on the first run against the unchanged code (xfail until fixed)
 FIRST_RUN_FAILED: dict[str, str] = {
-    "dashboard --port in Arabic-Indic digits": "DEFECT: accepted as port 80 and the server "
-                                               "started (docs: numbers in ASCII digits)",
 }
 
 

@@ -178,18 +178,9 @@ OPTION_CASES: dict[str, Case12] = {
 STORED = "DEFECT: stored (exit 0); an Inspector line with a value outside its field's domain " \
     "should fail its file alone"
 FIRST_RUN_FAILED: dict[str, str] = {
-    "Inspector msg size -1": STORED,
     "Inspector n_ranks 1.5": STORED,
-    "Inspector algobw -1": STORED,
-    "Inspector algobw NaN": STORED,
-    "Inspector exec time 2^70": STORED,
     "Inspector header.rank the text 0": STORED,
     "Inspector coll an object": STORED,
-    "hang in 700 MB of address space": "DEFECT: exit 2 blaming $STEPSCOPE_MEMORY_LIMIT "
-                                       "('give a size such as 2GB (default 1GB)') when the "
-                                       "process's memory is what is short",
-    "summary in 700 MB of address space": "DEFECT: exit 2 blaming $STEPSCOPE_MEMORY_LIMIT "
-                                          "when the process's memory is what is short",
 }
 
 
