@@ -56,8 +56,7 @@ CASES: dict[str, Case13] = {
     "ingest --ranks open range 0-": _bad((*ING, "--ranks", "0-"), "--ranks"),
     "ingest --ranks in Thai digits": _bad((*ING, "--ranks", "\u0e53"), "--ranks"),
     "ingest --ranks 1e2": _bad((*ING, "--ranks", "1e2"), "--ranks"),
-    "ingest --max-trace-size 16 G with a space": _bad((*ING, "--max-trace-size", "16 G"),
-                                                    "--max-trace-size"),
+    "ingest --max-trace-size 16 G with a space": _ok((*ING, "--max-trace-size", "16 G")),
     "ingest --max-trace-size -1": _bad((*ING, "--max-trace-size", "-1"),
                                        "--max-trace-size"),
     "ingest --max-trace-size with ESC": _bad((*ING, "--max-trace-size", f"1G{ESC}"),
@@ -87,8 +86,8 @@ CASES: dict[str, Case13] = {
     "report --peak-tflops 1e6, the bound itself": _ok(
         ("report", "base", "--db", D, "--peak-tflops", "1e6", "--format", "json")),
     "whatif --speedup 2_0": _bad((*WHATIF, "--rank", "0", "--speedup", "2_0"), "--speedup"),
-    "whatif --speedup MEDIAN in capitals": _bad((*WHATIF, "--rank", "0", "--speedup", "MEDIAN"),
-                                                 "--speedup"),
+    "whatif --speedup MEDIAN in capitals": _ok((*WHATIF, "--rank", "0", "--speedup",
+                                                "MEDIAN")),
     "whatif --collective :group with no name": _bad((*WHATIF, "--collective", ":pg")),
     "whatif --rank and --op together": _bad((*WHATIF, "--rank", "0", "--op", "gemm")),
     "whatif --rank 99 not in the run": _bad((*WHATIF, "--rank", "99"), "99"),
@@ -173,8 +172,8 @@ CASES: dict[str, Case13] = {
                                         "sqlite.duckdb"),
     "report --db a schema_version of text": _bad(
         ("report", "base", "--db", f"{R}/db13/version_text.duckdb"), "version_text.duckdb"),
-    "summary --db with a garbage .wal beside it": _bad(
-        ("summary", "--db", f"{R}/db13/garbage_wal.duckdb"), "garbage_wal.duckdb"),
+    "summary --db with a garbage .wal beside it": _ok(
+        ("summary", "--db", f"{R}/db13/garbage_wal.duckdb")),
     "history --db a FIFO": _bad(("history", "j", "--db", f"{R}/db13/fifo.duckdb"), "fifo.duckdb"),
     "nightly --db a FIFO": _bad(("nightly", T, "--db", f"{R}/db13/fifo.duckdb", "--job", "j",
                                  "--out-dir", f"{R}/nf13"), "fifo.duckdb"),
@@ -222,7 +221,8 @@ CASES: dict[str, Case13] = {
     "report md of kernels with ESC and C1": _ok(("report", "esc", "--db", D)),
     "diff md of the esc run against base": _ok(("diff", "base", "esc", "--db", D)),
     "whatif --collective text of a group with C1": _ok(
-        ("whatif", "esc", "--db", D, "--collective", "all_reduce", "--format", "text")),
+        ("whatif", "esc", "--db", D, "--collective", "all_reduce", "--speedup", "2", "--format",
+         "text")),
     "report of an unknown run named with C1": _bad(("report", f"r{C1}", "--db", D)),
     "history of a job named with ESC and C1": _bad(("history", f"j{ESC}{C1}", "--db", D)),
     "export of an unknown run named with ESC": _bad(
@@ -236,7 +236,28 @@ CASES: dict[str, Case13] = {
 }
 
 # the cases that failed on the first run against the final code (xfail until fixed)
-FIRST_RUN_FAILED: dict[str, str] = {}
+DIGITS = "DEFECT: accepted (exit 0); docs/cli.md: every number in ASCII digits"
+OUTSIDE = "DEFECT: exit 0, reports written outside --out-dir"
+FIRST_RUN_FAILED: dict[str, str] = {
+    "ingest --jobs +2": DIGITS,
+    "ingest --jobs with a leading space": DIGITS,
+    "ingest --jobs with a trailing newline": DIGITS,
+    "plan --params with a trailing space": DIGITS,
+    "history --last +3": DIGITS + " (then 'no nightly history for job j')",
+    "dashboard --port with a trailing newline": DIGITS,
+    "$STEPSCOPE_MEMORY_LIMIT of 10^20 GB in summary": "DEFECT: accepted (exit 0); docs/cli.md: "
+                                                      "$STEPSCOPE_MEMORY_LIMIT in range",
+    "nightly --run ./..": OUTSIDE + " (in its parent)",
+    "nightly --run .": "DEFECT: exit 0, reports written into --out-dir itself, not a run's "
+                       "folder",
+    "nightly --run sub/../../escape": OUTSIDE,
+    "nightly --out-dir a new folder inside the input folder": "DEFECT: exit 0; docs/cli.md: "
+                                                              "--out-dir refuses a place "
+                                                              "inside an input folder",
+    "diff PATH --out a new file inside the input folder": "DEFECT: exit 0, written; docs/cli.md:"
+                                                          " --out refuses a file inside an "
+                                                          "input folder",
+}
 
 
 @pytest.mark.parametrize("name", params(CASES, FIRST_RUN_FAILED))

@@ -8,7 +8,45 @@ Options, Ray, databases, outputs and escapes are in test_audit_round13.py, the d
 uploads in test_audit_round13_dashboard.py; the fixture in tests/audit13_inputs.py, the
 check round 12's (audit12_inputs.check12).
 
-First run against the final merged code: not yet run (see FIRST_RUN_FAILED).
+First run against the final merged code (d136bcb, main with p43h merged; 04:55-04:58 UTC,
+224 cases: 115 in test_audit_round13.py, 95 here, 14 in test_audit_round13_dashboard.py;
+155 s on the shared machine): **196 of 224 held (87.5%)** as first written. Of the 28
+misses, 11 were the test's error, corrected before counting (each rerun once, passing):
+- the documented behaviour guessed wrong or not documented: `--max-trace-size "16 G"` is
+  a size (digits and a unit); `--speedup MEDIAN` is read as median; a garbage `.wal`
+  beside a sound database is ignored by DuckDB (the database is intact); a Flight
+  Recorder dump with `entries: None` reads as no entries; a model spec's `hidden: '4096'`
+  is the number (nothing in the docs says text is refused);
+- the test's own slip: `whatif --collective` without `--speedup` (as rounds 9 and 12);
+  the `diff` SIGINT case counted the `note:` line printed before the signal; the
+  `history` SIGHUP point (`read_history`) is not reached for an unknown job, so the signal
+  is now raised in `jobs`; `nightly` under RLIMIT_FSIZE 64 KiB finished inside the limit
+  (now 8 KiB);
+- the dashboard: an upload named `nccl_trace_rank_0` (no extension) is refused by
+  Streamlit's own uploader before any stepscope code runs (pinned as that; no command
+  run); a served folder named with ESC is offered, but its default run name (the folder's
+  name) is refused on the page ("a run name must be printable text"), escaped, nothing
+  ingested (pinned as refused; the docs promise nothing here).
+So 224 cases count; the other 17 are defects: **207 of 224 held (92.4%)**. They are
+FIRST_RUN_FAILED in each file (xfail, strict, until fixed):
+- validation (7): `--jobs +2`, `--jobs " 2"`, `--jobs "2\n"`, `plan --params "7e9 "`,
+  `history --last +3`, `dashboard --port "8501\n"` accepted (docs: ASCII digits);
+  `$STEPSCOPE_MEMORY_LIMIT` of 10^20 GB accepted by `summary` (docs: in range);
+- writes outside their place (5): `nightly --run ./..`, `--run sub/../../escape` write
+  report.html/.json/.md outside `--out-dir`, `--run .` into `--out-dir` itself; `nightly
+  --out-dir INPUT/sub` and `diff PATH --out INPUT/diff.md` write inside an input folder
+  (docs/cli.md: refused, exit 2);
+- bounded input (2): NCCL Inspector `coll_sn: true` and `coll_msg_size_bytes: "1024"`
+  stored (exit 0), as round 12's header.rank "0";
+- the machine's failures (3): `whatif PATH` past RLIMIT_FSIZE names the temporary
+  `/tmp/stepscope-*/run.duckdb`, not the folder; `export PATH` with 12 open files says
+  "too many open files" without the folder (docs/cli.md: "FOLDER: cannot write the
+  temporary database of the traces …"); `report` in 600 MB of address space ends with
+  "internal error: MemoryError".
+Held: every Ray address shape (15), every damaged/foreign/FIFO/locked database, every
+pickle (EXT1, PERSID, INST, getattr, 200,000-deep lists, LONG4), every archive, gzip
+bombs under --max-trace-size, YAML alias bombs, FIFOs and /proc/self/mem as option files,
+12 stop signals at fixed points, a vanished --stage-dir, file links out of --traces-root.
 """
 
 from __future__ import annotations
@@ -82,7 +120,7 @@ FILE_CASES: dict[str, Case13] = {
     "Inspector header.rank true": _fails("i13_rank_true", INSPECTOR),
     # Flight Recorder
     "FR entries a list of numbers": _fails("fr13_entries_numbers", FR),
-    "FR entries None": _fails("fr13_entries_none", FR),
+    "FR entries None": _ok("fr13_entries_none"),
     "FR entries a string": _fails("fr13_entries_text", FR),
     "FR time_created_ns 2^65": _fails("fr13_time_2_65", FR),
     "FR pickle EXT1 (copyreg extension)": _fails("fr13_ext1", FR),
@@ -119,7 +157,7 @@ def _opt(argv: tuple[str, ...], path: str, rc: int = 2) -> Case13:
 OPTION_CASES: dict[str, Case13] = {
     "--model JSON nested 100,000 deep": _opt(MODEL, "deep.json"),
     "--model n_layers 1e400": _opt(MODEL, "layers_1e400.json"),
-    "--model hidden as text": _opt(MODEL, "hidden_text.yaml"),
+    "--model hidden as text": _opt(MODEL, "hidden_text.yaml", 0),
     "--model a !!set": _opt(MODEL, "set_tag.yaml"),
     "--model an empty file": _opt(MODEL, "empty.yaml"),
     "--model a YAML list": _opt(MODEL, "list.yaml"),
@@ -148,7 +186,19 @@ OPTION_CASES: dict[str, Case13] = {
 }
 
 STORED = "DEFECT: stored (exit 0); a value outside its field's domain should fail its file"
-FIRST_RUN_FAILED: dict[str, str] = {}
+FIRST_RUN_FAILED: dict[str, str] = {
+    "Inspector coll_sn true": STORED,
+    "Inspector message size the text 1024": STORED,
+    "whatif PATH past the file size limit": "DEFECT: exit 1 naming the temporary "
+                                            "/tmp/stepscope-*/run.duckdb, not the folder "
+                                            "(docs/cli.md: 'FOLDER: cannot write the "
+                                            "temporary database')",
+    "export PATH with 12 open files": "DEFECT: exit 1 'too many open files in this process' "
+                                      "without naming the folder (docs/cli.md: 'FOLDER: "
+                                      "cannot write the temporary database')",
+    "report in 600 MB of address space": "DEFECT: 'internal error: MemoryError' (docs: DuckDB "
+                                         "or the process out of memory is one line, exit 1)",
+}
 
 
 @pytest.mark.parametrize("name", params(FILE_CASES, FIRST_RUN_FAILED))
@@ -199,7 +249,7 @@ SIGNAL_CASES = {
                                       signal.SIGHUP, 129, HUP),
     "hang SIGHUP while building": ("hang_cmd", "build_hang_report", ("hang", "base"),
                                    signal.SIGHUP, 129, HUP),
-    "history SIGHUP while reading": ("history_cmd", "read_history", ("history", "j"),
+    "history SIGHUP while reading": ("history_cmd", "jobs", ("history", "j"),
                                      signal.SIGHUP, 129, HUP),
     "ingest SIGTERM before the ingest": ("ingest_cmd", "ingest_run",
                                          ("ingest", "{root}/t2", "--run", "sig13",
@@ -230,6 +280,7 @@ def test_stop_signals(root: Path, name: str, tmp_path: Path,
     if argv[0] != "plan":
         full = (*full, "--db", str(root / "db.duckdb"))
     rc, err, _ = cli(full)
+    err = [x for x in err if not x.startswith("note:")]
     assert rc == code and len(err) == 1 and err[0].startswith(line), (rc, err)
     assert not any((root / n).exists() for n in ("s13.md", "s13d.md", "s13e.json", "s13n"))
     assert not list(tmp_path.iterdir())
@@ -290,7 +341,7 @@ PROCESS_CASES: dict[str, tuple[list[str], dict[str, str] | None, list[tuple[int,
         [(FSIZE, 16384)], (1,), "error: {root}/t"),
     "nightly past the file size limit": (
         ["nightly", "{root}/t", "--db", "{root}/p13d.duckdb", "--job", "j", "--out-dir",
-         "{root}/p13d"], None, [(FSIZE, 65536)], (1,), "error: "),
+         "{root}/p13d"], None, [(FSIZE, 8192)], (1,), "error: "),
     "export PATH with 12 open files": (
         ["export", "{root}/t", "--db", "{root}/p13e.duckdb", "--out", "{root}/p13e.json"],
         None, [(resource.RLIMIT_NOFILE, 12)], (1,), "error: {root}/t"),
