@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 import threading
@@ -95,25 +94,13 @@ def check_no_empty_argument(arguments: Sequence[str]) -> None:
                              "the path or value, or '.' for the current folder")
 
 
-MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"  # ingest.db.MEMORY_ENV, without importing it
-_MEMORY_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(b|bytes?|[kmgt]i?b?)\s*",
-                          re.IGNORECASE | re.ASCII)  # \d would take other scripts' digits
-
-
 def check_memory_limit_env() -> None:
-    """$STEPSCOPE_MEMORY_LIMIT, when set, is a positive size with a unit (2GB, 512MiB):
-    DuckDB reads '-1GB' as no limit at all and a bare number as an error, and `report`
-    used to ignore a value `ingest` refused; every command now refuses it alike."""
-    from stepscope.ingest import UsageError
+    """$STEPSCOPE_MEMORY_LIMIT, when set, is checked before any work by its one reader
+    (ingest.limits.memory_limit_setting): `report` used to ignore a value `ingest`
+    refused; every command now refuses it alike."""
+    from stepscope.ingest.limits import memory_limit_setting
 
-    value = os.environ.get(MEMORY_LIMIT_ENV)
-    if not value:
-        return
-    match = _MEMORY_SIZE.fullmatch(value)
-    if match is None or float(match.group(1)) <= 0:
-        raise UsageError(f"cannot open the database with ${MEMORY_LIMIT_ENV}="
-                         f"{value[:40]!r} (not a positive size with a unit); give a size "
-                         "such as 2GB (default 1GB)")
+    memory_limit_setting()
 
 
 NAME_MAX = 255  # bytes in one name of a path, on every file system stepscope runs on

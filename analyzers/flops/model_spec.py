@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.ingest.errors import UsageError, quote_name
+from stepscope.ingest.number_text import NumberTextError, decimal
 from stepscope.ingest.option_files import read_option_file
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
@@ -108,13 +109,18 @@ SPEC_RANGES: dict[str, tuple[type, float, float]] = {
 
 
 def _spec_number(raw: Any, name: str, where: str) -> float | int:
-    """One numeric field: a finite number (or numeric text) within SPEC_RANGES."""
+    """One numeric field: a finite number (or numeric text, read by the one grammar of
+    numbers: ingest.number_text, so ' 7e9', '7_000' or other scripts' digits are no
+    number, as on the command line) within SPEC_RANGES."""
     kind, low, high = SPEC_RANGES[name]
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}")
     try:
-        value = float(raw)
-    except (ValueError, OverflowError):
+        value = decimal(raw, -math.inf, math.inf) if isinstance(raw, str) else float(raw)
+    except NumberTextError as exc:
+        problem = "a finite number" if "finite" in exc.problem else "a number"
+        raise UsageError(f"{where}: {name} must be {problem}, not {_shown(raw)}") from None
+    except OverflowError:  # a YAML integer past a double
         raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}") from None
     if not math.isfinite(value):
         raise UsageError(f"{where}: {name} must be a finite number, not {_shown(raw)}")
