@@ -147,7 +147,13 @@ def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return _open(path, read_only=False)
+            con = _open(path, read_only=False)
+            if path.exists():
+                return con
+            # its name was removed while this waited for the lock (a failed ingest's new,
+            # unused file: db_file.NewFile): open the name again, never the removed file
+            con.close()
+            continue
         except DatabaseBusyError as exc:
             holder = _HELD_BY.search(str(exc))
             if holder is None or int(holder.group(1)) == os.getpid() or wait_s <= 0:

@@ -40,7 +40,7 @@ from stepscope.ingest.db import (
     room_scales,
     threads_limit,
 )
-from stepscope.ingest.db_file import FileState
+from stepscope.ingest.db_file import FileState, NewFile
 from stepscope.ingest.errors import (
     Interrupted,
     MachineFailure,
@@ -353,11 +353,12 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
                  guard: InterruptGuard, plan: _TryPlan) -> None:
     """One try: parse every file on the executor (or replay an earlier try's parses) and
     store the run in one transaction; when it fails, the database file is left as it was
-    (`FileState.restore_size`)."""
+    (`FileState.restore_size`), or removed when this try created it (`NewFile`)."""
     work = _Work.prepare(files, plan, opts)
     guard.add_stopper(work.executor.cancel)
     work.executor.start(len(work.tasks))  # the workers import as the database opens
     try:
+        new = NewFile.before_connecting(db)
         con = connect_write(db)
         before = FileState.of(db)
         guard.add_stopper(con.interrupt)
@@ -365,6 +366,8 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
             with fit_memory_limit(con, 0):  # the floor: the run spills
                 _transaction(con, result.run, sources, work, result, opts, guard)
         except BaseException:
+            if new is not None:
+                new.remove_unused(con)  # under the write lock (db_file.NewFile)
             _close_quietly(con)
             if before is not None:
                 before.restore_size()
