@@ -54,11 +54,10 @@ class NumberTextError(ValueError):
 
 
 def setting(variable: str) -> str | None:
-    """The text of the environment variable `variable`, None when it is unset, empty or
-    blank (only whitespace: as good as unset); any other text is read whole, a space or a
-    newline around a number included (and refused)."""
-    text = os.environ.get(variable)
-    return text if text and not text.isspace() else None
+    """The text of the environment variable `variable`, None when it is unset or empty;
+    any other text is read whole, a blank one and a space or a newline around a number
+    included (and refused)."""
+    return os.environ.get(variable) or None
 
 
 def whole(text: str, low: int, high: int) -> int:

@@ -16,10 +16,11 @@ ANY_SIZE = 10 ** number_text.MAX_DIGITS
 
 
 def plain_int(text: str) -> int:
-    """`text` as an int when it is ASCII digits, else argparse's one-line refusal naming
-    the option."""
+    """`text` as an int when it is ASCII digits (after a '-': the command's own range
+    check refuses it with its message), else argparse's one-line refusal naming the
+    option."""
     try:
-        return number_text.whole(text, 0, ANY_SIZE)
+        return number_text.whole(text, -ANY_SIZE, ANY_SIZE)  # the command checks the range
     except number_text.NumberTextError as exc:
         raise argparse.ArgumentTypeError(exc.about(text)) from None
 

@@ -68,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def _from_environment(args: argparse.Namespace) -> None:
     """--db and --max-upload-mb not given: $STEPSCOPE_DB and $STEPSCOPE_MAX_UPLOAD_MB (an
-    blank one is unset), checked like the options, the range too (its error names the
+    empty one is unset), checked like the options, the range too (its error names the
     variable); the command overwrote both for its server, so a bad value was ignored in
     silence and the server started."""
     if args.db is None:

@@ -148,8 +148,10 @@ def test_usage_errors(name: str, argv: Callable[[Path], list[str | Path]], said:
     assert not (tmp_path / "stepscope.duckdb").exists()
 
 
+# "1TB " was accepted until issue 43's one grammar of numbers (docs/cli.md "Numbers"): a
+# value is read whole, a trailing space included
 @pytest.mark.parametrize(("value", "ok"), [("   ", False), ("2gb", True), ("1e3MB", False),
-                                           ("1TB ", True), ("12 KiB", True), ("0.5GB", True)])
+                                           ("1TB ", False), ("12 KiB", True), ("0.5GB", True)])
 def test_memory_limit_values(value: str, ok: bool, tmp_path: Path,
                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", value)

@@ -43,7 +43,9 @@ HOSTILE = {
     "full-width": "\uff12",
     "Arabic-Indic": "\u0662",
     "minus zero": "-0",
+    "trailing space": "2 ",
     "huge": "9" * 40,
+    "blank": "  ",
 }
 # Numeric variables and a command that reads each before any work; the others are named
 # in NOT_NUMBERS. A new STEPSCOPE_* variable must be put in one of them.
@@ -56,7 +58,8 @@ NUMERIC_VARIABLES = {
     "STEPSCOPE_BUSY_RETRIES": "dashboard",
 }
 NOT_NUMBERS = {"STEPSCOPE_DB", "STEPSCOPE_TRACES_ROOT", "STEPSCOPE_DEBUG"}
-# A variable's value: a size where the variable is one (a unit after the number).
+# A variable's value: a size where the variable is one (a unit right after the number:
+# '2G ', '+2G', ' 2G').
 UNIT = {"STEPSCOPE_MEMORY_LIMIT": "GB", "STEPSCOPE_MAX_TRACE_SIZE": "G"}
 
 
@@ -108,18 +111,19 @@ def test_variable_refuses(sandbox: Path, tmp_path: Path, monkeypatch: pytest.Mon
                           variable: str, label: str) -> None:
     """exit 2, one line, naming the variable."""
     command = NUMERIC_VARIABLES[variable]
-    value = HOSTILE[label] + UNIT.get(variable, "")
+    hostile, unit = HOSTILE[label], UNIT.get(variable, "")
+    value = hostile.replace("2", "2" + unit, 1) if "2" in hostile else hostile + unit
     rc, err, out = _run(sandbox, tmp_path, monkeypatch, BASE[command], {variable: value})
     errors = _check(rc, err, out)
     assert rc == 2 and variable in errors[0], errors
 
 
 @pytest.mark.parametrize("variable", sorted(NUMERIC_VARIABLES))
-def test_blank_variable_is_unset(sandbox: Path, tmp_path: Path,
+def test_empty_variable_is_unset(sandbox: Path, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
-    """A blank variable is as good as unset: the base line fails on its own problem."""
+    """An empty variable is unset: the base line fails on its own problem."""
     command = NUMERIC_VARIABLES[variable]
-    rc, err, out = _run(sandbox, tmp_path, monkeypatch, BASE[command], {variable: "  "})
+    rc, err, out = _run(sandbox, tmp_path, monkeypatch, BASE[command], {variable: ""})
     errors = _check(rc, err, out)
     assert variable not in errors[0], errors
 
