@@ -183,7 +183,7 @@ def checked_numbers(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 checked_numbers(sub)
         elif action.type is int:  # no range of its own: the command checks it
-            action.type = integer(0, UNBOUNDED)
+            action.type = integer(-UNBOUNDED, UNBOUNDED)
         elif action.type is float:
             action.type = real(-1e308, 1e308, low_open=False)
 
