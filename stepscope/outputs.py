@@ -172,8 +172,10 @@ def _check_outside(place: Path, folder: Path, shown: str, kind: str = "a file") 
         return
     where = ("is the input folder" if _real(place) == _real(folder)
              else f"is {kind} inside the input folder")
-    raise UsageError(f"{shown}: {where} {quote_name(folder)}; stepscope never writes "
-                     "among the traces. Choose a place outside them")
+    harm = ("replace it" if path_exists(place) and not place.is_dir()
+            else "put files among the traces")
+    raise UsageError(f"{shown}: {where} {quote_name(folder)}; writing there would {harm}. "
+                     "Choose a place outside the traces")
 
 
 def _check_kind(out: Path, shown: str) -> None:

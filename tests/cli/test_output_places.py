@@ -33,7 +33,7 @@ BASE: dict[str, tuple[str, ...]] = {
     "plan": ("plan", "--from", "{t}", "--db", "{db}"),
     "nightly": ("nightly", "{t}", "--job", "j", "--db", "{db}", "--run", "n1"),
 }
-AMONG_TRACES = "stepscope never writes among the traces. Choose a place outside them"
+AMONG_TRACES = "; writing there would put files among the traces. Choose a place outside the traces"
 # (the output as given, relative to the current folder {cwd}; what the line says)
 FILE_PLACES = {
     "a new file in the input folder": ("{t}/new.out", "is a file inside the input folder {t}"),
@@ -149,7 +149,7 @@ def test_nightly_default_folder_inside_the_input(root: Path,
                       "--run", "n1"))
     assert rc == 2 and len(err) == 1, err
     assert err[0] == ("error: --out-dir stepscope-nightly/n1: is a folder inside the input "
-                      f"folder .; {AMONG_TRACES}"), err
+                      f"folder .{AMONG_TRACES}"), err
     assert _snapshot(root) == before
 
 
