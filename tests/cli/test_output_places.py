@@ -164,3 +164,16 @@ def test_a_place_beside_the_traces_is_written(root: Path, tmp_path: Path,
     assert rc == 0, err
     assert out.read_text().startswith("#") and os.path.getsize(out) > 100
     out.unlink()
+
+
+@pytest.mark.parametrize("job", ["j\n", "a/b", "..", ".", "./..", " j"])
+def test_nightly_job_is_one_folder_name(root: Path, job: str, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--job names runs and folders: the whole name is checked (a trailing newline got
+    past the old `^...$` pattern), with --run's own validator (check_folder_name)."""
+    monkeypatch.chdir(tmp_path)
+    rc, err, _ = cli(("nightly", str(root / "t"), "--job", job, "--db",
+                      str(tmp_path / "n.duckdb"), "--out-dir", str(tmp_path / "n")))
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: --job '"), err
+    assert "(it names runs and folders: one folder name, no '/', not '.' or '..')" in err[0]
+    assert not list(tmp_path.iterdir())
