@@ -290,6 +290,27 @@ def check_duckdb_file(path: Path) -> None:
                      "database or a new file name")
 
 
+def check_stepscope_file(db: str | Path) -> None:
+    """Refuse an existing file that is not a DuckDB file, or a DuckDB file stepscope must
+    not touch (another application's tables, a newer schema, damaged): the checks of
+    connect_read_only (`report --db`), made before anything is started on it (the
+    dashboard's server). A new name or an empty DuckDB file passes (the first ingest fills
+    it); so does a database another process is writing now (its readers wait for it)."""
+    path = Path(db)
+    check_duckdb_file(path)
+    if not path.is_file():
+        return
+    try:
+        con = _open(path, read_only=True)
+    except DatabaseBusyError:
+        return
+    try:
+        with _closing_on_error(con, path):
+            schema.classify(con, path)
+    finally:
+        con.close()
+
+
 # DuckDB's words for the machine's failures while it opens (and first writes) a
 # database: malloc failed, in DuckDB's words "Allocation failure" or "(bad allocation)"
 # (the process's address space or the machine's memory; a

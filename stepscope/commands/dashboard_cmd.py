@@ -22,7 +22,7 @@ from stepscope.dashboard.app.config import (
     busy_retries,
 )
 from stepscope.ingest import DEFAULT_DB, UsageError
-from stepscope.ingest.db import check_duckdb_file, lock_wait_s
+from stepscope.ingest.db import check_stepscope_file, lock_wait_s
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
 from stepscope.ingest.number_text import NumberTextError, setting, whole
@@ -93,7 +93,7 @@ def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     if db.exists() and not db.is_file():
         raise UsageError(f"--db {quote_name(args.db)}: not a database file (a folder or "
                          "another kind of file); name a .duckdb file")
-    check_duckdb_file(Path(args.db))  # a trace or a SQLite file: refused before serving
+    check_stepscope_file(args.db)  # a trace, SQLite, another application's DuckDB: refused
     root = args.traces_root
     if root is not None and not root.is_dir():
         raise UsageError(f"--traces-root {root}: not a folder")

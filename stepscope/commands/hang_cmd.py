@@ -15,7 +15,7 @@ from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name, path_exists
-from stepscope.outputs import add_format_options, check_output, emit, option_inputs
+from stepscope.outputs import add_format_options, check_output, command_inputs, emit
 from stepscope.scratch_db import machine_failures_of
 from stepscope.store import Store
 
@@ -44,7 +44,7 @@ def _analyse(store: Store, run: str) -> HangReport:
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.target, *option_inputs(args)])
+        check_output(args.out, db=args.db, inputs=command_inputs(args))
     target = Path(args.target)
     if path_exists(target):
         with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:

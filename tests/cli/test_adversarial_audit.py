@@ -85,9 +85,9 @@ def _big_alternation(path: Path) -> Path:
 
 USAGE: list[tuple[str, Callable[[Path], list[str | Path]], str]] = [
     ("nightly run with ..", lambda t: ["nightly", "T", "--job", "j", "--run", "x/../../y"],
-     "--run x/../../y"),
+     "--run 'x/../../y'"),
     ("nightly run with ~", lambda t: ["nightly", "T", "--job", "j", "--run", "~root"],
-     "without --out-dir it names the reports' folder"),
+     "without --out-dir, the reports' folder"),
     ("nightly empty path", lambda t: ["nightly", "", "--job", "j"], "an empty argument"),
     ("diff empty run", lambda t: ["diff", "", "b"], "an empty argument"),
     ("report empty --out", lambda t: ["report", "T", "--out", ""], "an empty argument for --out"),

@@ -236,18 +236,7 @@ CASES: dict[str, Case13] = {
 }
 
 # the cases that failed on the first run against the final code (xfail until fixed)
-OUTSIDE = "DEFECT: exit 0, reports written outside --out-dir"
 FIRST_RUN_FAILED: dict[str, str] = {
-    "nightly --run ./..": OUTSIDE + " (in its parent)",
-    "nightly --run .": "DEFECT: exit 0, reports written into --out-dir itself, not a run's "
-                       "folder",
-    "nightly --run sub/../../escape": OUTSIDE,
-    "nightly --out-dir a new folder inside the input folder": "DEFECT: exit 0; docs/cli.md: "
-                                                              "--out-dir refuses a place "
-                                                              "inside an input folder",
-    "diff PATH --out a new file inside the input folder": "DEFECT: exit 0, written; docs/cli.md:"
-                                                          " --out refuses a file inside an "
-                                                          "input folder",
 }
 
 

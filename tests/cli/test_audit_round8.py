@@ -146,9 +146,11 @@ CASES: dict[str, Case] = {
     "nightly --baseline empty": ((*NIGHT, "--baseline", ""), None, 2, EMPTY),
     "nightly --out-dir empty": ((*NIGHT[:-1], ""), None, 2, EMPTY),
     "nightly --run empty": ((*NIGHT, "--run", ""), None, 2, EMPTY),
-    "nightly --run with a slash": ((*NIGHT, "--run", "a/b"), None, 0, ""),
+    # one folder name with --out-dir too (issue 43, round 13)
+    "nightly --run with a slash": ((*NIGHT, "--run", "a/b"), None, 2,
+                                   "error: --run 'a/b': use letters"),
     "nightly --run ..": (("nightly", T, "--db", D, "--job", "j", "--run", ".."), None, 2,
-                         "error: --run ..: without --out-dir it names the reports' folder"),
+                         "error: --run '..': use letters"),
     "nightly without --job": (("nightly", T, "--db", D), None, 2,
                               "error: stepscope nightly: the following arguments are "
                               "required: --job"),
