@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from stepscope.ingest.errors import TraceFileError
-from stepscope.ingest.nccl.inspector_fields import field_params, raise_first_problem
+from stepscope.ingest.nccl.inspector_fields import check_params, raise_first_problem
 from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
 from stepscope.ingest.sql_files import sql
 
@@ -48,7 +48,7 @@ def read_inspector(path: Path, display: str, max_bytes: int | None = None) -> pa
             con.execute(sql("nccl/inspector_lines.sql"), {
                 "path": str(path), "compression": "gzip" if magic == b"\x1f\x8b" else "none"})
             problems = con.execute(sql("nccl/inspector_check.sql"),
-                                   {"fields": field_params()}).fetchall()
+                                   check_params()).fetchall()
             raise_first_problem(problems, display)
             table = con.sql(sql("nccl/inspector_read.sql")).to_arrow_table()
         except duckdb.Error as exc:

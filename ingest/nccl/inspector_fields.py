@@ -87,9 +87,21 @@ FIELDS: tuple[Field, ...] = (
 )
 
 
-def field_params() -> list[dict[str, object]]:
-    """FIELDS as the $fields parameter of nccl/inspector_check.sql."""
-    return [field.as_param(pos) for pos, field in enumerate(FIELDS)]
+PARTS = ("header", "metadata", "coll_perf", "p2p_perf")
+
+
+def check_params() -> dict[str, object]:
+    """The parameters of nccl/inspector_check.sql: $fields (FIELDS, each with its `slot`,
+    the 1-based place of its key among its part's keys) and, per part, the JSON paths of
+    its keys ($header_paths, ...): a part is parsed once, for all its fields at a time."""
+    keys: dict[str, list[str]] = {part: [] for part in PARTS}
+    fields = []
+    for pos, field in enumerate(FIELDS):
+        if field.key:
+            keys[field.part].append(field.key)
+        fields.append({**field.as_param(pos), "slot": len(keys[field.part])})
+    return {"fields": fields, **{f"{part}_paths": [f"$.{key}" for key in keys[part]]
+                                 for part in PARTS}}
 
 
 def raise_first_problem(rows: list[tuple[int, str, int, str]], display: str) -> None:

@@ -10,43 +10,60 @@
 -- Reads inspector_lines; writes nothing.
 WITH fields AS (
     SELECT unnest($fields, recursive := true)
+), parts AS (
+    -- Each distinct part once (a file repeats its few headers and metadata on every
+    -- line), with the header of its lines (a bound's source), its count and first line.
+    SELECT part, obj, header, count(*) AS lines, min(line) AS line
+    FROM (SELECT line, header, 'header' AS part, header AS obj FROM inspector_lines
+          UNION ALL SELECT line, header, 'metadata', metadata FROM inspector_lines
+          UNION ALL SELECT line, header, 'coll_perf', coll_perf FROM inspector_lines
+          UNION ALL SELECT line, header, 'p2p_perf', p2p_perf FROM inspector_lines)
+    WHERE obj IS NOT NULL
+    GROUP BY part, obj, header
+), extracted AS (
+    -- Each part parsed once: the values of its fields' paths, in $fields' order.
+    SELECT part, obj, header, lines, line,
+           CASE part WHEN 'header' THEN json_extract(obj, $header_paths)
+                     WHEN 'metadata' THEN json_extract(obj, $metadata_paths)
+                     WHEN 'coll_perf' THEN json_extract(obj, $coll_perf_paths)
+                     ELSE json_extract(obj, $p2p_perf_paths) END AS vals
+    FROM parts
 ), field_values AS (
-    SELECT f.pos, f.kind, f.low, f.high, l.line,
-           CASE WHEN f.key = '' THEN p.obj ELSE json_extract(p.obj, '$.' || f.key) END AS v,
-           CASE WHEN f.below <> '' THEN TRY_CAST(
-               json_extract(l.header, '$.' || f.below)::VARCHAR AS DOUBLE) END AS bound
-    FROM inspector_lines l
-    CROSS JOIN fields f
-    CROSS JOIN LATERAL (SELECT CASE f.part WHEN 'header' THEN l.header
-                                           WHEN 'metadata' THEN l.metadata
-                                           WHEN 'coll_perf' THEN l.coll_perf
-                                           ELSE l.p2p_perf END AS obj) p
-), typed AS (
-    SELECT pos, kind, low, high, line, v::VARCHAR AS text, bound,
-           json_type(v) AS t,
-           CASE kind WHEN 'object' THEN json_type(v) = 'OBJECT'
-                     WHEN 'text' THEN json_type(v) = 'VARCHAR'
-                     WHEN 'int' THEN json_type(v) IN ('BIGINT', 'UBIGINT')
-                         OR (json_type(v) = 'DOUBLE'
-                             AND regexp_full_match(v::VARCHAR, '-?[0-9]+'))
-                     ELSE json_type(v) IN ('BIGINT', 'UBIGINT', 'DOUBLE') END AS type_ok
+    SELECT f.pos, f.kind, f.low, f.high, f.below, e.line, e.lines, e.header,
+           CASE WHEN f.key = '' THEN e.obj ELSE e.vals[f.slot] END AS v
+    FROM extracted e
+    JOIN fields f USING (part)
+), present AS (
+    SELECT pos, kind, low, high, below, line, lines, header, v::VARCHAR AS text
     FROM field_values
-    WHERE v IS NOT NULL AND json_type(v) <> 'NULL'
+    WHERE v IS NOT NULL
+), typed AS (
+    -- The JSON type from the value's minified text: its first character, and for a
+    -- number whether it is written as an integer (no fraction, exponent, NaN, Infinity).
+    SELECT pos, kind, low, high, below, line, lines, header, text,
+           CASE left(text, 1) WHEN '"' THEN kind = 'text' WHEN '{' THEN kind = 'object'
+                              WHEN '[' THEN false WHEN 't' THEN false WHEN 'f' THEN false
+                              ELSE kind = 'number' OR (kind = 'int'
+                                  AND regexp_full_match(text, '-?[0-9]+')) END AS type_ok,
+           CASE WHEN kind = 'int' THEN TRY_CAST(text AS HUGEINT) END AS whole,
+           CASE WHEN kind = 'number' THEN TRY_CAST(text AS DOUBLE) END AS real,
+           CASE WHEN below <> '' THEN TRY_CAST(
+               json_extract(header, '$.' || below)::VARCHAR AS DOUBLE) END AS bound
+    FROM present
+    WHERE text <> 'null'
 ), judged AS (
-    SELECT pos, line, text,
+    SELECT pos, line, lines, text,
            CASE WHEN NOT type_ok THEN 'type'
                 WHEN kind = 'int' AND NOT coalesce(
-                    TRY_CAST(text AS HUGEINT) >= CAST(low AS HUGEINT)
-                    AND TRY_CAST(text AS HUGEINT) < CAST(high AS HUGEINT)
-                    AND (bound IS NULL OR TRY_CAST(text AS HUGEINT) < bound), false)
+                    whole >= CAST(low AS HUGEINT) AND whole < CAST(high AS HUGEINT)
+                    AND (bound IS NULL OR whole < bound), false)
                 THEN 'range'
                 WHEN kind = 'number' AND NOT coalesce(
-                    isfinite(TRY_CAST(text AS DOUBLE)) AND TRY_CAST(text AS DOUBLE) >= low
-                    AND TRY_CAST(text AS DOUBLE) <= high, false)
+                    isfinite(real) AND real >= low AND real <= high, false)
                 THEN 'range' END AS problem
     FROM typed
 )
-SELECT pos, problem, count(*) AS lines, left(arg_min(text, line), 41) AS first_value
+SELECT pos, problem, sum(lines) AS lines, left(arg_min(text, line), 41) AS first_value
 FROM judged
 WHERE problem IS NOT NULL
 GROUP BY pos, problem
