@@ -1,12 +1,14 @@
 -- Every field of inspector_lines (nccl/inspector_lines.sql) against its declared JSON type
--- and range ($fields: ingest/nccl/inspector_fields.py, one struct per field: pos, part,
--- key ('' for the part itself), kind ('object', 'text', 'int', 'number'), low, high,
--- below (a header key bounding the value, or '')): an integer lies in [low, high) (exactly,
--- as HUGEINT) and below header.<below> when that is given, a number in [low, high] and
--- finite. One row per (field, problem) found:
--- pos, problem ('type' or 'range'), the count of such lines, the first line's value.
--- A JSON boolean is no integer, a text no number; an integer written without a fraction
--- but beyond 64 bits (2^70) is out of range. Absent or null values are not checked here.
+-- and range. $fields (ingest/nccl/inspector_fields.py, check_params): one struct per
+-- field: pos, part, key ('' for the part itself), slot (its key's place among its part's
+-- keys), kind ('object', 'text', 'int', 'number'), low, high, below (a header key bounding
+-- the value, or ''); $header_paths, $metadata_paths, $coll_perf_paths, $p2p_perf_paths:
+-- each part's key paths in slot order. An integer lies in [low, high) (exactly, as
+-- HUGEINT) and below header.<below> when that is given; a number in [low, high] and
+-- finite. A JSON boolean is no integer, a text no number; an integer written without a
+-- fraction but beyond 64 bits (2^70) is out of range. Absent or null values are not
+-- checked here. One row per (field, problem) found: pos, problem ('type' or 'range'),
+-- the count of such lines, the first such line's value (41 characters at most).
 -- Reads inspector_lines; writes nothing.
 WITH fields AS (
     SELECT unnest($fields, recursive := true)
