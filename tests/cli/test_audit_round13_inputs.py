@@ -185,10 +185,7 @@ OPTION_CASES: dict[str, Case13] = {
                                    "--model", "/dev/urandom"), None, 2, ("/dev/urandom",)),
 }
 
-STORED = "DEFECT: stored (exit 0); a value outside its field's domain should fail its file"
 FIRST_RUN_FAILED: dict[str, str] = {
-    "Inspector coll_sn true": STORED,
-    "Inspector message size the text 1024": STORED,
     "whatif PATH past the file size limit": "DEFECT: exit 1 naming the temporary "
                                             "/tmp/stepscope-*/run.duckdb, not the folder "
                                             "(docs/cli.md: 'FOLDER: cannot write the "

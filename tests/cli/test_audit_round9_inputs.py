@@ -241,11 +241,6 @@ OPTION_CASES: dict[str, Case] = {
 
 # the cases that failed on the first run against the unchanged code (xfail until fixed)
 FIRST_RUN_FAILED: dict[str, str] = {
-    "Inspector coll a list": "stored (exit 0)",
-    "tar member with a 5,000-char folder": "the whole archive fails with a raw 'File name too "
-                                           "long' line of 5,000 characters",
-    "pax size of 10^20": "two lines: the member's, then a follow-on for the archive with "
-                         "Python's 'cannot fit int into an offset-sized integer'",
     "report in 600 MB of address space": "'internal error: MemoryError: ?'",
 }
 
