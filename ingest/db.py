@@ -330,7 +330,8 @@ def _machine_open_failure(db: Path, text: str) -> MachineFailure | None:
     if what is None:
         return None
     return MachineFailure(f"{quote_name(db)}: cannot open the database: {what} (the "
-                          "machine's failure, not the database's); nothing was committed")
+                          "machine's failure, not the database's); nothing was committed",
+                          what=what)
 
 
 def _open_error(db: Path, exc: duckdb.Error) -> StepscopeError:

@@ -110,7 +110,14 @@ class Interrupted(KeyboardInterrupt):
 
 class MachineFailure(StepscopeError):
     """The machine, not a file, failed (disk full, quota, out of memory, out of file
-    handles): the whole ingest stops with this one line, nothing committed (exit 1)."""
+    handles): the whole ingest stops with this one line, nothing committed (exit 1).
+    `what` is what ran out and what to do (machine_problem's words) when known, so that
+    a caller that knows better where the work was (a trace path's temporary database,
+    stepscope.scratch_db) can say it in its own line."""
+
+    def __init__(self, message: str, what: str | None = None) -> None:
+        super().__init__(message)
+        self.what = what
 
 
 class MachineFileError(TraceFileError):
@@ -133,6 +140,8 @@ _MACHINE_ERRNOS = {
 _MACHINE_TEXTS = (("no space left on device", errno.ENOSPC),
                   ("disk quota exceeded", errno.EDQUOT),
                   ("out of memory", errno.ENOMEM), ("cannot allocate memory", errno.ENOMEM),
+                  # the dynamic loader's words when a library cannot be mapped (ulimit -v)
+                  ("failed to map segment from shared object", errno.ENOMEM),
                   ("too many open files", errno.EMFILE))
 
 
@@ -156,7 +165,7 @@ def machine_failure(file: str, problem: str, db: str | os.PathLike[str]) -> Mach
     """The one line that stops an ingest when the machine failed while reading `file`."""
     return MachineFailure(f"{file}: {problem} (the machine's failure, not the file's): "
                           f"the ingest stopped and nothing was committed to "
-                          f"{quote_name(db)}")
+                          f"{quote_name(db)}", what=problem)
 
 
 def _first_line(exc: BaseException) -> str:

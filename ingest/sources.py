@@ -310,8 +310,8 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
         dest.unlink(missing_ok=True)
         if (machine := machine_problem(exc)) is not None:
             raise MachineFailure(f"{display}: {machine} (the machine's failure, not the "
-                                 "file's): the ingest stopped before anything was written"
-                                 ) from None
+                                 "file's): the ingest stopped before anything was written",
+                                 what=machine) from None
         out.failures.append((display, _member_problem(exc)))
         return not isinstance(exc, SpecialMember)
     if copied:

@@ -623,7 +623,7 @@ class _Batch:
             if (what := machine_problem(exc)) is not None:  # e.g. no file handle left
                 raise MachineFailure(
                     f"{what} (the machine's failure, not the files'): run '{self.run}' was "
-                    "not ingested, the database is unchanged") from None
+                    "not ingested, the database is unchanged", what=what) from None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(

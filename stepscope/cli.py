@@ -253,6 +253,18 @@ def _interrupt_line(exc: BaseException, signum: int) -> str:
     return line
 
 
+def machine_failure_line(exc: BaseException) -> str | None:
+    """The one line for the machine's failure outside any command's own handling (memory
+    that cannot be allocated while the modules load or the arguments are read, no file
+    handle left): exit 1, never "internal error". None for anything else."""
+    if not isinstance(exc, MemoryError | OSError | ImportError):
+        return None  # ImportError: a library the loader could not map into memory
+    from stepscope.ingest.errors import machine_problem
+
+    what = machine_problem(exc)
+    return None if what is None else f"error: {what} (the machine's failure, not stepscope's)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (never raises for user errors). A stop signal
     gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
@@ -273,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             signum = _STOPPED_BY[0]  # "Query interrupted"): it is still the signal's stop
             _print_uninterrupted(_interrupt_line(KeyboardInterrupt(), signum))
             return 128 + signum
+        if (line := machine_failure_line(exc)) is not None:
+            say(line)
+            return EXIT_NOTHING
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         first = (str(exc).strip() or "?").splitlines()[0][:500]
