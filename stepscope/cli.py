@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from stepscope.address_space import fit_address_space_limit
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 NOTHING_WRITTEN = "interrupted: nothing was written"
@@ -302,6 +303,7 @@ def entry() -> None:
     os._exit(130): CPython turns a normal exit into
     death by SIGINT (-2) when a KeyboardInterrupt once escaped C-level code run during an
     import, even though main caught it and printed its one line."""
+    fit_address_space_limit()
     code = main()
     # The outcome is decided and its line printed: a Ctrl-C from here on is ignored, or
     # it would kill the exiting process by SIGINT (-2, no line), since CPython resets a
