@@ -40,7 +40,7 @@ def one_line(text: str) -> str:
     return "".join(ch if _plain(ch) else _escape_char(ch) for ch in text)
 
 
-_TERMINAL_UNSAFE = re.compile(
+TERMINAL_UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -50,9 +50,9 @@ def terminal_safe(text: str) -> str:
     file name cannot clear the screen or set the window title when it is printed, nor hide
     in a Markdown file. In JSON text the same escape is the same character, so a JSON
     report still decodes to the same values."""
-    if _TERMINAL_UNSAFE.search(text) is None:
+    if TERMINAL_UNSAFE.search(text) is None:
         return text
-    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def quote_name(name: str | os.PathLike[str]) -> str:

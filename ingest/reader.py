@@ -290,8 +290,10 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
         if n_memory:  # the allocator's args need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
         device = range_device if device is None else device
-    except duckdb.ConversionException as exc:
-        # the exact path reads `ts` as text: a `ts` that is no number fails only here
+    except (duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
+        # the exact path reads `ts` as text: a `ts` that is no number fails only here; a
+        # `ts` or `dur` within 64 bits of ns whose sum with the base time is not (9e15 µs,
+        # year 2255) overflows in the sums ("Overflow in addition of INT64")
         problem = bad_field(con, events_file, exact) or conversion_problem(exc)
         raise TraceFileError(display, problem) from None
     except duckdb.Error as exc:
