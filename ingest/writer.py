@@ -86,6 +86,7 @@ from stepscope.ingest.sources import (
     checked_run_name,
     collect_traces,
     default_run_name,
+    rank_from_name,
 )
 from stepscope.ingest.sql_files import run_script, sql
 from stepscope.ingest.tasks import (
@@ -519,17 +520,40 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
 
 def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
            opts: _Options) -> list[Task]:
-    """One task per file, each with its own stage folder; indices are task order."""
+    """One task per file, each with its own stage folder; indices are task order: the
+    Kineto traces in rank order (`in_rank_order`), then the NCCL files."""
     tasks: list[Task] = [
         RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)), len(traces),
                  step_marker=opts.step_marker, max_bytes=opts.limit, ranks=opts.ranks,
                  comm_kernels=opts.comm_kernels)
-        for i, tf in enumerate(traces)]
+        for i, tf in enumerate(in_rank_order(traces))]
     tasks += [NcclTask(len(traces) + i, str(nf.path), nf.display, nf.kind,
                        str(stage / "work" / str(len(traces) + i)), max_bytes=opts.limit,
                        ranks=opts.ranks)
               for i, nf in enumerate(nccl)]
     return tasks
+
+
+def in_rank_order(traces: Sequence[TraceFile]) -> list[TraceFile]:
+    """The traces in the order of the rank their names say, the digits compared as
+    numbers (`rank2` before `rank10`, where the folder's sorted listing has `rank0`,
+    `rank1`, `rank10`, `rank100`, ...), files whose names say no rank after them, ties in
+    the listing's order.
+
+    The writer appends the ranks in the order their tasks finish, which is task order,
+    and each appended batch becomes the stored row groups of the rank tables: in rank
+    order a batch of the attribution (consecutive ranks, `rank BETWEEN lo AND hi`) reads
+    the few row groups that hold its ranks, where in the listing's order every row group
+    mixes ranks from across the job and each batch reads blocks of most of the run (at
+    2,048 ranks, enough to fill the attribution's whole memory room). The order decides
+    nothing else but which of two files claiming one rank comes first, and the order of
+    the failed files."""
+    def key(item: tuple[int, TraceFile]) -> tuple[bool, int, int]:
+        position, trace = item
+        rank = rank_from_name(trace.display)
+        return rank is None, rank or 0, position
+
+    return [trace for _, trace in sorted(enumerate(traces), key=key)]
 
 
 class _ClaimedTwice(TraceFileError):
