@@ -51,6 +51,7 @@ from stepscope.ingest.errors import (
     machine_failure,
     machine_problem,
     one_line,
+    quote_name,
 )
 from stepscope.ingest.executors import (
     Executor,
@@ -483,7 +484,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
     claimed_nccl: dict[tuple[str, int], str] = {}
     kinds: set[str] = set()
     identities: list[TraceIdentity] = []
-    batch = _Batch(con, run, work.plan.kept)
+    batch = _Batch(con, run, work.plan.kept, result.db)
     con.execute(sql("load/stage_groups.sql"))
     for done, outcome in enumerate(executor.run(tasks), start=1):
         guard.check()
@@ -605,8 +606,9 @@ class _Batch:
     that without keeping the stage folder holds at most BATCH_RANKS ranks plus those in
     flight."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, kept: KeptParses) -> None:
-        self.con, self.run, self.kept = con, run, kept
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, kept: KeptParses,
+                 db: str | os.PathLike[str]) -> None:
+        self.con, self.run, self.kept, self.db = con, run, kept, db
         self.files: list[tuple[str, int]] = []
         self.folders: dict[Path, int] = {}  # Parquet bytes by rank folder
         self.rows: list[dict[str, Any]] = []
@@ -647,7 +649,7 @@ class _Batch:
             if (what := machine_problem(exc)) is not None:  # e.g. no file handle left
                 raise MachineFailure(
                     f"{what} (the machine's failure, not the files'): run '{self.run}' was "
-                    "not ingested, the database is unchanged", what=what) from None
+                    f"not ingested, {quote_name(self.db)} is unchanged", what=what) from None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(
