@@ -89,11 +89,20 @@ def _load_yaml(text: str) -> Any:
                     seen.add(key.value)
             return super().construct_mapping(node, deep=deep)
 
+    # YAML 1.1 reads `0x20`, `3_2` and `1:30` (base 60) as 32, 32 and 90: a number is
+    # kept as its text here and read by the one grammar of numbers (_spec_number)
+    for tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        _NoAliasLoader.add_constructor(tag, _scalar_text)
     loader = _NoAliasLoader(text)
     try:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def _scalar_text(loader: Any, node: Any) -> str:
+    """A YAML number as written: the spec's own grammar decides what it is."""
+    return str(loader.construct_scalar(node))
 
 
 def _shown(raw: Any) -> str:
@@ -153,7 +162,7 @@ def spec_from_mapping(raw: dict[Any, Any], where: str = "model spec") -> ModelSp
     if odd:
         raise UsageError(f"{where}: field names must be text, found {_shown(odd[0])}")
     required = ("n_params", "n_layers", "hidden", "seq_len", "global_batch_tokens")
-    missing = [k for k in required if k not in raw]
+    missing = [k for k in required if raw.get(k) is None]  # YAML's `~` is no value
     if missing:
         raise UsageError(f"{where}: missing field(s) {', '.join(missing)} "
                          f"(needs {', '.join(required)})")
