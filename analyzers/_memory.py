@@ -15,14 +15,13 @@ connection's limit holds.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
 import duckdb
 
 from stepscope.analyzers._sql import sql
-from stepscope.ingest.db import MEMORY_ENV
+from stepscope.ingest.limits import memory_limit_setting
 
 T = TypeVar("T")
 
@@ -39,7 +38,7 @@ class Bound:
         self.before: str | None = None  # None: the limit is left as it is
 
     def __enter__(self) -> Bound:
-        if not os.environ.get(MEMORY_ENV):
+        if not memory_limit_setting():
             before = self._current()
             if self._lower(self.limit):
                 self.before = before
@@ -113,7 +112,7 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
     what one batch's statements freed is otherwise kept and adds up over the batches
     (docs/scale.md, "Memory"). With
     `$STEPSCOPE_MEMORY_LIMIT` the user's limit is left as set."""
-    if os.environ.get(MEMORY_ENV):
+    if memory_limit_setting():
         return
     (value,), = con.execute(sql("report/memory_limit_get.sql")).fetchall()
     con.execute(sql("report/memory_limit.sql"), {"limit": to_bytes(str(value))})

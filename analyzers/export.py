@@ -28,7 +28,7 @@ from stepscope.analyzers._memory import Bound
 from stepscope.analyzers._sql import install_macros, run_script, sql
 from stepscope.analyzers.export_perfetto import PerfettoWriter
 from stepscope.analyzers.results import CriticalPath
-from stepscope.ingest.errors import UsageError
+from stepscope.ingest.errors import TERMINAL_UNSAFE, UsageError, terminal_safe
 
 CHUNK_ROWS = 20_000
 BATCH_RANKS = 64  # ranks whose breakdown segments are held at once
@@ -40,6 +40,22 @@ SECTIONS = {"meta": "export/meta.sql", "cpu": "export/cpu.sql", "gpu": "export/g
             "flows": "export/flows.sql"}
 BREAKDOWN_TID = 1 << 41
 PATH_TID = BREAKDOWN_TID + 1
+
+
+def _re2_class(pattern: str) -> str:
+    """A Python character class as RE2 (DuckDB's regex) reads it, in ASCII: every
+    character outside printable ASCII as \\x{HH}."""
+    return "".join(ch if " " <= ch <= "~" else f"\\x{{{ord(ch):x}}}" for ch in pattern)
+
+
+# The characters terminal_safe escapes (C1 codes, DEL, bidirectional controls): DuckDB's
+# to_json leaves them raw, valid JSON but a CSI or a reversed line in `head e.json`.
+UNSAFE_RE2 = _re2_class(TERMINAL_UNSAFE.pattern)
+# The bytes an event gains when its unsafe characters become 6-byte \\uXXXX escapes.
+_ESCAPE_GROWTH = (f"CASE WHEN regexp_matches(ev, '{UNSAFE_RE2}') THEN "
+                  f"6 * len(regexp_extract_all(ev, '{UNSAFE_RE2}')) - "
+                  f"strlen(array_to_string(regexp_extract_all(ev, '{UNSAFE_RE2}'), '')) "
+                  "ELSE 0 END")
 
 
 @dataclass(frozen=True)
@@ -112,9 +128,10 @@ class Export:
         return ExportSize(events, nbytes)
 
     def _count(self, query: str, params: dict[str, object]) -> tuple[int, int]:
-        """A section's events and JSON bytes (with the ",\n" after each), in DuckDB."""
+        """A section's events and JSON bytes as written (escapes and the ",\n" after
+        each included), in DuckDB."""
         (n, b), = self.con.sql(query, params=params).aggregate(
-            "count(*), coalesce(sum(strlen(ev)), 0)").fetchall()
+            f"count(*), coalesce(sum(strlen(ev) + {_ESCAPE_GROWTH}), 0)").fetchall()
         return int(n), int(b) + int(n) * 2
 
     def write(self, out: IO[str], path: CriticalPath | None) -> int:
@@ -141,7 +158,8 @@ class Export:
 
 
 class _EventWriter:
-    """Writes event lines separated by commas, a chunk of rows at a time."""
+    """Writes event lines separated by commas, a chunk of rows at a time, each with its
+    terminal controls as JSON escapes (the same characters to a JSON reader)."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out, self.count = out, 0
@@ -154,7 +172,7 @@ class _EventWriter:
         for line in lines:
             if self.count:
                 self.out.write(",\n")
-            self.out.write(line)
+            self.out.write(terminal_safe(line))
             self.count += 1
 
 

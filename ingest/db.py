@@ -44,11 +44,12 @@ from stepscope.ingest.errors import (
     quote_name,
 )
 from stepscope.ingest.folder_names import folder_ending, names_a_folder
-from stepscope.ingest.limits import usable_memory_bytes
+from stepscope.ingest.limits import MEMORY_LIMIT_ENV, memory_limit_setting, usable_memory_bytes
+from stepscope.ingest.number_text import NumberTextError, decimal, setting
 from stepscope.ingest.sql_files import sql
 
 DEFAULT_DB = "stepscope.duckdb"
-MEMORY_ENV = "STEPSCOPE_MEMORY_LIMIT"
+MEMORY_ENV = MEMORY_LIMIT_ENV  # read only through limits.memory_limit_setting
 # How long a writer waits for another process's lock on the database (seconds), polling
 # every LOCK_POLL_S; past it, DatabaseBusyError names the holder (docs/schema.md,
 # "Concurrency").
@@ -127,19 +128,15 @@ def connect_write(db: str | Path) -> duckdb.DuckDBPyConnection:
 def lock_wait_s() -> float:
     """The writer's wait for the lock: $STEPSCOPE_LOCK_WAIT seconds (0: none), default
     DEFAULT_LOCK_WAIT_S; anything but a number in [0, 1 day] is a usage error."""
-    raw = os.environ.get(LOCK_WAIT_ENV)
-    if raw is None or not raw.strip():
+    raw = setting(LOCK_WAIT_ENV)
+    if raw is None:
         return DEFAULT_LOCK_WAIT_S
-    try:
-        # float() also reads '1_0' and other scripts' digits ('\u0663' is 3)
-        value = float(raw) if raw.isascii() and "_" not in raw else -1.0
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_LOCK_WAIT_S:  # NaN fails too
+    try:  # ASCII digits only (ingest.number_text): float() read ' 5', '+5' and '1_0'
+        return decimal(raw, 0.0, MAX_LOCK_WAIT_S, low_open=False)
+    except NumberTextError:
         raise UsageError(f"${LOCK_WAIT_ENV}={quote_name(raw)}: not a number of seconds in "
                          f"[0, {MAX_LOCK_WAIT_S:.0f}]; give e.g. 30 (default "
-                         f"{DEFAULT_LOCK_WAIT_S:.0f}, 0: do not wait)")
-    return value
+                         f"{DEFAULT_LOCK_WAIT_S:.0f}, 0: do not wait)") from None
 
 
 def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -150,7 +147,13 @@ def _open_waiting(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return _open(path, read_only=False)
+            con = _open(path, read_only=False)
+            if path.exists():
+                return con
+            # its name was removed while this waited for the lock (a failed ingest's new,
+            # unused file: db_file.NewFile): open the name again, never the removed file
+            con.close()
+            continue
         except DatabaseBusyError as exc:
             holder = _HELD_BY.search(str(exc))
             if holder is None or int(holder.group(1)) == os.getpid() or wait_s <= 0:
@@ -287,6 +290,27 @@ def check_duckdb_file(path: Path) -> None:
                      "database or a new file name")
 
 
+def check_stepscope_file(db: str | Path) -> None:
+    """Refuse an existing file that is not a DuckDB file, or a DuckDB file stepscope must
+    not touch (another application's tables, a newer schema, damaged): the checks of
+    connect_read_only (`report --db`), made before anything is started on it (the
+    dashboard's server). A new name or an empty DuckDB file passes (the first ingest fills
+    it); so does a database another process is writing now (its readers wait for it)."""
+    path = Path(db)
+    check_duckdb_file(path)
+    if not path.is_file():
+        return
+    try:
+        con = _open(path, read_only=True)
+    except DatabaseBusyError:
+        return
+    try:
+        with _closing_on_error(con, path):
+            schema.classify(con, path)
+    finally:
+        con.close()
+
+
 # DuckDB's words for the machine's failures while it opens (and first writes) a
 # database: malloc failed, in DuckDB's words "Allocation failure" or "(bad allocation)"
 # (the process's address space or the machine's memory; a
@@ -306,7 +330,8 @@ def _machine_open_failure(db: Path, text: str) -> MachineFailure | None:
     if what is None:
         return None
     return MachineFailure(f"{quote_name(db)}: cannot open the database: {what} (the "
-                          "machine's failure, not the database's); nothing was committed")
+                          "machine's failure, not the database's); nothing was committed",
+                          what=what)
 
 
 def _open_error(db: Path, exc: duckdb.Error) -> StepscopeError:
@@ -361,7 +386,7 @@ def _memory_config() -> Config:
     to a temp folder beside the database (`<db>.tmp`, removed when the connection closes),
     so the ingest's memory does not grow with the number of ranks or their size
     (docs/scale.md)."""
-    return {"memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT}
+    return {"memory_limit": memory_limit_setting() or DEFAULT_MEMORY_LIMIT}
 
 
 def memory_limit_for(events: int) -> int | None:
@@ -369,7 +394,7 @@ def memory_limit_for(events: int) -> int | None:
     (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling), times the room
     scale of the ingest's attempt (`larger_rooms`); None when $STEPSCOPE_MEMORY_LIMIT
     is set: the user's limit holds as given."""
-    if os.environ.get(MEMORY_ENV):
+    if memory_limit_setting():
         return None
     scale = _ROOM_SCALE.get()
     wanted = max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events) * scale
@@ -380,7 +405,7 @@ def room_scales() -> tuple[int, ...]:
     """The room scales an ingest tries in turn (ROOM_SCALES), each floor at most half
     the memory this process may use (the machine's, or its cgroup's); (1,) when
     $STEPSCOPE_MEMORY_LIMIT is set (the user's limit is not second-guessed)."""
-    if os.environ.get(MEMORY_ENV):
+    if memory_limit_setting():
         return (1,)
     free = usable_memory_bytes()
     return tuple(s for i, s in enumerate(ROOM_SCALES)

@@ -5,7 +5,8 @@ exceptions whose text is long, multi-line and names DuckDB's own settings. The C
 `explain` for any exception a command raised: a database or file-system failure becomes
 a `DatabaseProblem` (exit 1: the work could not be done) or a `DatabaseUnusable`
 (exit 2: the --db given cannot be used as it is); anything else is left to the caller.
-Generic on purpose: it looks only at the exception's kind and text, so the checks
+A MemoryError (Python could not allocate, as under `ulimit -v`) is the machine's failure
+too, exit 1. Generic on purpose: it looks only at the exception's kind and text, so the checks
 ingest.db makes when it opens a database (not a DuckDB file, truncated, newer schema)
 stay there; this covers what happens after, in the middle of a query or a commit.
 """
@@ -72,9 +73,12 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
         return None
     kind = type(exc).__name__
     from_duckdb = type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb")
-    if not from_duckdb and not isinstance(exc, OSError):
+    if not from_duckdb and not isinstance(exc, OSError | MemoryError):
         return None
     text = str(exc).lower()
+    if isinstance(exc, MemoryError):  # Python could not allocate: the machine's memory
+        return DatabaseProblem(f"{machine_problem(exc)} (the machine's failure, not the "
+                               f"database's); nothing was committed to {_name(db)}")
     if kind == "OutOfMemoryException" or "out of memory" in text:
         return _out_of_memory(exc, db)
     if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:

@@ -8,7 +8,8 @@ only thing that rewrites the file's headers, so after a failed ingest whose conn
 closed, headers identical to those taken when it opened the file, and no write-ahead log
 left beside it, mean every byte past the old size belongs to the failed run: the file is
 cut back to that size. Anything else (a checkpoint ran, a log is left to replay) leaves
-the file alone: a larger file is harmless, a wrong cut is not.
+the file alone: a larger file is harmless, a wrong cut is not. A file the failed ingest
+created is removed instead (NewFile): no new, schema-only database is left behind.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
+
 from stepscope.ingest.db import DUCKDB_HEADERS
+from stepscope.ingest.sql_files import sql
 
 
 @dataclass(frozen=True)
@@ -54,4 +58,48 @@ class FileState:
             os.truncate(self.path, self.size)
         except OSError:
             return False
+        return True
+
+
+@dataclass(frozen=True)
+class NewFile:
+    """A database file this ingest is about to create (nothing at its path before it
+    connected), removed again when the ingest fails: a failed ingest leaves no new,
+    schema-only file behind.
+
+    Safe against other processes: `remove_unused` runs while this process's connection
+    still holds DuckDB's write lock, which no other connection (writer or reader) can
+    hold meanwhile, so nobody is using the file; and it removes the file only when it
+    holds nothing but stepscope's empty schema (catalog/holds_anything.sql), so a
+    database another process created and filled before this one took the lock, or any
+    table of a user's, keeps it. A writer of another stepscope process that opened the
+    old file but had not taken its lock yet re-opens by name when it gets the lock and
+    finds the name gone (db._open_waiting), so it writes into a new file, never into the
+    removed one. A file that existed before is never a NewFile."""
+
+    path: Path
+
+    @classmethod
+    def before_connecting(cls, db: str | Path) -> NewFile | None:
+        """A NewFile when nothing (not even a dangling link) is at `db` now."""
+        if str(db).startswith(":memory:") or os.path.lexists(db):
+            return None
+        return cls(Path(db))
+
+    def remove_unused(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Remove the file (and its write-ahead log) when it holds nothing; call after
+        the rollback, before closing `con`. Returns whether it was removed."""
+        try:
+            (holds,), = con.execute(sql("catalog/holds_anything.sql")).fetchall()
+        except duckdb.Error:
+            return False  # cannot tell: keep it
+        if holds or not self.path.is_file() or self.path.is_symlink():
+            return False
+        for path in (self.path, self.path.with_name(self.path.name + ".wal")):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return False
         return True

@@ -40,7 +40,7 @@ def one_line(text: str) -> str:
     return "".join(ch if _plain(ch) else _escape_char(ch) for ch in text)
 
 
-_TERMINAL_UNSAFE = re.compile(
+TERMINAL_UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -50,9 +50,9 @@ def terminal_safe(text: str) -> str:
     file name cannot clear the screen or set the window title when it is printed, nor hide
     in a Markdown file. In JSON text the same escape is the same character, so a JSON
     report still decodes to the same values."""
-    if _TERMINAL_UNSAFE.search(text) is None:
+    if TERMINAL_UNSAFE.search(text) is None:
         return text
-    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def quote_name(name: str | os.PathLike[str]) -> str:
@@ -110,7 +110,14 @@ class Interrupted(KeyboardInterrupt):
 
 class MachineFailure(StepscopeError):
     """The machine, not a file, failed (disk full, quota, out of memory, out of file
-    handles): the whole ingest stops with this one line, nothing committed (exit 1)."""
+    handles): the whole ingest stops with this one line, nothing committed (exit 1).
+    `what` is what ran out and what to do (machine_problem's words) when known, so that
+    a caller that knows better where the work was (a trace path's temporary database,
+    stepscope.scratch_db) can say it in its own line."""
+
+    def __init__(self, message: str, what: str | None = None) -> None:
+        super().__init__(message)
+        self.what = what
 
 
 class MachineFileError(TraceFileError):
@@ -133,6 +140,8 @@ _MACHINE_ERRNOS = {
 _MACHINE_TEXTS = (("no space left on device", errno.ENOSPC),
                   ("disk quota exceeded", errno.EDQUOT),
                   ("out of memory", errno.ENOMEM), ("cannot allocate memory", errno.ENOMEM),
+                  # the dynamic loader's words when a library cannot be mapped (ulimit -v)
+                  ("failed to map segment from shared object", errno.ENOMEM),
                   ("too many open files", errno.EMFILE))
 
 
@@ -156,7 +165,7 @@ def machine_failure(file: str, problem: str, db: str | os.PathLike[str]) -> Mach
     """The one line that stops an ingest when the machine failed while reading `file`."""
     return MachineFailure(f"{file}: {problem} (the machine's failure, not the file's): "
                           f"the ingest stopped and nothing was committed to "
-                          f"{quote_name(db)}")
+                          f"{quote_name(db)}", what=problem)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from stepscope.ingest import process_tree
 from stepscope.ingest.cancel import CancelToken
 from stepscope.ingest.errors import UsageError
+from stepscope.ingest.number_text import NumberTextError, setting, whole
 from stepscope.ingest.tasks import Outcome, RankFailed, Task, run_task
 from stepscope.ingest.worker import receive, send
 
@@ -78,12 +79,14 @@ def default_jobs() -> int:
     It is the default --jobs and the DuckDB threads the executors share out; set it
     where stepscope shares the machine with other parallel work (a CI runner, a test
     suite already running one process per core)."""
-    env = os.environ.get(JOBS_ENV, "").strip()
-    if not env:
+    env = setting(JOBS_ENV)
+    if env is None:
         return max(1, os.cpu_count() or 1)
-    if not (env.isascii() and env.isdigit()) or not 1 <= int(env) <= MAX_JOBS:
-        raise UsageError(f"${JOBS_ENV}={env!r}: expected a whole number from 1 to {MAX_JOBS}")
-    return int(env)
+    try:
+        return whole(env, 1, MAX_JOBS)  # ASCII digits only: no '+', space or newline
+    except NumberTextError:
+        raise UsageError(f"${JOBS_ENV}={env!r}: expected a whole number from 1 to "
+                         f"{MAX_JOBS}") from None
 
 
 class InlineExecutor:
@@ -500,6 +503,15 @@ def _import_ray() -> Any:
     return ray
 
 
+def _is_port(text: str) -> bool:
+    """A port number: ASCII digits from 1 to 65535 (ingest.number_text)."""
+    try:
+        whole(text, 1, 65535)
+    except NumberTextError:
+        return False
+    return True
+
+
 def _check_ray_address(spec: str, host_port: str) -> None:
     """A Ray address is HOST:PORT, the host printable ASCII without spaces and the port
     ASCII digits from 1 to 65535: `ray:` with nothing after it used to start a local
@@ -508,9 +520,8 @@ def _check_ray_address(spec: str, host_port: str) -> None:
     if host_port == "auto" and not spec.startswith("ray://"):
         return  # ray:auto: the cluster this machine already runs (Ray finds it)
     host, _, port = host_port.rpartition(":")
-    if not host or not (host.isascii() and host.isprintable()) or " " in host or not (
-            port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535 \
-            or not _host_shape(host):
+    if not host or not (host.isascii() and host.isprintable()) or " " in host \
+            or not _is_port(port) or not _host_shape(host):
         raise UsageError(f"--executor {spec!r}: give the Ray cluster's address as "
                          "ray:HOST:PORT or ray://HOST:PORT (Ray Client), or plain 'ray' "
                          "for a local cluster")

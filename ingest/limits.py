@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 from stepscope.ingest.errors import UsageError
+from stepscope.ingest.number_text import SIZE_UNITS, NumberTextError, decimal, setting
+from stepscope.ingest.number_text import size as number_size
 
 # Real Kineto traces of one rank are 10 MB to ~2 GB of JSON; 8 GiB leaves 4x headroom.
 # But a trace needs about 6x its JSON text in memory while it is parsed (measured:
@@ -56,19 +58,17 @@ def default_max_trace_bytes() -> int:
 
 DEFAULT_MAX_TRACE_BYTES = default_max_trace_bytes()
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE | re.ASCII)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_UNITS = SIZE_UNITS
 
 
 def parse_size(text: str, what: str = "--max-trace-size") -> int:
-    """'8G', '500M', '1.5GiB', '123456' -> bytes (binary units); UsageError otherwise."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise UsageError(f"{what} {text!r}: not a size; write it like 8G, 500M or 1048576")
-    value = int(float(match.group(1)) * _UNITS[match.group(2).upper()])
-    if not 1 << 10 <= value <= 1 << 50:
-        raise UsageError(f"{what} {text!r}: must be between 1K and 1024T")
-    return value
+    """'8G', '500M', '1.5GiB', '16 G', '123456' -> bytes (binary units), between 1K and
+    1024T; UsageError naming `what` otherwise (ingest.number_text: ASCII only, no
+    surrounding space)."""
+    try:
+        return number_size(text, 1 << 10, 1 << 50)
+    except NumberTextError as exc:
+        raise UsageError(f"{what} {text!r}: {exc.problem}") from None
 
 
 def format_size(n: int) -> str:
@@ -79,6 +79,43 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
+MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"
+MAX_MEMORY_LIMIT_BYTES = 1 << 50  # 1 PiB: past the memory of any machine
+_MEMORY_UNITS = {"b": 1, "byte": 1, "bytes": 1, "k": 10**3, "kb": 10**3, "kib": 1 << 10,
+                 "m": 10**6, "mb": 10**6, "mib": 1 << 20, "g": 10**9, "gb": 10**9,
+                 "gib": 1 << 30, "t": 10**12, "tb": 10**12, "tib": 1 << 40}
+
+
+def memory_limit_setting() -> str | None:
+    """$STEPSCOPE_MEMORY_LIMIT as DuckDB is given it, None when unset or empty; the one
+    reader of the variable, for every command and the Python API. It must be a positive
+    size with a unit (2GB, 512MiB, 1.5 GB: a decimal of ASCII digits, optionally one
+    space, a unit DuckDB reads) up to 1 PiB: DuckDB reads '-1GB' as no limit at all, a
+    bare number as an error, and 10^20 GB was taken as given."""
+    value = setting(MEMORY_LIMIT_ENV)
+    if value is None:
+        return None
+    number, unit = value.split(" ", 1) if " " in value else _split_unit(value)
+    try:
+        amount = decimal(number, 0, float("inf"))  # finite and above 0
+    except NumberTextError:
+        amount = None
+    scale = _MEMORY_UNITS.get(unit.lower())
+    if amount is None or scale is None or "e" in number.lower() \
+            or amount * scale > MAX_MEMORY_LIMIT_BYTES:
+        raise UsageError(f"cannot open the database with ${MEMORY_LIMIT_ENV}="
+                         f"{value[:40]!r} (not a positive size with a unit, at most 1 PiB); "
+                         "give a size such as 2GB (default 1GB)")
+    return value
+
+
+def _split_unit(value: str) -> tuple[str, str]:
+    """'2GB' -> ('2', 'GB'): the number, and the ASCII letters that end the text."""
+    unit = re.search(r"[A-Za-z]*\Z", value)
+    cut = unit.start() if unit else len(value)
+    return value[:cut], value[cut:]
+
+
 def max_trace_bytes(explicit: int | None = None) -> int:
     """The per-trace limit: the explicit value, else $STEPSCOPE_MAX_TRACE_SIZE, else the
     default (8 GiB, or an eighth of the memory when smaller)."""
@@ -86,5 +123,5 @@ def max_trace_bytes(explicit: int | None = None) -> int:
         if explicit <= 0:
             raise UsageError("max_trace_bytes must be positive")
         return explicit
-    env = os.environ.get(MAX_TRACE_ENV)
-    return parse_size(env, MAX_TRACE_ENV) if env else DEFAULT_MAX_TRACE_BYTES
+    env = setting(MAX_TRACE_ENV)
+    return parse_size(env, MAX_TRACE_ENV) if env is not None else DEFAULT_MAX_TRACE_BYTES

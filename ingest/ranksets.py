@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass
 
 from stepscope.ingest.errors import UsageError
+from stepscope.ingest.number_text import list_items
 
-_PART = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")  # ASCII digits: \d takes any script's
+_PART = re.compile(r"([0-9]{1,4000})(?:-([0-9]{1,4000}))?", re.ASCII)  # \d: any script's
 MAX_RANK = 2**31 - 1  # ranks are INTEGER columns
 
 
@@ -30,12 +31,12 @@ class RankSet:
 
 def parse_ranks(spec: str) -> RankSet:
     """'0-63,512' -> RankSet; raises UsageError naming the bad part."""
-    parts = [p.strip() for p in spec.split(",")]
-    if not spec.strip() or any(not p for p in parts):
+    parts = list_items(spec)  # ASCII digits only, no space around an item but a comma's
+    if any(not p for p in parts):
         raise UsageError(f"--ranks '{spec}': give ranks and ranges like 0-63,512")
     ranges: list[tuple[int, int]] = []
     for part in parts:
-        match = _PART.match(part)
+        match = _PART.fullmatch(part)
         if match is None:
             raise UsageError(f"--ranks '{spec}': '{part}' is not a rank or a range like 0-63")
         lo = int(match.group(1))

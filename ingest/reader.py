@@ -41,6 +41,7 @@ from stepscope.ingest.errors import MachineFileError, TraceFileError, machine_pr
 from stepscope.ingest.json_split import split_trace
 from stepscope.ingest.kineto_text import HEAD_BYTES, INFLATE_CHUNK, check_regular_file, mapped_json
 from stepscope.ingest.limits import max_trace_bytes
+from stepscope.ingest.nesting import build_cpu_depth
 from stepscope.ingest.read_errors import (
     bad_field,
     conversion_problem,
@@ -70,7 +71,7 @@ _TS_NUMBER = re.compile(rb'("ts"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 
 @dataclass(frozen=True)
 class RankSummary:
-    """What the `ranks` row needs from the op tables (ingest/sql/read/rank_tables.sql)."""
+    """What the `ranks` row needs from the op tables (ingest/sql/read/rank_outputs.sql)."""
 
     device: int | None
     pid: int | None
@@ -274,6 +275,17 @@ def _range_device(con: duckdb.DuckDBPyConnection) -> int | None:
     return None if found is None or found[0] is None else int(found[0])
 
 
+def _build_gpu_full(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table gpu_full: the ASOF join that puts unlinked GPU ops into the steps whose
+    graph replays lost their launches only where there are such steps (a cheap count
+    first: DuckDB plans and runs the join even against an empty table)."""
+    (fallback,), = con.execute(sql("read/graph_fallback.sql")).fetchall()
+    if fallback:
+        con.execute(sql("read/gpu_full.sql"))
+    else:
+        con.execute(sql("read/gpu_full_linked.sql"))
+
+
 def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
                  comm_any: str, events_file: Path, exact: bool
                  ) -> tuple[str | None, RankSummary, dict[str, int]]:
@@ -281,7 +293,11 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
     and the event counts per category (`cat:ph` for other phases than X). `comm_any`
     matches every communication-kernel name (comm_kernels.any_pattern)."""
     try:
+        run_script(con, "read/cpu_raw.sql", {})
+        build_cpu_depth(con)
         run_script(con, "read/rank_tables.sql", {"comm_any": comm_any})
+        _build_gpu_full(con)
+        run_script(con, "read/rank_outputs.sql", {})
         range_device = _range_device(con)
         con.execute(sql("read/memory_events.sql"))
         con.execute(sql("read/collectives.sql"))
@@ -290,8 +306,10 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
         if n_memory:  # the allocator's args need a second, narrow read of the file
             run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
         device = range_device if device is None else device
-    except duckdb.ConversionException as exc:
-        # the exact path reads `ts` as text: a `ts` that is no number fails only here
+    except (duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
+        # the exact path reads `ts` as text: a `ts` that is no number fails only here; a
+        # `ts` or `dur` within 64 bits of ns whose sum with the base time is not (9e15 µs,
+        # year 2255) overflows in the sums ("Overflow in addition of INT64")
         problem = bad_field(con, events_file, exact) or conversion_problem(exc)
         raise TraceFileError(display, problem) from None
     except duckdb.Error as exc:

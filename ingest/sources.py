@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from stepscope.ingest.archive_names import member_display, stage_path
 from stepscope.ingest.archive_special import SpecialMember, refusing_opener, special_kind
 from stepscope.ingest.errors import (
     MachineFailure,
@@ -265,14 +266,15 @@ def _unpack(archive: Path, out: TraceSet, unpack_dir: Path, limit: int) -> None:
         members = _zip_members(archive) if zipfile.is_zipfile(archive) else _tar_members(archive)
         found = 0
         budget = [archive_budget(archive)]
+        data_failed = False  # whether the last member's data could not be read
         for member, opener in members:
             found += 1
-            _extract(member, opener, target, f"{shown}!{quote_name(str(member))}", out, limit,
-                     budget)
+            data_failed = _extract(member, opener, target, member_display(shown, member), out,
+                                   limit, budget)
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError,
             zlib.error) as exc:
         detail = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
-        if not _said_by_last_member(out, shown, detail):
+        if not (data_failed or _said_by_last_member(out, shown, detail)):
             out.failures.append((shown, f"unreadable archive ({detail})"))
         return
     if found == 0:
@@ -289,15 +291,17 @@ def _said_by_last_member(out: TraceSet, shown: str, detail: str) -> bool:
 
 
 def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Path,
-             display: str, out: TraceSet, limit: int, budget: list[int]) -> None:
+             display: str, out: TraceSet, limit: int, budget: list[int]) -> bool:
     """Copy one member out; its own problems fail this member only; `budget` holds what
     the archive may still unpack to (archive_budget), less this member's size. A full
-    disk or no memory is the machine's failure: it stops the ingest (MachineFailure)."""
-    dest = target / member
+    disk or no memory is the machine's failure: it stops the ingest (MachineFailure).
+    True when the member's data could not be read: a tar read past it (a size of 10^20,
+    a cut archive) fails for the same cause, which this member's line already says."""
+    dest = stage_path(target, member)
     if dest.exists():  # a zip may hold one path twice: the first copy is the one read
         out.failures.append((display, "the archive holds this path twice; only its first "
                              "copy is read"))
-        return
+        return False
     cap = min(limit, budget[0])
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -306,10 +310,10 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
         dest.unlink(missing_ok=True)
         if (machine := machine_problem(exc)) is not None:
             raise MachineFailure(f"{display}: {machine} (the machine's failure, not the "
-                                 "file's): the ingest stopped before anything was written"
-                                 ) from None
+                                 "file's): the ingest stopped before anything was written",
+                                 what=machine) from None
         out.failures.append((display, _member_problem(exc)))
-        return
+        return not isinstance(exc, SpecialMember)
     if copied:
         budget[0] -= dest.stat().st_size
     if copied and _looks_like_other_json(dest):
@@ -325,6 +329,7 @@ def _extract(member: PurePosixPath, opener: Callable[[], IO[bytes]], target: Pat
         out.failures.append((display, (
             f"more than {format_size(limit)} unpacked, the per-trace limit (raise it "
             "with --max-trace-size or STEPSCOPE_MAX_TRACE_SIZE if this trace is real)")))
+    return False
 
 
 def _member_problem(exc: BaseException) -> str:
@@ -353,6 +358,7 @@ def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO
     """Trace members of a (compressed) tar archive, with safe relative paths."""
     with tarfile.open(archive, "r:*") as tf:
         for tinfo in tf:
+            _check_declared_size(tinfo)
             member = _safe_member(tinfo.name)
             if member is not None and is_trace_name(member.name) and (
                     kind := special_kind(tinfo)) is not None:
@@ -363,6 +369,20 @@ def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO
             src = tf.extractfile(tinfo)
             if src is not None:
                 yield member, lambda src=src: src  # type: ignore[misc]
+
+
+# The largest offset a file can have: a tar header declaring a member past it (a pax
+# size of 10^20) is damaged, and reading on would fail with Python's 'cannot fit int into
+# an offset-sized integer' after the member's own line.
+MAX_FILE_OFFSET = (1 << 63) - 1
+
+
+def _check_declared_size(tinfo: tarfile.TarInfo) -> None:
+    """tarfile.ReadError (the archive's one line) for a member whose header declares more
+    bytes than any file can hold: the header is damaged, not the member's data."""
+    if tinfo.size > MAX_FILE_OFFSET - tinfo.offset_data:
+        raise tarfile.ReadError(f"a member's header declares {tinfo.size:,} bytes, more than "
+                                "any file holds: a damaged header")
 
 
 @contextmanager

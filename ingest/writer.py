@@ -40,7 +40,7 @@ from stepscope.ingest.db import (
     room_scales,
     threads_limit,
 )
-from stepscope.ingest.db_file import FileState
+from stepscope.ingest.db_file import FileState, NewFile
 from stepscope.ingest.errors import (
     Interrupted,
     MachineFailure,
@@ -51,6 +51,7 @@ from stepscope.ingest.errors import (
     machine_failure,
     machine_problem,
     one_line,
+    quote_name,
 )
 from stepscope.ingest.executors import (
     Executor,
@@ -86,6 +87,7 @@ from stepscope.ingest.sources import (
     checked_run_name,
     collect_traces,
     default_run_name,
+    rank_from_name,
 )
 from stepscope.ingest.sql_files import run_script, sql
 from stepscope.ingest.tasks import (
@@ -353,11 +355,12 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
                  guard: InterruptGuard, plan: _TryPlan) -> None:
     """One try: parse every file on the executor (or replay an earlier try's parses) and
     store the run in one transaction; when it fails, the database file is left as it was
-    (`FileState.restore_size`)."""
+    (`FileState.restore_size`), or removed when this try created it (`NewFile`)."""
     work = _Work.prepare(files, plan, opts)
     guard.add_stopper(work.executor.cancel)
     work.executor.start(len(work.tasks))  # the workers import as the database opens
     try:
+        new = NewFile.before_connecting(db)
         con = connect_write(db)
         before = FileState.of(db)
         guard.add_stopper(con.interrupt)
@@ -365,6 +368,8 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
             with fit_memory_limit(con, 0):  # the floor: the run spills
                 _transaction(con, result.run, sources, work, result, opts, guard)
         except BaseException:
+            if new is not None:
+                new.remove_unused(con)  # under the write lock (db_file.NewFile)
             _close_quietly(con)
             if before is not None:
                 before.restore_size()
@@ -479,7 +484,7 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
     claimed_nccl: dict[tuple[str, int], str] = {}
     kinds: set[str] = set()
     identities: list[TraceIdentity] = []
-    batch = _Batch(con, run, work.plan.kept)
+    batch = _Batch(con, run, work.plan.kept, result.db)
     con.execute(sql("load/stage_groups.sql"))
     for done, outcome in enumerate(executor.run(tasks), start=1):
         guard.check()
@@ -516,17 +521,40 @@ def _ingest_files(con: duckdb.DuckDBPyConnection, run: str, work: _Work,
 
 def _tasks(traces: Sequence[TraceFile], nccl: Sequence[NcclFile], stage: Path,
            opts: _Options) -> list[Task]:
-    """One task per file, each with its own stage folder; indices are task order."""
+    """One task per file, each with its own stage folder; indices are task order: the
+    Kineto traces in rank order (`in_rank_order`), then the NCCL files."""
     tasks: list[Task] = [
         RankTask(i, str(tf.path), tf.display, str(stage / "work" / str(i)), len(traces),
                  step_marker=opts.step_marker, max_bytes=opts.limit, ranks=opts.ranks,
                  comm_kernels=opts.comm_kernels)
-        for i, tf in enumerate(traces)]
+        for i, tf in enumerate(in_rank_order(traces))]
     tasks += [NcclTask(len(traces) + i, str(nf.path), nf.display, nf.kind,
                        str(stage / "work" / str(len(traces) + i)), max_bytes=opts.limit,
                        ranks=opts.ranks)
               for i, nf in enumerate(nccl)]
     return tasks
+
+
+def in_rank_order(traces: Sequence[TraceFile]) -> list[TraceFile]:
+    """The traces in the order of the rank their names say, the digits compared as
+    numbers (`rank2` before `rank10`, where the folder's sorted listing has `rank0`,
+    `rank1`, `rank10`, `rank100`, ...), files whose names say no rank after them, ties in
+    the listing's order.
+
+    The writer appends the ranks in the order their tasks finish, which is task order,
+    and each appended batch becomes the stored row groups of the rank tables: in rank
+    order a batch of the attribution (consecutive ranks, `rank BETWEEN lo AND hi`) reads
+    the few row groups that hold its ranks, where in the listing's order every row group
+    mixes ranks from across the job and each batch reads blocks of most of the run (at
+    2,048 ranks, enough to fill the attribution's whole memory room). The order decides
+    nothing else but which of two files claiming one rank comes first, and the order of
+    the failed files."""
+    def key(item: tuple[int, TraceFile]) -> tuple[bool, int, int]:
+        position, trace = item
+        rank = rank_from_name(trace.display)
+        return rank is None, rank or 0, position
+
+    return [trace for _, trace in sorted(enumerate(traces), key=key)]
 
 
 class _ClaimedTwice(TraceFileError):
@@ -578,8 +606,9 @@ class _Batch:
     that without keeping the stage folder holds at most BATCH_RANKS ranks plus those in
     flight."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, kept: KeptParses) -> None:
-        self.con, self.run, self.kept = con, run, kept
+    def __init__(self, con: duckdb.DuckDBPyConnection, run: str, kept: KeptParses,
+                 db: str | os.PathLike[str]) -> None:
+        self.con, self.run, self.kept, self.db = con, run, kept, db
         self.files: list[tuple[str, int]] = []
         self.folders: dict[Path, int] = {}  # Parquet bytes by rank folder
         self.rows: list[dict[str, Any]] = []
@@ -620,7 +649,7 @@ class _Batch:
             if (what := machine_problem(exc)) is not None:  # e.g. no file handle left
                 raise MachineFailure(
                     f"{what} (the machine's failure, not the files'): run '{self.run}' was "
-                    "not ingested, the database is unchanged") from None
+                    f"not ingested, {quote_name(self.db)} is unchanged", what=what) from None
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             names = ", ".join(str(r["source_file"]) for r in self.rows[:3])
             raise StepscopeError(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 import threading
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from stepscope.address_space import fit_address_space_limit
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 NOTHING_WRITTEN = "interrupted: nothing was written"
@@ -95,25 +95,13 @@ def check_no_empty_argument(arguments: Sequence[str]) -> None:
                              "the path or value, or '.' for the current folder")
 
 
-MEMORY_LIMIT_ENV = "STEPSCOPE_MEMORY_LIMIT"  # ingest.db.MEMORY_ENV, without importing it
-_MEMORY_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(b|bytes?|[kmgt]i?b?)\s*",
-                          re.IGNORECASE | re.ASCII)  # \d would take other scripts' digits
-
-
 def check_memory_limit_env() -> None:
-    """$STEPSCOPE_MEMORY_LIMIT, when set, is a positive size with a unit (2GB, 512MiB):
-    DuckDB reads '-1GB' as no limit at all and a bare number as an error, and `report`
-    used to ignore a value `ingest` refused; every command now refuses it alike."""
-    from stepscope.ingest import UsageError
+    """$STEPSCOPE_MEMORY_LIMIT, when set, is checked before any work by its one reader
+    (ingest.limits.memory_limit_setting): `report` used to ignore a value `ingest`
+    refused; every command now refuses it alike."""
+    from stepscope.ingest.limits import memory_limit_setting
 
-    value = os.environ.get(MEMORY_LIMIT_ENV)
-    if not value:
-        return
-    match = _MEMORY_SIZE.fullmatch(value)
-    if match is None or float(match.group(1)) <= 0:
-        raise UsageError(f"cannot open the database with ${MEMORY_LIMIT_ENV}="
-                         f"{value[:40]!r} (not a positive size with a unit); give a size "
-                         "such as 2GB (default 1GB)")
+    memory_limit_setting()
 
 
 NAME_MAX = 255  # bytes in one name of a path, on every file system stepscope runs on
@@ -266,6 +254,18 @@ def _interrupt_line(exc: BaseException, signum: int) -> str:
     return line
 
 
+def machine_failure_line(exc: BaseException) -> str | None:
+    """The one line for the machine's failure outside any command's own handling (memory
+    that cannot be allocated while the modules load or the arguments are read, no file
+    handle left): exit 1, never "internal error". None for anything else."""
+    if not isinstance(exc, MemoryError | OSError | ImportError):
+        return None  # ImportError: a library the loader could not map into memory
+    from stepscope.ingest.errors import machine_problem
+
+    what = machine_problem(exc)
+    return None if what is None else f"error: {what} (the machine's failure, not stepscope's)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (never raises for user errors). A stop signal
     gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
@@ -286,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             signum = _STOPPED_BY[0]  # "Query interrupted"): it is still the signal's stop
             _print_uninterrupted(_interrupt_line(KeyboardInterrupt(), signum))
             return 128 + signum
+        if (line := machine_failure_line(exc)) is not None:
+            say(line)
+            return EXIT_NOTHING
         if os.environ.get("STEPSCOPE_DEBUG"):
             raise
         first = (str(exc).strip() or "?").splitlines()[0][:500]
@@ -300,6 +303,7 @@ def entry() -> None:
     os._exit(130): CPython turns a normal exit into
     death by SIGINT (-2) when a KeyboardInterrupt once escaped C-level code run during an
     import, even though main caught it and printed its one line."""
+    fit_address_space_limit()
     code = main()
     # The outcome is decided and its line printed: a Ctrl-C from here on is ignored, or
     # it would kill the exiting process by SIGINT (-2, no line), since CPython resets a

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,10 +44,9 @@ from stepscope.ingest import (
 from stepscope.ingest.db import connect_write
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.fingerprint import fingerprint
-from stepscope.ingest.sources import TraceFile, check_name_length, collect_traces
-from stepscope.outputs import OutputError, check_out_dir, write_files
+from stepscope.ingest.sources import TraceFile, collect_traces
+from stepscope.outputs import OutputError, check_folder_name, check_out_dir, write_files
 
-JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_OUT_ROOT = Path("stepscope-nightly")
 
 
@@ -87,14 +85,10 @@ class NightlyOutcome:
 
 def _check_options(opts: NightlyOptions) -> None:
     """Usage errors before anything is ingested."""
-    check_name_length("--job", opts.job)
-    if not JOB_NAME.match(opts.job):
-        raise UsageError(f"--job '{opts.job}': use letters, digits, '.', '_' and '-' "
-                         "(it names runs and folders)")
-    if opts.run is not None and opts.out_dir is None and not JOB_NAME.match(opts.run):
-        raise UsageError(f"--run {quote_name(opts.run)}: without --out-dir it names the "
-                         "reports' folder, so use letters, digits, '.', '_' and '-' (no "
-                         "'/', not starting with '.'), or give an --out-dir")
+    check_folder_name("--job", opts.job, "it names runs and folders")
+    if opts.run is not None:
+        check_folder_name("--run", opts.run, "it names the run and, without --out-dir, "
+                          "the reports' folder")
     if opts.keep is not None and opts.keep < 1:
         raise UsageError(f"--keep {opts.keep}: keep at least 1 run (the one just ingested)")
     if opts.baseline not in ("previous", "none"):

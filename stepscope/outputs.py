@@ -1,13 +1,21 @@
 """Where the commands' files go, written so that nothing the user has is ever lost.
 
-Every command that writes a file (`report`, `diff`, `plan`, `hang` with `--out`, and
-`nightly --out-dir`) goes through this module:
+Every command that writes a file (`report`, `diff`, `plan`, `hang` and `export` with
+`--out`, and `nightly`'s report folder, `--out-dir` or its default) goes through this
+module:
 
-* `check_output` refuses, before any work, an output that is the database (or its
-  `.wal`), an input trace or archive, a file inside an input folder, an input file of an
-  option (`--model`, `--comm-kernels`: `option_inputs`), any existing DuckDB database,
-  compressed file, archive or Kineto trace (a trace of an earlier ingest is no input of
+* `check_output` is the one check of an output's place, called with every input of the
+  command (`command_inputs`: the trace paths it was given, run names that are no path
+  are skipped, and the files its options read). Before any work it refuses an output
+  that is the database (or its `.wal`), an input trace or archive, anything inside an
+  input folder (a new file too: stepscope never writes among the traces; symbolic links
+  and `..` are resolved, for a path that does not exist yet as well), an input file of
+  an option (`--model`, `--comm-kernels`), any existing DuckDB database, compressed
+  file, archive or Kineto trace (a trace of an earlier ingest is no input of
   `report RUN`, and was replaced), a block device or a socket (usage error, exit 2).
+  `check_out_dir` applies it to a report folder and each file it will hold;
+  `check_folder_name` keeps a name that becomes a folder (`nightly --job`, `--run`) one
+  plain path component.
 * `write_text` writes through a temporary file in the same folder and an atomic rename,
   so an interrupt, a full disk or a crash never leaves half a report and never replaces
   the old file with a broken one. A symbolic link is followed: its target is replaced and
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -32,11 +41,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from stepscope.ingest.errors import StepscopeError, UsageError, quote_name, terminal_safe
-from stepscope.ingest.sources import path_exists
+from stepscope.ingest.sources import check_name_length, path_exists
 from stepscope.validate import output_file, release_pipe
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 INPUT_OPTIONS = ("model", "comm_kernels")  # options that name a file the command reads
+# the arguments that name what a command reads: a trace path (file, folder or archive) or
+# a run of the database (a name that is no path is no input here)
+TRACE_ARGUMENTS = ("target", "run_a", "run_b", "source", "paths")
+# one plain path component: no '/', not '.', '..' or hidden, no space or control character
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 STREAM_LINKS = {"/dev/stdout": 1, "/dev/stderr": 2, "/proc/self/fd/1": 1,
                 "/proc/self/fd/2": 2, "/dev/fd/1": 1, "/dev/fd/2": 2}
 
@@ -95,8 +109,11 @@ def _trace_like(path: Path) -> str | None:
 
 
 def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path` is `folder` or lies under it, once symbolic links and `..` are
+    resolved (realpath resolves what exists; a part that does not exist yet is no link,
+    so its `..` is taken literally, as the kernel will)."""
     real, root = _real(path), _real(folder)
-    return real != root and root in real.parents
+    return real == root or root in real.parents
 
 
 def option_inputs(args: argparse.Namespace) -> list[Path]:
@@ -106,32 +123,59 @@ def option_inputs(args: argparse.Namespace) -> list[Path]:
     return [Path(f) for f in found if f is not None]
 
 
+def command_inputs(args: argparse.Namespace) -> list[Path]:
+    """Everything a command reads, from its parsed arguments: the trace paths or run names
+    it was given (TRACE_ARGUMENTS; check_output skips a name that is no path) and the
+    files its options read. Every command with an output passes this to check_output."""
+    given: list[str | Path] = []
+    for name in TRACE_ARGUMENTS:
+        value = getattr(args, name, None)
+        if isinstance(value, list | tuple):
+            given.extend(value)
+        elif value is not None:
+            given.append(value)
+    return [*(Path(v) for v in given), *option_inputs(args)]
+
+
 def check_output(out: Path, *, db: str | Path | None = None,
                  inputs: Iterable[str | Path] = (), what: str = "--out") -> None:
-    """Refuse an output path that would destroy something (see the module doc); a
-    UsageError that says what the path is and what to do."""
+    """Refuse an output path that would destroy something or land among the traces (see
+    the module doc); a UsageError that says what the path is and what to do."""
     shown = f"{what} {quote_name(out)}"
     if _stream_fd(out) is not None:
         return
     if db is not None:
-        db_path = Path(db)
-        for guarded in (db_path, db_path.with_name(db_path.name + ".wal")):
-            if _same(out, guarded):
-                raise UsageError(f"{shown}: is the database {quote_name(db_path)} (or its "
-                                 ".wal); writing there would destroy it. Choose another file")
+        _check_not_database(out, Path(db), shown)
     for raw in inputs:
         source = Path(raw)
         if not path_exists(source):
-            continue
+            continue  # a run name, not a path
         if source.is_dir():
-            if path_exists(out) and _inside(out, source):
-                raise UsageError(f"{shown}: is a file inside the input folder "
-                                 f"{quote_name(source)}; writing there would replace it. "
-                                 "Choose a file outside the traces")
+            _check_outside(out, source, shown)
         elif _same(out, source):
             raise UsageError(f"{shown}: is an input ({quote_name(source)}); writing there "
                              "would destroy it. Choose another file")
     _check_kind(out, shown)
+
+
+def _check_not_database(out: Path, db: Path, shown: str) -> None:
+    for guarded in (db, db.with_name(db.name + ".wal")):
+        if _same(out, guarded):
+            raise UsageError(f"{shown}: is the database {quote_name(db)} (or its "
+                             ".wal); writing there would destroy it. Choose another file")
+
+
+def _check_outside(place: Path, folder: Path, shown: str, kind: str = "a file") -> None:
+    """Refuse a place inside the input folder `folder` (or the folder itself), existing
+    or not: what stepscope writes never lands among the traces it reads."""
+    if not _inside(place, folder):
+        return
+    where = ("is the input folder" if _real(place) == _real(folder)
+             else f"is {kind} inside the input folder")
+    harm = ("replace it" if path_exists(place) and not place.is_dir()
+            else "put files among the traces")
+    raise UsageError(f"{shown}: {where} {quote_name(folder)}; writing there would {harm}. "
+                     "Choose a place outside the traces")
 
 
 def _check_kind(out: Path, shown: str) -> None:
@@ -154,13 +198,32 @@ def _check_kind(out: Path, shown: str) -> None:
 
 def check_out_dir(out_dir: Path, *, db: str | Path | None,
                   inputs: Iterable[str | Path], names: Iterable[str]) -> None:
-    """`nightly --out-dir`: the folder is not an input file, and none of the files it
-    will hold is one of the guarded paths."""
+    """A report folder (`nightly --out-dir` or its default): not a file, not inside an
+    input folder (named as given, before its files), and none of the files it will hold
+    is one of the guarded paths (check_output)."""
     listed = list(inputs)
+    shown = f"--out-dir {quote_name(out_dir)}"
     if path_exists(out_dir) and not out_dir.is_dir():
-        raise UsageError(f"--out-dir {quote_name(out_dir)}: is a file, not a folder")
+        raise UsageError(f"{shown}: is a file, not a folder")
+    for source in map(Path, listed):
+        if path_exists(source) and source.is_dir():
+            _check_outside(out_dir, source, shown, "a folder")
     for name in names:
         check_output(out_dir / name, db=db, inputs=listed, what="--out-dir")
+
+
+def check_folder_name(option: str, name: str, names: str) -> None:
+    """A name that becomes a folder (`nightly --job`; `--run`, whose reports go to
+    stepscope-nightly/RUN/ by default) is one plain path component: letters, digits,
+    '.', '_' and '-', starting with a letter or digit, so no '/', '.', '..', hidden name,
+    space or control character can put a folder anywhere else."""
+    check_name_length(option, name)
+    if not FOLDER_NAME.fullmatch(name):
+        shown = quote_name(name)  # quoted and escaped when odd, quoted anyway when plain
+        shown = shown if shown != name else f"'{name}'"
+        raise UsageError(f"{option} {shown}: use letters, digits, '.', '_' and "
+                         f"'-', starting with a letter or digit ({names}: one folder name, "
+                         "no '/', not '.' or '..')")
 
 
 def _stream_fd(out: Path) -> int | None:

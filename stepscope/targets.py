@@ -9,7 +9,6 @@ commands of the same names).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from stepscope.analyzers.report import report_from_context
 from stepscope.analyzers.results import Diff, PlanResult, Report
 from stepscope.ingest import DEFAULT_DB, StepscopeError, UsageError
 from stepscope.ingest.sources import default_run_name, path_exists
-from stepscope.scratch_db import machine_failures_of
+from stepscope.scratch_db import scratch_database
 from stepscope.store import Store
 
 
@@ -66,7 +65,9 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
                 step_marker: str | None = None, avoid_name: str | None = None,
                 comm_kernels: str | Path | None = None) -> Iterator[Target]:
     """Open a run by name in `db`, or ingest a trace path into a temporary database (the
-    run is named after the path; `avoid_name` gets '-b' appended when they clash).
+    run is named after the path; `avoid_name` gets '-b' appended when they clash; the
+    machine's failure while it lives, in the caller's block too, names the path:
+    scratch_db).
     `step_marker` and `comm_kernels` apply to that ingest (ingest_run)."""
     if not is_path(target):
         if step_marker:
@@ -87,12 +88,11 @@ def open_target(target: str | Path, db: str | Path = DEFAULT_DB, *,
         name += "-b"
     from stepscope import ingest_run  # the package's own ingest (analysis included)
 
-    with tempfile.TemporaryDirectory(prefix="stepscope-") as tmp:
-        scratch = Path(tmp) / "run.duckdb"  # not the run's name: that may be any length
-        with machine_failures_of(scratch):
-            result = ingest_run([target], db=scratch, run=name, step_marker=step_marker,
-                                comm_kernels=comm_kernels)
-        with Store(scratch) as store:
+    with scratch_database(target) as scratch:
+        result = ingest_run([target], db=scratch.path, run=name, step_marker=step_marker,
+                            comm_kernels=comm_kernels)
+        scratch.ingested = True
+        with Store(scratch.path) as store:
             yield Target(store, name, tuple(result.failures), notes)
 
 

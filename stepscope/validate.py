@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
-import math
 import os
 import re
 import stat
@@ -20,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from stepscope.ingest import number_text
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.executors import MAX_JOBS, parse_executor
 from stepscope.ingest.folder_names import folder_ending, names_a_folder
@@ -27,54 +27,28 @@ from stepscope.ingest.limits import parse_size
 from stepscope.ingest.ranksets import RankSet, parse_ranks
 
 
-def _plain(text: str) -> bool:
-    """ASCII with no digit-group underscore: Python's int() and float() also take '1_000'
-    and other scripts' digits ('\u0663' is 3), which no option documents."""
-    return text.isascii() and "_" not in text
-
-
-def _number(text: str) -> float:
-    try:
-        if not _plain(text):
-            raise ValueError(text)
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return value
-
-
 def real(low: float, high: float, *, low_open: bool = True) -> Callable[[str], float]:
-    """A finite float in (low, high] (or [low, high] when low_open is False)."""
+    """A finite float in (low, high] (or [low, high] when low_open is False), written as
+    ingest.number_text.decimal reads it (7e9, 0.35; no sign, space or '_')."""
 
     def parse(text: str) -> float:
-        value = _number(text)
-        too_low = value <= low if low_open else value < low
-        if too_low or value > high:
-            bracket = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is out of range: must be in {bracket}{low:g}, {high:g}]")
-        return value
+        try:
+            return number_text.decimal(text, low, high, low_open=low_open)
+        except number_text.NumberTextError as exc:
+            raise argparse.ArgumentTypeError(exc.about(text)) from None
 
     parse.__name__ = "number"
     return parse
 
 
 def integer(low: int, high: int) -> Callable[[str], int]:
-    """A whole number in [low, high] (written plainly, like 8 or 4096)."""
+    """A whole number in [low, high], written in ASCII digits only (8, 4096)."""
 
     def parse(text: str) -> int:
         try:
-            if not _plain(text):
-                raise ValueError(text)
-            value = int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is out of range: must be from {low} to {high}")
-        return value
+            return number_text.whole(text, low, high)
+        except number_text.NumberTextError as exc:
+            raise argparse.ArgumentTypeError(exc.about(text)) from None
 
     parse.__name__ = "integer"
     return parse
@@ -195,7 +169,7 @@ def _try_a_file_in(text: str, folder: Path) -> None:
     os.unlink(probe)
 
 
-UNBOUNDED = 10 ** 4300  # past any number int() reads from text (sys.int_info)
+UNBOUNDED = 10 ** number_text.MAX_DIGITS  # past any whole number read from text
 
 
 def checked_numbers(parser: argparse.ArgumentParser) -> None:
@@ -208,7 +182,7 @@ def checked_numbers(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 checked_numbers(sub)
-        elif action.type is int:  # no range of its own: int() reads at most 4,300 digits
+        elif action.type is int:  # no range of its own: the command checks it
             action.type = integer(-UNBOUNDED, UNBOUNDED)
         elif action.type is float:
             action.type = real(-1e308, 1e308, low_open=False)

@@ -1,24 +1,28 @@
 """A whole number written plainly, of any size: the type of options whose range is
 checked later with a message of its own (`dashboard --port`, `--max-upload-mb`).
 
-Python's int() also reads '8_501' and other scripts' digits ('\uff15' is 5), which no
-option documents (docs/cli.md: every number in ASCII digits without `_`); those were
-accepted and the dashboard's server started.
+Read by ingest.number_text, the one grammar of every number (ASCII digits only: no
+sign, no surrounding space or newline, no '_', no other scripts' digits); Python's int()
+took '8_501', '\\uff15' and '8501\\n', and the dashboard's server started.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from stepscope.ingest import number_text
+
+ANY_SIZE = 10 ** number_text.MAX_DIGITS
+
 
 def plain_int(text: str) -> int:
-    """`text` as an int when it is an optional sign and ASCII digits, else argparse's
-    one-line refusal naming the option."""
-    body = text.strip()
-    digits = body[1:] if body[:1] in "+-" else body
-    if not (digits.isascii() and digits.isdigit()):
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
-    return int(body)
+    """`text` as an int when it is ASCII digits (after a '-': the command's own range
+    check refuses it with its message), else argparse's one-line refusal naming the
+    option."""
+    try:
+        return number_text.whole(text, -ANY_SIZE, ANY_SIZE)  # the command checks the range
+    except number_text.NumberTextError as exc:
+        raise argparse.ArgumentTypeError(exc.about(text)) from None
 
 
 plain_int.__name__ = "integer"

@@ -8,14 +8,15 @@ other to name it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stepscope.ingest.errors import UsageError, quote_name
+from stepscope.ingest.number_text import NumberTextError, decimal
 from stepscope.ingest.option_files import read_option_file
+from stepscope.ingest.option_json import loads_once, twice_line
 
 CONVENTIONS = ("palm", "megatron", "torchtitan")
 ATTENTION = ("full", "causal")
@@ -46,7 +47,7 @@ def load_spec(path: Path) -> ModelSpec:
         if path.suffix.lower() in (".yaml", ".yml"):
             raw = _load_yaml(text)
         else:
-            raw = json.loads(text)
+            raw = loads_once(text)
     except UsageError as exc:
         raise UsageError(f"{shown}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any parse error is the user's file
@@ -64,7 +65,9 @@ MAX_SPEC_BYTES = 1 << 20  # a spec is a dozen fields; the bound keeps a wrong fi
 def _load_yaml(text: str) -> Any:
     """A YAML spec, built by the safe loader with aliases refused: `*name` lets 600 bytes
     stand for 10^9 values (an alias bomb), and a spec of a dozen numbers never needs
-    one. Refused as the parser meets the first alias, before anything is expanded."""
+    one. Refused as the parser meets the first alias, before anything is expanded. A key
+    written twice in one mapping is refused too (the loader kept the last in silence),
+    as in a JSON spec."""
     import yaml
 
     class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]
@@ -75,6 +78,16 @@ def _load_yaml(text: str) -> Any:
                                  f"{event.start_mark.line + 1}: aliases are not accepted "
                                  "in a model spec; write the value out")
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        raise UsageError(twice_line(key.value, "one mapping") + " (line "
+                                         f"{key.start_mark.line + 1})")
+                    seen.add(key.value)
+            return super().construct_mapping(node, deep=deep)
 
     loader = _NoAliasLoader(text)
     try:
@@ -108,13 +121,18 @@ SPEC_RANGES: dict[str, tuple[type, float, float]] = {
 
 
 def _spec_number(raw: Any, name: str, where: str) -> float | int:
-    """One numeric field: a finite number (or numeric text) within SPEC_RANGES."""
+    """One numeric field: a finite number (or numeric text, read by the one grammar of
+    numbers: ingest.number_text, so ' 7e9', '7_000' or other scripts' digits are no
+    number, as on the command line) within SPEC_RANGES."""
     kind, low, high = SPEC_RANGES[name]
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}")
     try:
-        value = float(raw)
-    except (ValueError, OverflowError):
+        value = decimal(raw, -math.inf, math.inf) if isinstance(raw, str) else float(raw)
+    except NumberTextError as exc:
+        problem = "a finite number" if "finite" in exc.problem else "a number"
+        raise UsageError(f"{where}: {name} must be {problem}, not {_shown(raw)}") from None
+    except OverflowError:  # a YAML integer past a double
         raise UsageError(f"{where}: {name} must be a number, not {_shown(raw)}") from None
     if not math.isfinite(value):
         raise UsageError(f"{where}: {name} must be a finite number, not {_shown(raw)}")

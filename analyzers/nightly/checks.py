@@ -32,6 +32,7 @@ from stepscope.analyzers.results import (
     to_builtins,
 )
 from stepscope.ingest import UsageError
+from stepscope.ingest.number_text import NumberTextError, decimal
 
 OPS = ("<", "<=", ">", ">=")
 COUNTS = ("stragglers", "recommendations", "failed_files")
@@ -133,10 +134,11 @@ def parse_threshold(expr: str) -> Threshold:
     if metric not in metric_catalog():
         raise UsageError(f"--fail-if '{expr}': unknown metric '{metric}'; valid metrics: "
                          + ", ".join(metric_catalog()))
-    value = float(number)
-    if not math.isfinite(value):  # 1e999 reads as inf: a check that can never fail
+    try:  # the one grammar of numbers (ingest.number_text); a threshold may be negative
+        value = decimal(number.removeprefix("+"), -math.inf, math.inf)
+    except NumberTextError:  # 1e999 reads as inf: a check that can never fail
         raise UsageError(f"--fail-if '{expr}': the threshold {number} is not a finite "
-                         "number (it overflows a double); give a value such as 1e6")
+                         "number (it overflows a double); give a value such as 1e6") from None
     return Threshold(metric, cast(Op, op), value)
 
 

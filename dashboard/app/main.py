@@ -11,7 +11,6 @@ the page retries on its own.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -19,14 +18,13 @@ import streamlit as st
 
 from stepscope.analyzers.flops.peaks import DTYPES
 from stepscope.dashboard.app import data
-from stepscope.dashboard.app.config import DashboardConfig
+from stepscope.dashboard.app.config import DashboardConfig, busy_retries
 from stepscope.dashboard.app.context import LINK_PARAMS, NAV_PAGE, NAV_RUN, PageContext
 from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 from stepscope.dashboard.app.widgets import page_style, plain, report_downloads
 from stepscope.ingest import DatabaseBusyError, StepscopeError
 
 BUSY_WAIT_S = 1.0
-BUSY_RETRIES_ENV = "STEPSCOPE_BUSY_RETRIES"  # about one a second; tests shorten it
 INFERRED = "inferred"
 MISSING = "missing_run"  # the run a link named that the database does not hold
 PEAK, DTYPE = "peak_tflops", "dtype"
@@ -124,7 +122,7 @@ def _link_params() -> dict[str, str]:
 def _busy() -> None:
     attempts = st.session_state.get("busy_attempts", 0) + 1
     st.session_state["busy_attempts"] = attempts
-    if attempts > int(os.environ.get(BUSY_RETRIES_ENV, "60")):
+    if attempts > busy_retries():
         st.error("The database is still busy after a minute (a long ingest?): reload the "
                  "page when it has finished.")
         return

@@ -211,8 +211,12 @@ def _int(value: Any) -> int | None:
 
 def _checked(e: dict[str, Any], key: str) -> int | None:
     """`_int` of an entry's field, but a number that no 64-bit field holds (2**70, a
-    NaN, 2.5) fails the dump: it was stored as missing, in silence."""
+    NaN, 2.5), a boolean (True is an int in Python, no id or time) or a list or mapping
+    fails the dump: each was stored as missing, in silence."""
     value = e.get(key)
+    if isinstance(value, bool | list | tuple | dict):
+        raise ValueError(f"{key} is not a whole number ({type(value).__name__} "
+                         f"{str(value)[:40]})")
     if isinstance(value, int) and not isinstance(value, bool) \
             and not INT64[0] <= value <= INT64[1]:
         raise ValueError(f"{key} is out of range (a {value.bit_length()}-bit integer; "

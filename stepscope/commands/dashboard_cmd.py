@@ -17,13 +17,16 @@ from stepscope.dashboard.app.config import (
     ENV_DB,
     ENV_MAX_UPLOAD_MB,
     ENV_TRACES_ROOT,
+    MAX_UPLOAD_MB,
     DashboardConfig,
+    busy_retries,
 )
 from stepscope.ingest import DEFAULT_DB, UsageError
-from stepscope.ingest.db import check_duckdb_file, lock_wait_s
+from stepscope.ingest.db import check_stepscope_file, lock_wait_s
 from stepscope.ingest.errors import quote_name
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK
-from stepscope.validate import host_name, integer
+from stepscope.ingest.number_text import NumberTextError, setting, whole
+from stepscope.validate import host_name
 from stepscope.whole_numbers import plain_int
 
 HELP = COMMAND_HELP["dashboard"]
@@ -61,27 +64,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                         f"{DEFAULT_MAX_UPLOAD_MB})")
 
 
-MAX_UPLOAD_MB = 1 << 20  # 1 TiB: past any upload a browser sends
 
 
 def _from_environment(args: argparse.Namespace) -> None:
     """--db and --max-upload-mb not given: $STEPSCOPE_DB and $STEPSCOPE_MAX_UPLOAD_MB (an
-    empty one is unset), checked like the options; the command overwrote both for its
-    server, so a bad value was ignored in silence and the server started."""
+    empty one is unset), checked like the options, the range too (its error names the
+    variable); the command overwrote both for its server, so a bad value was ignored in
+    silence and the server started."""
     if args.db is None:
         args.db = os.environ.get(ENV_DB) or DEFAULT_DB
     if args.max_upload_mb is None:
-        text = os.environ.get(ENV_MAX_UPLOAD_MB) or str(DEFAULT_MAX_UPLOAD_MB)
+        text = setting(ENV_MAX_UPLOAD_MB) or str(DEFAULT_MAX_UPLOAD_MB)
         try:
-            args.max_upload_mb = integer(-(1 << 62), 1 << 62)(text)
-        except argparse.ArgumentTypeError as exc:
-            raise UsageError(f"${ENV_MAX_UPLOAD_MB}: {exc}; give a number of MB from 1 to "
-                             f"{MAX_UPLOAD_MB:,}") from None
+            args.max_upload_mb = whole(text, 1, MAX_UPLOAD_MB)
+        except NumberTextError as exc:
+            raise UsageError(f"${ENV_MAX_UPLOAD_MB}: {exc.about(text)}; give a number of MB "
+                             f"from 1 to {MAX_UPLOAD_MB:,}") from None
 
 
 def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     """Validate the options into the app's configuration (UsageError names the fix)."""
     lock_wait_s()  # its pages wait for writers: a bad $STEPSCOPE_LOCK_WAIT is refused here
+    busy_retries()  # and how often they retry: likewise
     _from_environment(args)
     db = Path(args.db).resolve()
     if not db.parent.is_dir():
@@ -89,7 +93,7 @@ def config_from_args(args: argparse.Namespace) -> DashboardConfig:
     if db.exists() and not db.is_file():
         raise UsageError(f"--db {quote_name(args.db)}: not a database file (a folder or "
                          "another kind of file); name a .duckdb file")
-    check_duckdb_file(Path(args.db))  # a trace or a SQLite file: refused before serving
+    check_stepscope_file(args.db)  # a trace, SQLite, another application's DuckDB: refused
     root = args.traces_root
     if root is not None and not root.is_dir():
         raise UsageError(f"--traces-root {root}: not a folder")

@@ -14,7 +14,7 @@ from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
 from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import add_format_options, check_output, emit, option_inputs
+from stepscope.outputs import add_format_options, check_output, command_inputs, emit
 from stepscope.targets import diff
 from stepscope.validate import PEAK_TFLOPS
 
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.run_a, args.run_b, *option_inputs(args)])
+        check_output(args.out, db=args.db, inputs=command_inputs(args))
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
     built = diff(args.run_a, args.run_b, args.db, options, step_marker=args.step_marker,

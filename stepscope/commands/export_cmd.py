@@ -16,7 +16,7 @@ from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.ranksets import RankSet, parse_ranks
-from stepscope.outputs import check_output, staged_file
+from stepscope.outputs import check_output, command_inputs, staged_file
 from stepscope.targets import Built, open_target
 from stepscope.validate import output_file
 
@@ -79,7 +79,7 @@ def announce(size: ExportSize) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.out, db=args.db, inputs=[args.target])
+    check_output(args.out, db=args.db, inputs=command_inputs(args))
     wanted_ranks, wanted_steps = _listed(args.ranks, "ranks"), _listed(args.steps, "steps")
     if args.format == "perfetto" and not available():
         raise UsageError("--format perfetto needs the perfetto package: "

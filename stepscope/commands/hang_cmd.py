@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 from stepscope import ingest_run
@@ -15,8 +14,8 @@ from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_OK
 from stepscope.ingest.sources import default_run_name, path_exists
-from stepscope.outputs import add_format_options, check_output, emit, option_inputs
-from stepscope.scratch_db import machine_failures_of
+from stepscope.outputs import add_format_options, check_output, command_inputs, emit
+from stepscope.scratch_db import scratch_database
 from stepscope.store import Store
 
 HELP = COMMAND_HELP["hang"]
@@ -44,18 +43,18 @@ def _analyse(store: Store, run: str) -> HangReport:
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        check_output(args.out, db=args.db, inputs=[args.target, *option_inputs(args)])
+        check_output(args.out, db=args.db, inputs=command_inputs(args))
     target = Path(args.target)
     if path_exists(target):
-        with tempfile.TemporaryDirectory(prefix="stepscope-hang-") as tmp:
-            with machine_failures_of(Path(tmp) / "hang.duckdb"):
-                result = ingest_run([target], db=Path(tmp) / "hang.duckdb")
+        with scratch_database(target, "hang.duckdb") as scratch:
+            result = ingest_run([target], db=scratch.path)
+            scratch.ingested = True
             for file, problem in result.failures:
                 say(f"error: {file}: {problem}")
-            with Store(Path(tmp) / "hang.duckdb") as store:
+            with Store(scratch.path) as store:
                 report = _analyse(store, default_run_name([target]))
-            emit(args, formats.HANG, report)
-            return result.exit_code
+        emit(args, formats.HANG, report)
+        return result.exit_code
     with Store(args.db) as store:
         store.require_run(args.target)
         report = _analyse(store, args.target)

@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="tonight's trace files, directories or archives (all ranks)")
     p.add_argument("--job", required=True, help="the job's name: groups its nights in history")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database file (default: {DEFAULT_DB})")
-    p.add_argument("--run", help="run name (default: JOB-<traces' start, UTC>-<fingerprint of "
+    p.add_argument("--run", help="run name, one folder name like --job (default: "
+                                 "JOB-<traces' start, UTC>-<fingerprint of "
                                  "their content>, stable when the same night is re-run, "
                                  "which then replaces it)")
     p.add_argument("--out-dir", type=Path,

@@ -25,7 +25,7 @@ from stepscope.commands._targets import print_remarks
 from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB, UsageError
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import add_format_options, check_output, emit, option_inputs
+from stepscope.outputs import add_format_options, check_output, command_inputs, emit
 from stepscope.targets import plan
 from stepscope.validate import PEAK_TFLOPS, integer, real
 
@@ -101,9 +101,7 @@ def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.out is not None:
-        sources = [args.source] if args.source is not None else []
-        check_output(args.out, db=args.db or DEFAULT_DB,
-                     inputs=[*sources, *option_inputs(args)])
+        check_output(args.out, db=args.db or DEFAULT_DB, inputs=command_inputs(args))
     if args.source is not None:
         return _run_from(args)
     wrong = _given(args, FROM_ONLY)

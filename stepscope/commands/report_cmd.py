@@ -15,7 +15,7 @@ from stepscope.commands.ingest_cmd import add_comm_kernels, add_step_marker
 from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
-from stepscope.outputs import add_format_options, check_output, emit, option_inputs
+from stepscope.outputs import add_format_options, check_output, command_inputs, emit
 from stepscope.targets import _both_note as both_note  # its own line says it
 from stepscope.targets import is_path, report
 from stepscope.validate import PEAK_TFLOPS
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             f"temporary database; to keep the run there: stepscope ingest {args.target} "
             f"--db {args.db}, then stepscope report RUN --db {args.db}")
     if args.out is not None:
-        check_output(args.out, db=db, inputs=[args.target, *option_inputs(args)])
+        check_output(args.out, db=db, inputs=command_inputs(args))
     spec = load_spec(args.model) if args.model else None  # fails before any ingest
     options = ReportOptions(spec=spec, peak_tflops=args.peak_tflops, dtype=args.dtype)
     built = report(args.target, db, options, step_marker=args.step_marker,

@@ -14,6 +14,8 @@ from stepscope.dashboard.render import formats
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.errors import UsageError
 from stepscope.ingest.exit_codes import EXIT_OK, EXIT_PARTIAL
+from stepscope.ingest.number_text import NumberTextError, list_items, whole
+from stepscope.ingest.ranksets import MAX_RANK
 from stepscope.outputs import add_format_options, emit
 from stepscope.targets import Built, open_target
 from stepscope.validate import real
@@ -28,14 +30,11 @@ def _speedup(text: str) -> float | None:
 
 
 def _ranks(text: str) -> tuple[int, ...]:
-    try:
-        ranks = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
+    try:  # ASCII digits (ingest.number_text); spaces only around a comma
+        return tuple(whole(x, 0, MAX_RANK) for x in list_items(text))
+    except NumberTextError:
         raise argparse.ArgumentTypeError(f"not a rank or comma-separated ranks: {text!r}"
                                          ) from None
-    if not ranks or min(ranks) < 0:
-        raise argparse.ArgumentTypeError(f"not a rank or comma-separated ranks: {text!r}")
-    return ranks
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

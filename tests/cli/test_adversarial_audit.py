@@ -85,9 +85,9 @@ def _big_alternation(path: Path) -> Path:
 
 USAGE: list[tuple[str, Callable[[Path], list[str | Path]], str]] = [
     ("nightly run with ..", lambda t: ["nightly", "T", "--job", "j", "--run", "x/../../y"],
-     "--run x/../../y"),
+     "--run 'x/../../y'"),
     ("nightly run with ~", lambda t: ["nightly", "T", "--job", "j", "--run", "~root"],
-     "without --out-dir it names the reports' folder"),
+     "without --out-dir, the reports' folder"),
     ("nightly empty path", lambda t: ["nightly", "", "--job", "j"], "an empty argument"),
     ("diff empty run", lambda t: ["diff", "", "b"], "an empty argument"),
     ("report empty --out", lambda t: ["report", "T", "--out", ""], "an empty argument for --out"),
@@ -148,8 +148,10 @@ def test_usage_errors(name: str, argv: Callable[[Path], list[str | Path]], said:
     assert not (tmp_path / "stepscope.duckdb").exists()
 
 
+# "1TB " was accepted until issue 43's one grammar of numbers (docs/cli.md "Numbers"): a
+# value is read whole, a trailing space included
 @pytest.mark.parametrize(("value", "ok"), [("   ", False), ("2gb", True), ("1e3MB", False),
-                                           ("1TB ", True), ("12 KiB", True), ("0.5GB", True)])
+                                           ("1TB ", False), ("12 KiB", True), ("0.5GB", True)])
 def test_memory_limit_values(value: str, ok: bool, tmp_path: Path,
                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STEPSCOPE_MEMORY_LIMIT", value)

@@ -182,8 +182,11 @@ CASES: dict[str, Case] = {
     "diff --out another DuckDB": (("diff", "base", "other", "--db", D, "--out",
                                    "{root}/out/other.duckdb"), None, 2,
                                   "error: --out {root}/out/other.duckdb"),
+    # a new file among the traces is refused too (issue 43, round 13)
     "diff PATH PATH --out in B's folder": (("diff", T, "{root}/t2", "--out",
-                                            "{root}/t2/diff.md"), None, 0, ""),
+                                            "{root}/t2/diff.md"), None, 2,
+                                           "error: --out {root}/t2/diff.md: is a file "
+                                           "inside the input folder {root}/t2"),
     "diff --out a folder": (("diff", "base", "other", "--db", D, "--out", "{root}/out"), None,
                             2, _arg("diff", "--out") + ": {root}/out"),
     "export --out a link to a trace": (("export", "base", "--db", D, "--out",
@@ -281,8 +284,8 @@ CASES: dict[str, Case] = {
 # full-width digits (int() read them; now "argument --port: not a whole number"), and
 # $STEPSCOPE_LOCK_WAIT=abc in dashboard (now refused before the server starts). "diff PATH
 # PATH --out in B's folder" was a wrong guess found in triage after the count: a NEW file
-# in an input folder is written, as round 9 pins for report PATH (an existing one is
-# refused); it now expects exit 0.
+# in an input folder was written, as round 9 pinned for report PATH (an existing one was
+# refused); since issue 43's round 13 a new one is refused as well (exit 2).
 FIRST_RUN_FAILED: dict[str, str] = {}
 
 

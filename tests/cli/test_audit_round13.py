@@ -236,27 +236,7 @@ CASES: dict[str, Case13] = {
 }
 
 # the cases that failed on the first run against the final code (xfail until fixed)
-DIGITS = "DEFECT: accepted (exit 0); docs/cli.md: every number in ASCII digits"
-OUTSIDE = "DEFECT: exit 0, reports written outside --out-dir"
 FIRST_RUN_FAILED: dict[str, str] = {
-    "ingest --jobs +2": DIGITS,
-    "ingest --jobs with a leading space": DIGITS,
-    "ingest --jobs with a trailing newline": DIGITS,
-    "plan --params with a trailing space": DIGITS,
-    "history --last +3": DIGITS + " (then 'no nightly history for job j')",
-    "dashboard --port with a trailing newline": DIGITS,
-    "$STEPSCOPE_MEMORY_LIMIT of 10^20 GB in summary": "DEFECT: accepted (exit 0); docs/cli.md: "
-                                                      "$STEPSCOPE_MEMORY_LIMIT in range",
-    "nightly --run ./..": OUTSIDE + " (in its parent)",
-    "nightly --run .": "DEFECT: exit 0, reports written into --out-dir itself, not a run's "
-                       "folder",
-    "nightly --run sub/../../escape": OUTSIDE,
-    "nightly --out-dir a new folder inside the input folder": "DEFECT: exit 0; docs/cli.md: "
-                                                              "--out-dir refuses a place "
-                                                              "inside an input folder",
-    "diff PATH --out a new file inside the input folder": "DEFECT: exit 0, written; docs/cli.md:"
-                                                          " --out refuses a file inside an "
-                                                          "input folder",
 }
 
 

@@ -103,7 +103,7 @@ CASES: dict[str, Case] = {
                                            "a folder"),
     "nightly --run . without --out-dir": (("nightly", T, "--db", D, "--job", "j", "--run",
                                            "."), None, 2,
-                                          "error: --run .: without --out-dir it names"),
+                                          "error: --run '.': use letters"),
     "ingest --db a dangling link": (("ingest", T, "--db", "{root}/danglingdb.duckdb", "--run",
                                      "x"), None, 2, "error: {root}/danglingdb.duckdb: cannot open "
                                                     "the database (IO Error: Cannot open file"),

@@ -60,13 +60,17 @@ def runs_in(db: Path) -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------ writes outside their place
-@pytest.mark.parametrize("run", ["../../x", "/abs/night", "a/b", "..", ".hidden"])
-def test_nightly_run_without_out_dir_must_be_one_folder_name(run: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("out_dir", [False, True])
+@pytest.mark.parametrize("run", ["../../x", "/abs/night", "a/b", "..", ".", ".hidden", "./..",
+                                 "a b", "r\n"])
+def test_nightly_run_must_be_one_folder_name(run: str, out_dir: bool, tmp_path: Path) -> None:
+    """With or without --out-dir (issue 43): a run name is one folder name."""
+    more = ["--out-dir", tmp_path / "n"] if out_dir else []
     rc, _, err = cli("nightly", job(tmp_path / "t"), "--job", "j", "--run", run,
-                     "--db", tmp_path / "db.duckdb", "--quiet")
-    assert rc == 2 and len(err) == 1 and err[0].startswith("error: --run ") \
-        and "or give an --out-dir" in err[0], err
-    assert not (tmp_path / "db.duckdb").exists()
+                     "--db", tmp_path / "db.duckdb", "--quiet", *more)
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: --run '") \
+        and "one folder name, no '/', not '.' or '..'" in err[0], err
+    assert not (tmp_path / "db.duckdb").exists() and not (tmp_path / "n").exists()
 
 
 def test_dashboard_refuses_a_folder_linking_outside_the_traces_root(tmp_path: Path) -> None:

@@ -132,29 +132,31 @@ def test_an_inspector_file_the_sniff_missed_ingests(case: str, tmp_path: Path,
 # --- NCCL Inspector values that are no measurement: refused with a count (round 10
 # "Inspector exec time 1e308", round 9's negative / NaN / inf values) ---------------------
 
+DAY = "negative, not finite or over a day (86,400,000,000 us)"
 INSPECTOR_VALUES = {
-    "exec time 1e308": ({"coll_exec_time_us": 1e308}, "an execution time"),
-    "exec time -1": ({"coll_exec_time_us": -1}, "an execution time"),
-    "exec time NaN": ({"coll_exec_time_us": float("nan")}, "an execution time"),
-    "exec time a day and a second": ({"coll_exec_time_us": 86_401e6}, "an execution time"),
-    "bus bandwidth Infinity": ({"coll_busbw_gbs": float("inf")}, "a bus bandwidth"),
-    "algo bandwidth -2": ({"coll_algobw_gbs": -2.0}, "an algorithm bandwidth"),
-    "message size -4096": ({"coll_msg_size_bytes": -4096}, "a message size"),
+    "exec time 1e308": ({"coll_exec_time_us": 1e308}, DAY, "1e308"),
+    "exec time -1": ({"coll_exec_time_us": -1}, DAY, "-1"),
+    "exec time NaN": ({"coll_exec_time_us": float("nan")}, DAY, "NaN"),
+    "exec time a day and a second": ({"coll_exec_time_us": 86_401e6}, DAY, "86401000000.0"),
+    "bus bandwidth Infinity": ({"coll_busbw_gbs": float("inf")}, "negative or not finite",
+                               "Infinity"),
+    "algo bandwidth -2": ({"coll_algobw_gbs": -2.0}, "negative or not finite", "-2.0"),
+    "message size -4096": ({"coll_msg_size_bytes": -4096}, "outside [0, 2^63)", "-4096"),
 }
 
 
 @pytest.mark.parametrize("case", list(INSPECTOR_VALUES))
 def test_an_inspector_value_that_is_no_measurement(case: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """Stored before (exit 0): 1e308 us summed to inf in the report. Now one line with
-    the count of such lines (both here), then "nothing ingested" (exit 1)."""
-    perf, what = INSPECTOR_VALUES[case]
+    """Stored before (exit 0): 1e308 us summed to inf in the report. Now one line naming
+    the field, with the count of such lines (both here) and the first such value, then
+    "nothing ingested" (exit 1)."""
+    perf, what, first = INSPECTOR_VALUES[case]
     write_trace(tmp_path / "t" / "host-pid7.log", (_inspector(perf=perf) + "\n") * 2)
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
-    most = ", or over 1 day" if what == "an execution time" else ""
     assert rc == 1 and err[0] == (f"error: {tmp_path / 't' / 'host-pid7.log'}: 2 NCCL "
-                                  f"Inspector line(s) with {what} that is negative or not "
-                                  f"finite{most}"), err
+                                  f"Inspector line(s) with coll_perf.{next(iter(perf))} "
+                                  f"{what} (first: {first})"), err
     assert len(err) == 2 and err[1].startswith(NOTHING)
 
 

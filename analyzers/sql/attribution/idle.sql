@@ -67,7 +67,7 @@ INSERT INTO idle_gaps BY NAME
 WITH i_syncs AS MATERIALIZED (
     SELECT rank, start_ns, end_ns FROM sync_calls($run) WHERE rank BETWEEN $lo AND $hi
     UNION ALL
-    SELECT rank, start_ns, end_ns FROM blocking_copies($run) WHERE rank BETWEEN $lo AND $hi
+    SELECT rank, start_ns, end_ns FROM blocking_copies($run, $lo, $hi)
 ), i_loader AS MATERIALIZED (
     SELECT rank, start_ns, end_ns FROM cpu_ops
     WHERE run = $run AND rank BETWEEN $lo AND $hi AND name LIKE 'enumerate(DataLoader)%'

@@ -108,8 +108,7 @@ WITH step_thread AS (
     -- an async copy that returned only once its own copy had ended (device to pageable
     -- host memory, .cpu() / .item() / .tolist() on real traces): it blocked like cudaMemcpy
     -- (waits/macros.sql, shared with the idle split)
-    SELECT rank, tid, start_ns, end_ns, 'blocking_copy' FROM blocking_copies($run)
-    WHERE rank BETWEEN $lo AND $hi
+    SELECT rank, tid, start_ns, end_ns, 'blocking_copy' FROM blocking_copies($run, $lo, $hi)
 ), busy AS (
     SELECT o.rank, o.tid, o.start_ns, o.end_ns FROM cpu_ops o
     JOIN step_thread m ON m.rank = o.rank AND m.tid = o.tid

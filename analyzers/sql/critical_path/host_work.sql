@@ -15,8 +15,8 @@ WITH spans AS (
     SELECT start_ns, end_ns FROM sync_calls($run)
     WHERE $what = 'wait' AND rank = $rank AND end_ns > $lo AND start_ns < $hi
     UNION ALL
-    SELECT start_ns, end_ns FROM blocking_copies($run)
-    WHERE $what = 'wait' AND rank = $rank AND end_ns > $lo AND start_ns < $hi
+    SELECT start_ns, end_ns FROM blocking_copies($run, $rank, $rank)
+    WHERE $what = 'wait' AND end_ns > $lo AND start_ns < $hi
 ), reach AS (
     SELECT s, e, max(e) OVER (ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
         AS before FROM spans

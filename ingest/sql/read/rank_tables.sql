@@ -1,114 +1,18 @@
--- Turns one Kineto trace into the rank tables `out_*`. Inputs, made by ingest/reader.py:
+-- The middle part of one Kineto trace's rank tables, after read/cpu_raw.sql and
+-- read/cpu_depth.sql (ingest/reader.py runs them in order, then read/gpu_full.sql or
+-- read/gpu_full_linked.sql, then read/rank_outputs.sql). Reads:
 --   raw_events: one row per element of traceEvents, in file order (rowid = index);
---   meta:       one row: base_ns, distributed_info (JSON).
+--   meta:       one row: base_ns, distributed_info (JSON), step_marker;
+--   cpu_raw:    the CPU ops' columns (read/cpu_raw.sql);
+--   cpu_depth:  each CPU op's depth and parent on its thread (op_id, start_ns, depth,
+--               parent_id; ingest/nesting.py).
+-- Writes the steps (step_candidates, step_spans, out_step_source), the CPU ops
+-- (cpu_nest, out_cpu_ops), the GPU ops' columns and links (comm_kernel_names, gpu_raw,
+-- launches, ext_ops, the view gpu_linked) and the graph steps (graph_launch_steps,
+-- graph_fallback_spans).
 -- Rank-agnostic: the loader adds `run` and `rank` when it inserts.
 -- Statements run in order; each one depends only on those above it.
-
--- Event counts per category and phase (flows, instants and metadata included).
-CREATE OR REPLACE TEMP TABLE category_counts AS
-SELECT coalesce(cat, '') AS category, coalesce(ph, '') AS ph, count(*) AS n
-FROM raw_events GROUP BY ALL;
-
--- ---------------------------------------------------------------- CPU side
--- Ids are the event's position in traceEvents (rowid of raw_events): stable per file.
--- Times: absolute ns (relative ts + baseTimeNanoseconds, or absolute ts as is).
-CREATE OR REPLACE TEMP TABLE cpu_raw AS
-WITH x AS (
-    SELECT rowid AS idx, *, us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
-           greatest(coalesce(us_to_ns(dur), 0), 0) AS dur_ns
-    FROM raw_events
-    -- a CASE, not `cat IN (...)`, as in gpu_raw below: tested in the scan (39 -> 35 ms)
-    WHERE ph = 'X' AND ts IS NOT NULL
-      AND CASE cat WHEN 'cpu_op' THEN true WHEN 'Operator' THEN true
-                   WHEN 'user_annotation' THEN true WHEN 'python_function' THEN true
-                   WHEN 'cuda_runtime' THEN true WHEN 'Runtime' THEN true
-                   WHEN 'cuda_driver' THEN true ELSE false END
-)
-SELECT
-    idx AS op_id,
-    leading_int(pid) AS pid,
-    leading_int(tid) AS tid,
-    name,
-    cat AS category,
-    start_ns,
-    start_ns + dur_ns AS end_ns,
-    dur_ns,
-    TRY_CAST(args."External id" AS BIGINT) AS external_id,
-    TRY_CAST(args.correlation AS BIGINT) AS correlation,
-    TRY_CAST(args."Sequence number" AS BIGINT) AS sequence_number,
-    TRY_CAST(args."Fwd thread id" AS BIGINT) AS fwd_thread_id,
-    TRY_CAST(args."Record function id" AS BIGINT) AS record_function_id,
-    args."Input Dims" AS input_dims,
-    args."Input type" AS input_types,
-    args."Concrete Inputs" AS concrete_inputs
-FROM x;
-
--- Collective metadata lives in the args of record_param_comms (the keys collectives.sql
--- reads; it reads them through a LEFT JOIN, so an event without args needs no NULL).
-CREATE OR REPLACE TEMP TABLE cpu_args AS
-SELECT rowid AS op_id, comm_args(args) AS args FROM raw_events
-WHERE ph = 'X' AND name = 'record_param_comms';
-
--- Nesting by time containment on each thread: an op's depth is the number of ops open
--- when it starts, i.e. the ops before it in (start, end DESC, op_id) order (enclosing
--- first at equal starts) that end after its start. One sweep over the ops' start and end
--- edges per thread, in time order, gives it: each start is an edge +1, each end -1, so
--- depth = starts before it - ends before it = 2 * (its rank among the starts) - 1 - (its
--- rank among all edges). At one instant ends come before starts (an op ending exactly
--- where the next begins does not enclose it), except a zero-length op's end, which sorts
--- right after its own start: it ended, but did not start before the ops after it.
--- Whole-microsecond traces have runs of zero-length runtime calls at one instant (the
--- DLRM job's cudaOccupancy... calls inside aten::bmm): nested by edge order alone, one of
--- them would enclose the next and every later call of the op lose its parent.
--- (The same depths as counting the ops ended by each start with an ASOF self-join, 72 ->
--- 65 ms CPU for the 65k CPU ops of the 35 MB A100 trace.)
--- An op whose pid or tid is no number (NULL) was never matched to the ops ended before
--- it (the join's equality fails on NULL): its depth stays the count of the ops started
--- before it on its thread, as before.
-CREATE OR REPLACE TEMP TABLE cpu_depth AS
-WITH keyed AS (
-    SELECT op_id, pid, tid, start_ns, end_ns FROM cpu_raw
-    WHERE pid IS NOT NULL AND tid IS NOT NULL
-), edges AS (
-    SELECT op_id, pid, tid, start_ns, end_ns, start_ns AS t, 1 AS edge_class, 0 AS is_end
-    FROM keyed
-    UNION ALL
-    SELECT op_id, pid, tid, start_ns, end_ns, end_ns, CAST(end_ns = start_ns AS INTEGER), 1
-    FROM keyed
-), swept AS (
-    SELECT *,
-        row_number() OVER (PARTITION BY pid, tid
-                           ORDER BY t, edge_class, end_ns DESC, op_id, is_end) AS n_edges,
-        row_number() OVER (PARTITION BY pid, tid, is_end
-                           ORDER BY t, edge_class, end_ns DESC, op_id) AS n_kind
-    FROM edges
-)
-SELECT op_id, pid, tid, start_ns, end_ns, CAST(2 * n_kind - 1 - n_edges AS INTEGER) AS depth
-FROM swept WHERE is_end = 0
-UNION ALL
-SELECT op_id, pid, tid, start_ns, end_ns,
-    CAST(row_number() OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns DESC, op_id) - 1
-         + sum(CASE WHEN end_ns = start_ns THEN 1 ELSE 0 END) OVER (
-               PARTITION BY pid, tid, start_ns ORDER BY end_ns DESC, op_id
-               ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS INTEGER) AS depth
-FROM cpu_raw WHERE pid IS NULL OR tid IS NULL;
-
--- Parent: latest-starting span one level up on the same thread. A span that only
--- partially overlaps that one (gloo send/recv) takes the span two levels up instead.
-CREATE OR REPLACE TEMP TABLE cpu_parent AS
-SELECT c.op_id, c.pid, c.tid, c.start_ns, c.end_ns, c.depth, p.op_id AS p1, p.end_ns AS p1_end
-FROM cpu_depth c ASOF LEFT JOIN cpu_depth p
-  ON c.pid = p.pid AND c.tid = p.tid AND c.depth - 1 = p.depth AND c.start_ns >= p.start_ns;
-
--- Such spans are few (none in most traces): the join reads only the threads and levels
--- they need, not every op again (15 -> 4 ms on a 65k-op trace without any).
-CREATE OR REPLACE TEMP TABLE cpu_parent_fix AS
-WITH overlapping AS (SELECT * FROM cpu_parent WHERE p1_end < end_ns)
-SELECT c.op_id, p.op_id AS p2, p.end_ns AS p2_end
-FROM overlapping c ASOF LEFT JOIN (
-    SELECT * FROM cpu_depth
-    WHERE (pid, tid, depth) IN (SELECT (pid, tid, depth - 2) FROM overlapping)) p
-  ON c.pid = p.pid AND c.tid = p.tid AND c.depth - 2 = p.depth AND c.start_ns >= p.start_ns;
+-- Parameter: $comm_any (comm_kernel_names below).
 
 -- Steps (docs/attribution.md, "Steps"): the first source that finds any, in order:
 --   0 marker:NAME      a user-named annotation ($step_marker in meta), each call a step;
@@ -182,12 +86,9 @@ CREATE OR REPLACE TEMP TABLE out_step_source AS
 SELECT any_value(source) AS step_source FROM step_spans;
 
 CREATE OR REPLACE TEMP TABLE cpu_nest AS
-SELECT c.op_id, c.depth,
-    CASE WHEN f.op_id IS NULL OR f.p2_end IS NULL OR f.p2_end < c.end_ns THEN c.p1
-         ELSE f.p2 END AS parent_id,
+SELECT c.op_id, c.depth, c.parent_id,
     CASE WHEN c.start_ns < s.end_ns THEN s.step END AS step
-FROM cpu_parent c
-LEFT JOIN cpu_parent_fix f USING (op_id)
+FROM cpu_depth c
 ASOF LEFT JOIN step_spans s ON c.start_ns >= s.start_ns;
 
 CREATE OR REPLACE TEMP TABLE out_cpu_ops AS
@@ -297,75 +198,16 @@ CREATE OR REPLACE TEMP TABLE graph_fallback_spans AS
 SELECT s.step, s.start_ns, s.end_ns
 FROM step_spans s JOIN graph_launch_steps gs ON gs.step = s.step AND gs.unlinked > 0;
 
-CREATE OR REPLACE TEMP TABLE gpu_full AS
-WITH gpu_linked AS (
-    SELECT
-        g.*,
-        l.op_id AS launch_op_id,
-        x.op_id AS cpu_op_id,
-        l.step AS step
-    FROM gpu_raw g
-    LEFT JOIN launches l ON l.correlation = g.correlation
-    LEFT JOIN ext_ops x ON x.external_id = g.external_id
-)
-SELECT g.* REPLACE (
-    coalesce(g.step, CASE WHEN g.launch_op_id IS NULL AND g.start_ns < f.end_ns
-                          THEN f.step END) AS step)
-FROM gpu_linked g ASOF LEFT JOIN graph_fallback_spans f ON g.start_ns >= f.start_ns;
-
-CREATE OR REPLACE TEMP TABLE out_gpu_ops AS
-SELECT gpu_op_id, device, stream, name, kind, category, start_ns, end_ns, dur_ns, correlation,
-       external_id, bytes, launch_op_id, cpu_op_id, step, graph_id, graph_node_id
-FROM gpu_full;
-
-CREATE OR REPLACE TEMP TABLE out_gpu_annotations AS
+-- The GPU ops with their links: the runtime call that launched each (and its step) and
+-- the CPU op of its external id. read/gpu_full.sql adds the steps of graph replays that
+-- lost their launches. A view: read/gpu_full_linked.sql stores it once, sorted (a table
+-- here, sorted again there: 27 ms CPU on a 35 MB A100 trace; as a view 19).
+CREATE OR REPLACE TEMP VIEW gpu_linked AS
 SELECT
-    CAST(leading_int(pid) AS INTEGER) AS device,
-    leading_int(tid) AS stream,
-    name,
-    us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta) AS start_ns,
-    us_to_ns(ts) + (SELECT coalesce(base_ns, 0) FROM meta)
-        + greatest(coalesce(us_to_ns(dur), 0), 0) AS end_ns,
-    TRY_CAST(args."External id" AS BIGINT) AS external_id
-FROM raw_events WHERE ph = 'X' AND ts IS NOT NULL AND cat = 'gpu_user_annotation';
-
-CREATE OR REPLACE TEMP TABLE out_steps AS
-SELECT s.step, s.tid, s.start_ns, s.end_ns, s.end_ns - s.start_ns AS dur_ns,
-       count(g.gpu_op_id) AS n_gpu_ops,
-       min(g.start_ns) AS gpu_start_ns, max(g.end_ns) AS gpu_end_ns,
-       CAST(coalesce(any_value(gs.graph_launches), 0) AS INTEGER) AS graph_launches,
-       CAST(coalesce(any_value(gs.unlinked), 0) AS INTEGER) AS graph_launches_unlinked
-FROM step_spans s LEFT JOIN gpu_full g ON g.step = s.step
-LEFT JOIN graph_launch_steps gs ON gs.step = s.step
-GROUP BY s.step, s.tid, s.start_ns, s.end_ns;
-
-CREATE OR REPLACE TEMP TABLE out_threads AS
-SELECT DISTINCT leading_int(pid) AS pid, leading_int(tid) AS tid,
-       CAST(args.name AS VARCHAR) AS thread_name
-FROM raw_events WHERE ph = 'M' AND name = 'thread_name';
-
--- ---------------------------------------------------------------- process groups
-CREATE OR REPLACE TEMP TABLE out_process_groups AS
-SELECT
-    CAST(pg ->> 'pg_name' AS VARCHAR) AS pg_name,
-    CAST(pg ->> 'pg_desc' AS VARCHAR) AS pg_desc,
-    CAST(regexp_extract_all(CAST(pg -> 'ranks' AS VARCHAR), '-?\d+') AS INTEGER[]) AS ranks,
-    TRY_CAST(pg ->> 'pg_size' AS INTEGER) AS size,
-    CAST(pg ->> 'backend_config' AS VARCHAR) AS backend,
-    false AS ranks_truncated,
-    'pg_config' AS source
-FROM (SELECT unnest(CAST(distributed_info -> '$.pg_config' AS JSON[])) AS pg FROM meta
-      WHERE json_type(distributed_info -> '$.pg_config') = 'ARRAY');
-
--- ---------------------------------------------------------------- summary
--- One row the loader needs for the `ranks` table, so it never reads the op tables back:
--- the most frequent device and pid (ties: the one seen first) and the CPU time span.
--- (Without GPU ops, read/range_device.sql may find the device.)
-CREATE OR REPLACE TEMP TABLE out_summary AS
-SELECT
-    (SELECT device FROM out_gpu_ops WHERE device IS NOT NULL
-     GROUP BY device ORDER BY count(*) DESC, min(gpu_op_id) LIMIT 1) AS device,
-    (SELECT pid FROM out_cpu_ops WHERE pid IS NOT NULL
-     GROUP BY pid ORDER BY count(*) DESC, min(op_id) LIMIT 1) AS pid,
-    (SELECT min(start_ns) FROM out_cpu_ops) AS trace_start_ns,
-    (SELECT max(end_ns) FROM out_cpu_ops) AS trace_end_ns;
+    g.*,
+    l.op_id AS launch_op_id,
+    x.op_id AS cpu_op_id,
+    l.step AS step
+FROM gpu_raw g
+LEFT JOIN launches l ON l.correlation = g.correlation
+LEFT JOIN ext_ops x ON x.external_id = g.external_id;

@@ -346,3 +346,24 @@ def test_profiling_names() -> None:
     assert split_profiling_name("nccl:send 0->3") == ("nccl", "send", 3)
     assert split_profiling_name("gloo:recv 2<-0") == ("gloo", "recv", 0)
     assert split_profiling_name("custom") == (None, "custom", None)
+
+
+CHECKED_FIELDS = ("record_id", "pg_id", "collective_seq_id", "p2p_seq_id", "op_id",
+                  "time_created_ns", "time_discovered_started_ns",
+                  "time_discovered_completed_ns", "timeout_ms")
+
+
+@pytest.mark.parametrize("value", [True, False, [1], {"n": 1}], ids=repr)
+@pytest.mark.parametrize("key", CHECKED_FIELDS)
+def test_a_boolean_or_container_id_fails_the_dump(key: str, value: Any, tmp_path: Path) -> None:
+    """A JSON boolean is no id, sequence number or time (True is an int in Python): the
+    dump fails with one line naming the entry and the field, as 2^70 does; it was stored
+    as a missing value, in silence."""
+    src = scenario("gpu_error_1st") / "_dump_12"
+    raw = as_json_dump(src)
+    raw["entries"][1][key] = value
+    dst = tmp_path / "nccl_trace_rank_12.json"
+    dst.write_text(json.dumps(raw))
+    with pytest.raises(TraceFileError, match=f"Flight Recorder entry 1: {key} is not a "
+                       "whole number"):
+        read_flight_recorder(dst, str(dst))

@@ -1,0 +1,42 @@
+"""Fit the process to an address-space limit (`ulimit -v`, RLIMIT_AS) before any library loads.
+
+Under such a limit what runs out first is address space reserved but never used: glibc
+gives each thread that allocates its own 64 MiB malloc arena, OpenBLAS (loaded with
+numpy) and polars (whose Rust allocator aborts when it fails) reserve per thread. A
+command that needs 300 MB then died under a 600 MB limit, sometimes inside glibc
+("cannot allocate memory for thread-local data: ABORT", exit 127), where no handler can
+turn it into stepscope's one line. With one arena, one BLAS thread and one polars thread
+the limit is spent on the data, and running out of it is a MemoryError or DuckDB's
+out-of-memory error: the one-line machine failure (exit 1).
+
+Nothing changes without a limit. Called first by the CLI's entry, before numpy, DuckDB
+or polars load (they load on first use); the variables reach the ingest's workers too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def address_space_limited() -> bool:
+    """True when this process runs under a finite RLIMIT_AS."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    return soft != resource.RLIM_INFINITY
+
+
+def fit_address_space_limit() -> None:
+    """One malloc arena, one BLAS and one polars thread when the address space is limited."""
+    if not address_space_limited():
+        return
+    os.environ.setdefault("MALLOC_ARENA_MAX", "1")  # for the worker processes
+    for name in ("OPENBLAS_NUM_THREADS", "POLARS_MAX_THREADS"):
+        os.environ.setdefault(name, "1")
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(ctypes.c_int(M_ARENA_MAX), ctypes.c_int(1))
+    except (OSError, AttributeError):  # not glibc: its allocator has no such arenas
+        pass

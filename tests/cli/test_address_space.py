@@ -1,0 +1,64 @@
+"""Under an address-space limit (`ulimit -v`) the CLI spends the limit on the data: one
+malloc arena, one BLAS and one polars thread (stepscope/address_space.py), so running out
+is stepscope's one line (exit 1), not an abort inside glibc or Rust (exit 127 / 134)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SHOW = ("import os; from stepscope.address_space import fit_address_space_limit; "
+        "fit_address_space_limit(); "
+        "print([os.environ.get(n) for n in "
+        "('MALLOC_ARENA_MAX', 'OPENBLAS_NUM_THREADS', 'POLARS_MAX_THREADS')])")
+VARIABLES = ("MALLOC_ARENA_MAX", "OPENBLAS_NUM_THREADS", "POLARS_MAX_THREADS")
+
+
+def _settings(limit: int | None) -> str:
+    def preexec() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    done = subprocess.run([sys.executable, "-c", SHOW], capture_output=True, text=True,
+                          env=env, preexec_fn=preexec, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_nothing_changes_without_a_limit() -> None:
+    assert _settings(None) == "[None, None, None]"
+
+
+def test_one_arena_and_one_thread_each_under_a_limit() -> None:
+    assert _settings(4 << 30) == "['1', '1', '1']"
+
+
+@pytest.fixture(scope="module")
+def base_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from stepscope import ingest_run
+    db = tmp_path_factory.mktemp("as") / "as.duckdb"
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "cpu" / "straggler"
+    assert ingest_run([sample], db=db, run="base").exit_code == 0
+    return db
+
+
+@pytest.mark.parametrize("attempt", range(4))
+def test_report_out_of_address_space_is_one_line(base_db: Path, attempt: int,
+                                                 tmp_path: Path) -> None:
+    """At 600 MB the report cannot run; before, 2 of 16 runs aborted inside glibc
+    ("cannot allocate memory for thread-local data", exit 127)."""
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    done = subprocess.run([sys.executable, "-P", "-m", "stepscope", "report", "base",
+                           "--db", str(base_db)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, preexec_fn=preexec, timeout=300)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "out of memory" in lines[0]
+    assert "machine's failure" in lines[0] or "memory" in lines[0]
