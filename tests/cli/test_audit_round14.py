@@ -279,12 +279,16 @@ CASES: dict[str, Case14] = {
     "nightly --out-dir a link to the input folder": _bad(
         ("nightly", T, "--db", f"{R}/nl14.duckdb", "--job", "j", "--out-dir",
          f"{R}/out14/input_link"), "input_link"),
-    "nightly --run whose folder is a link out of --out-dir (docs silent)": _bad(
+    # corrected after the first run: --out-dir is the reports' folder itself (docs/nightly.md
+    # step 7: `./stepscope-nightly/<run>/` is only its default), so no folder of the run's
+    # name is made: a link of that name in --out-dir is never written through, and a run
+    # name too long for a folder writes its reports into --out-dir (exit 0)
+    "nightly --run named like a link in --out-dir: nothing written through it": _ok(
         ("nightly", T, "--db", f"{R}/nk14.duckdb", "--job", "j", "--run", "r14", "--out-dir",
-         f"{R}/out14/n_links"), "r14"),
-    "nightly --run of 1,024 characters: no folder of that name (docs silent)": _bad(
+         f"{R}/out14/n_links")),
+    "nightly --run of 1,024 characters writes into --out-dir": _ok(
         ("nightly", T, "--db", f"{R}/nr14.duckdb", "--job", "j", "--run", "r" * 1024,
-         "--out-dir", f"{R}/nr14")),
+         "--out-dir", f"{R}/nr14ok")),
     # ---- names with bidi embeddings, marks and Unicode line separators
     "summary text of the mixed run": _ok(("summary", "esc14", "--db", D)),
     "summary md of the mixed run": _ok(("summary", "esc14", "--db", D, "--format", "md")),
@@ -328,7 +332,18 @@ CASES: dict[str, Case14] = {
 }
 
 # the cases that failed on the first run against the merged code (xfail until fixed)
-FIRST_RUN_FAILED: dict[str, str] = {}
+DAMAGED = ("DEFECT: exit 1 'database error (CatalogException: ... Table with name runs does "
+           "not exist!)'; docs/cli.md: a --db that is damaged is refused, exit 2")
+SEPARATORS = ("DEFECT: U+2028/U+2029 of a kernel, group or thread name are written raw (the "
+              "bidi marks beside them are escaped, and the md/text renderers escape all of "
+              "them); docs silent, the issue's class: controls in names reaching reports")
+FIRST_RUN_FAILED: dict[str, str] = {
+    "summary --db a stepscope db whose runs table was dropped": DAMAGED,
+    "report --db a stepscope db whose runs table was dropped": DAMAGED,
+    "report json of the mixed run": SEPARATORS,
+    "report html of the mixed run to stdout": SEPARATORS,
+    "diff json of the mixed run against base": SEPARATORS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -348,10 +363,11 @@ def sock(root: Path) -> Iterator[Path]:
 @pytest.mark.parametrize("name", params(CASES, FIRST_RUN_FAILED))
 def test_case(root: Path, sock: Path, name: str, tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> None:
+    places = ("nm14", "nl14", "nr14", "x14.json", "t/new14.md")
+    before = {n for n in places if (root / n).exists()}  # another case's doing
     check14(root, CASES[name], tmp_path, monkeypatch)
     assert not list((root / "out14" / "victim").iterdir())
-    assert not any((root / n).exists() for n in ("nm14", "nl14", "nr14", "x14.json",
-                                                 "t/new14.md"))
+    assert not any((root / n).exists() for n in places if n not in before)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,54 @@ tests/audit14_inputs.py, the check round 12's with the wider set of controls
 Expected outcomes come from README's exit-code table and docs/cli.md; a case the docs do
 not settle says "(docs silent)" and expects what a demanding user would.
 
-First run: not yet run (the cases are written without running them against the code).
+First run against the merged code (2a8b8cc: main cf46ebc merged; 07:41-07:44 UTC, 258
+cases: 175 in test_audit_round14.py, 83 here; 185 s on the shared machine, 79 s of user
+CPU): **213 of 258 held (82.6%)** as first written. Of the 45 misses, 29 were the test's
+error, corrected and each rerun once (passing):
+- the test's own slip (26): test_case's and test_option_case's closing check asserted that
+  no case had left `nr14` / `nm14`, so once one case wrote them (below) every later case
+  failed that check whatever its own outcome; the check now looks only at what the case
+  itself made. Rerun, all 26 held: in test_audit_round14.py the mixed run's `summary`
+  text/md/json, `report` md, `diff` md, `whatif --op` text, `whatif --collective` md,
+  `export` to stdout, and the messages of `report`/`summary` of an unknown run with U+2028
+  / U+2029, `history` of a job with an RLM, `ingest` of a missing path with an LRE,
+  `--run` with an RLE / U+2028, an unknown option with U+2028, an unknown command with an
+  RLE, `plan --gpu` with an ALM, `whatif --op` with U+2029, `nightly --fail-if` with
+  U+2028, `dashboard --traces-root` with U+2029, `report --model` with an LRM, `export
+  --out` in a missing folder with MIX, `nightly --baseline` with ESC and MIX (23); here
+  `--comm-kernels (a+)+$`, `--comm-kernels` a possessive quantifier, `--comm-kernels` the
+  database (3);
+- the documented behaviour guessed wrong (2): `nightly --run r14 --out-dir DIR` where
+  DIR/r14 is a link out, and `nightly --run` of 1,024 characters: I guessed the reports
+  go to DIR/<run>/ (refuse the link, refuse a name too long for a folder); docs/nightly.md
+  step 7 says they go to `--out-dir` itself (`./stepscope-nightly/<run>/` is only the
+  default), so both write into DIR, exit 0, and nothing is written through the link;
+- the test's own slip (1): "plan --from with 10 open files" gave no model spec (exit 2
+  before any file was opened: "no model spec"), then the spec of opt14 did not fit the run
+  ("FLOPs would run at 189819101% of peak", exit 2); now "plan with 10 open files".
+So 258 cases count; the other 16 are defects: **242 of 258 held (93.8%)**. They are
+FIRST_RUN_FAILED in each file (xfail, strict, until fixed):
+- databases (2): `summary` / `report --db` a stepscope database whose `runs` table was
+  dropped exit 1 "database error (CatalogException …)" (docs/cli.md: damaged, exit 2);
+- bounded time (1): `summary --db` whose `.wal` is a FIFO hangs (killed at the bound);
+- reports (3): `report` json and html, `diff` json write U+2028/U+2029 of names raw while
+  escaping the bidi marks beside them (the md and text renderers escape all of them);
+- option files (5): `--model` `n_layers: 3_2`, `0x20` (report and nightly) and `1:30`
+  accepted as 32, 32 and 90 (YAML 1.1); `n_layers: ~` is "internal error: KeyError";
+- hostile inputs (2): a Kineto rank 3 of world_size 2 and Inspector lines without
+  `header.n_ranks` are stored (exit 0);
+- signals and streams (3): SIGINT in the lock wait prints "interrupted: nothing was
+  ingested; DB is unchanged" (docs: "run 'x' … was not ingested; db is unchanged");
+  `report PATH` started with SIGINT ignored is interrupted by it (130; docs: stays
+  ignored); `summary`/`report` with an ASCII stdout end "internal error:
+  UnicodeEncodeError".
+Held: every option and variable form (signs, blanks, bases, boundaries), every Ray shape
+(19) and both addresses where nothing listens, encrypted/foreign/`:memory:`/locked
+databases (the holder's pid named), every output spelling of the database or an input,
+stop signals at fixed points (temporaries removed), gzip header fields, links inside a
+trace folder, Flight Recorder opcodes and limits, archives, machine limits.
+The two files run in about 2.5 minutes on the shared machine (the FIFO case bounded at
+30 s).
 """
 
 from __future__ import annotations
@@ -167,7 +214,30 @@ OPTION_CASES: dict[str, Case14] = {
     "--comm-kernels the database": ((*CK, D), None, 2, (D,)),
 }
 
-FIRST_RUN_FAILED: dict[str, str] = {}
+YAML11 = ("DEFECT: accepted (exit 0), read by YAML 1.1 as {}; docs/cli.md: every number in "
+          "ASCII digits without '_', model-spec fields checked before any work")
+FIRST_RUN_FAILED: dict[str, str] = {
+    "distributedInfo.rank 3 of world_size 2 (docs silent)": "DEFECT: stored (exit 0); a rank "
+    "not below the world size fails its file for NCCL logs and Inspector, not for Kineto",
+    "Inspector lines without header.n_ranks": "DEFECT: stored (exit 0); docs/cli.md: lines "
+    "that lack a part fail the file with one line saying which",
+    "--model n_layers 3_2 (docs silent)": YAML11.format("32"),
+    "--model n_layers 0x20": YAML11.format("32"),
+    "--model n_layers 1:30, YAML 1.1's base 60": YAML11.format("90"),
+    "nightly --model n_layers 0x20": YAML11.format("32") + " (the night ran)",
+    "--model n_layers ~": "DEFECT: 'internal error: KeyError: 'n_layers'' (docs: one line naming "
+                          "the file and the problem, exit 2)",
+    "ingest SIGINT while it waits for the locked db": "DEFECT: 'interrupted: nothing was "
+    "ingested; DB is unchanged' names no run; docs/cli.md: `interrupted: run 'x' ... was not "
+    "ingested; db is unchanged`",
+    "report PATH with SIGINT ignored at start, then SIGINT": "DEFECT: exit 130 'interrupted: "
+    "nothing was written'; docs/cli.md: a signal ignored at start stays ignored",
+    "summary and report of mixed names to an ASCII stdout": "DEFECT: 'internal error: "
+    "UnicodeEncodeError: 'ascii' codec can't encode character '\\xd7'' (docs silent)",
+    "summary of a db whose .wal is a FIFO, in 60 s of CPU (docs silent)": "DEFECT: hangs "
+    "(killed after the bound) opening the FIFO .wal; docs/cli.md: a damaged --db is refused, "
+    "exit 2",
+}
 
 
 @pytest.mark.parametrize("name", params(FILE_CASES, FIRST_RUN_FAILED))
@@ -199,8 +269,9 @@ def test_other_case(hostile: Path, name: str, tmp_path: Path,
 @pytest.mark.parametrize("name", params(OPTION_CASES, FIRST_RUN_FAILED))
 def test_option_case(hostile: Path, name: str, tmp_path: Path,
                      monkeypatch: pytest.MonkeyPatch) -> None:
+    existed = (hostile / "nm14").exists()  # another case's doing
     check14(hostile, OPTION_CASES[name], tmp_path, monkeypatch)
-    assert not (hostile / "nm14").exists()
+    assert existed or not (hostile / "nm14").exists()
 
 
 @pytest.mark.parametrize("name", params({"report json of Inspector bandwidths of 1e308": ()},
@@ -421,7 +492,10 @@ def test_report_to_a_full_stdout(hostile: Path, tmp_path: Path) -> None:
     _one_line(rc, err, (1,))
 
 
-def test_summary_of_mixed_names_to_an_ascii_stdout(hostile: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", params(
+    {"summary and report of mixed names to an ASCII stdout": ()}, FIRST_RUN_FAILED))
+def test_summary_of_mixed_names_to_an_ascii_stdout(hostile: Path, name: str,
+                                                   tmp_path: Path) -> None:
     """`summary` and `report` of the run whose names hold é, bidi marks and line
     separators, with PYTHONIOENCODING=ascii (docs silent): no UnicodeEncodeError."""
     for argv in (["summary", "esc14"], ["report", "esc14"]):
@@ -439,9 +513,11 @@ PROCESS_CASES: dict[str, tuple[list[str], tuple[tuple[int, int], ...], tuple[int
     "export in 600 MB of address space": (
         ["export", "base", "--db", "{db}", "--out", "{root}/pm14a.json"], ((AS, 600 << 20),),
         (0, 1), ()),
-    "plan --from with 10 open files": (
-        ["plan", "--from", "base", "--db", "{db}", "--gpus", "16"],
-        ((resource.RLIMIT_NOFILE, 10),), (0, 1), ()),
+    # corrected: as first written `plan --from base` (no model spec beside the run) was a
+    # usage error before any file was opened; the planner alone is what this case tries
+    "plan with 10 open files": (
+        ["plan", "--params", "7e9", "--gpus", "8", "--gpu", "H100", "--seq", "4096",
+         "--out", "{root}/pm14p.md"], ((resource.RLIMIT_NOFILE, 10),), (0, 1), ()),
     "ingest of 40 files with 16 open files": (
         ["ingest", "{root}/t40", "--db", "{root}/pm14b.duckdb", "--quiet"],
         ((resource.RLIMIT_NOFILE, 16),), (0, 1), ()),
@@ -466,7 +542,7 @@ def test_process_case(hostile: Path, name: str, tmp_path: Path) -> None:
     argv, limits, codes, said = PROCESS_CASES[name]
     (hostile / "stage14").mkdir(exist_ok=True)
     full = [a.format(root=hostile, db=hostile / "db.duckdb") for a in argv]
-    rc, err, _ = _run(full, tmp_path, limits=limits, timeout=90)
+    rc, err, _ = _run(full, tmp_path, limits=limits, timeout=30 if "FIFO" in name else 90)
     _one_line(rc, err, codes, *[s.format(root=hostile) for s in said])
     assert not list(tmp_path.iterdir())
     if rc == 1 and "NOFILE" not in name:
