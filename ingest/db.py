@@ -188,6 +188,8 @@ def connect_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
                              "run `stepscope ingest` into it first")
         if version < schema.SCHEMA_VERSION:
             schema.read_as_current(con, _current_layout())
+        else:
+            schema.check_tables(con, path, _current_layout())
     return con
 
 
@@ -271,7 +273,10 @@ def _check_complete(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def check_duckdb_file(path: Path) -> None:
-    """Refuse an existing path that is not a DuckDB database, from its first bytes."""
+    """Refuse an existing path that is not a DuckDB database, from its first bytes, or
+    whose write-ahead log beside it is not a regular file (DuckDB would block forever
+    reading a FIFO there)."""
+    _check_wal(path)
     if not path.exists():
         return
     if not path.is_file():
@@ -288,6 +293,13 @@ def check_duckdb_file(path: Path) -> None:
             else "an empty file" if not head else "unknown contents")
     raise UsageError(f"{path}: not a DuckDB file ({what}); point --db at a stepscope "
                      "database or a new file name")
+
+
+def _check_wal(path: Path) -> None:
+    wal = path.with_name(path.name + ".wal")
+    if (wal.is_symlink() or wal.exists()) and not wal.is_file():
+        raise UsageError(f"{quote_name(wal)}: the database's write-ahead log is not a "
+                         "regular file; move it away, or point --db at another database")
 
 
 def check_stepscope_file(db: str | Path) -> None:
@@ -554,6 +566,7 @@ def threads_limit(con: duckdb.DuckDBPyConnection, threads: int | None) -> Iterat
     con.execute(sql("catalog/threads.sql"), {"threads": int(before)})
 
 
+@cache
 @cache
 def _current_layout() -> schema.Layout:
     """The current schema's layout, from a scratch in-memory database built by the

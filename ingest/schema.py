@@ -154,10 +154,24 @@ def read_as_current(con: duckdb.DuckDBPyConnection, current: Layout) -> None:
         con.execute(stmt)  # built by the SQL file from the catalog, names quoted there
 
 
+def check_tables(con: duckdb.DuckDBPyConnection, path: str | Path, current: Layout) -> None:
+    """Refuse a database at the current version that lacks one of the current schema's
+    tables (dropped by hand, or a copy cut short): every query would otherwise end in
+    DuckDB's CatalogException."""
+    present = {row[1] for row in layout(con) if row[0] == "table"}
+    missing = sorted({row[1] for row in current if row[0] == "table"} - present)
+    if missing:
+        raise UsageError(
+            f"{path}: a damaged stepscope database (table(s) {', '.join(missing[:4])}"
+            f"{', ...' if len(missing) > 4 else ''} missing); ingest the traces again into "
+            "a new --db")
+
+
 def owned_run_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The owned tables whose rows belong to a run (catalog/owned_run_tables.sql)."""
     return [r[0] for r in con.execute(sql("catalog/owned_run_tables.sql")).fetchall()]
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "classify", "layout", "migrate",
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "check_tables", "classify", "layout",
+           "migrate",
            "owned_run_tables", "pending", "read_as_current"]

@@ -163,6 +163,10 @@ def resolve_rank(info: dict[str, Any] | None, file: str, n_files: int) -> tuple[
     it is the only file."""
     rank = checked_rank((info or {}).get("rank"), "rank", file)
     if rank is not None:
+        world = checked_rank((info or {}).get("world_size"), "world_size", file)
+        if world and rank >= world:  # as an NCCL log's rank must be below its nRanks
+            raise TraceFileError(file, f"distributedInfo.rank {rank} is not below its "
+                                 f"world_size {world}")
         return rank, "distributedInfo"
     from_name = rank_from_name(file)
     if from_name is not None:

@@ -361,7 +361,13 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
     work.executor.start(len(work.tasks))  # the workers import as the database opens
     try:
         new = NewFile.before_connecting(db)
-        con = connect_write(db)
+        try:
+            con = connect_write(db)  # may wait for another writer's lock
+        except KeyboardInterrupt as exc:  # Ctrl-C in the wait: the run's own line
+            if isinstance(exc, Interrupted):
+                raise
+            raise Interrupted(_interrupt_message(result.run, result.db, False),
+                              committed=False) from None
         before = FileState.of(db)
         guard.add_stopper(con.interrupt)
         try:

@@ -266,12 +266,23 @@ def machine_failure_line(exc: BaseException) -> str | None:
     return None if what is None else f"error: {what} (the machine's failure, not stepscope's)"
 
 
+def _escape_what_the_streams_cannot_encode() -> None:
+    """On a stdout or stderr that cannot encode every character (PYTHONIOENCODING=ascii,
+    a Latin-1 terminal) a name is written with backslash escapes (`caf\\xe9`) instead
+    of ending the command with UnicodeEncodeError; a UTF-8 stream is unchanged."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and stream.errors == "strict":
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (never raises for user errors). A stop signal
     gives one line and 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     if (interrupts := _interrupts()) is not None:
         interrupts.forget_signals()
     _STOPPED_BY.clear()
+    _escape_what_the_streams_cannot_encode()
     try:
         with _stop_signals_interrupt():
             return _run(argv)

@@ -66,7 +66,9 @@ def _check(table: pa.Table, display: str) -> None:
     checked before: inspector_fields.py)."""
     if table.num_rows == 0:
         raise TraceFileError(display, "NCCL Inspector file without any op")
-    for column, what in (("comm_id", "header.id"), ("nccl_op", "coll_perf.coll / p2p_perf.p2p"),
+    for column, what in (("comm_id", "header.id"), ("n_ranks", "header.n_ranks"),
+                         ("comm_rank", "header.rank"),
+                         ("nccl_op", "coll_perf.coll / p2p_perf.p2p"),
                          ("exec_time_us", "the execution time")):
         nulls = table.column(column).null_count
         if nulls:

@@ -6,8 +6,8 @@ a message size written as the text "1024" as 1024, `coll` an object stored as it
 text. Each field now states the JSON type it takes (a JSON boolean is no integer, a text
 no number, 1.5 no rank) and its range; a line outside them fails the file alone, with
 one line naming the field, the count of such lines and the first such value. A field
-absent or null is missing: the reader's required fields (header.id, the op's name and
-execution time) are checked for that after reading (inspector.py).
+absent or null is missing: the reader's required fields (header.id, header.n_ranks,
+header.rank, the op's name and execution time) are checked for that after reading (inspector.py).
 """
 
 from __future__ import annotations

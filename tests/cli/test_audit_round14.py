@@ -332,17 +332,7 @@ CASES: dict[str, Case14] = {
 }
 
 # the cases that failed on the first run against the merged code (xfail until fixed)
-DAMAGED = ("DEFECT: exit 1 'database error (CatalogException: ... Table with name runs does "
-           "not exist!)'; docs/cli.md: a --db that is damaged is refused, exit 2")
-SEPARATORS = ("DEFECT: U+2028/U+2029 of a kernel, group or thread name are written raw (the "
-              "bidi marks beside them are escaped, and the md/text renderers escape all of "
-              "them); docs silent, the issue's class: controls in names reaching reports")
 FIRST_RUN_FAILED: dict[str, str] = {
-    "summary --db a stepscope db whose runs table was dropped": DAMAGED,
-    "report --db a stepscope db whose runs table was dropped": DAMAGED,
-    "report json of the mixed run": SEPARATORS,
-    "report html of the mixed run to stdout": SEPARATORS,
-    "diff json of the mixed run against base": SEPARATORS,
 }
 
 

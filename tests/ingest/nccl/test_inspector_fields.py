@@ -24,7 +24,8 @@ from stepscope.ingest.nccl.inspector_fields import FIELDS, Field
 
 N_RANKS = 4
 # Not a JSON null: a missing value, which only these fields may not be.
-REQUIRED = {"header.id": "header.id", "coll_perf.coll": "coll_perf.coll / p2p_perf.p2p",
+REQUIRED = {"header.id": "header.id", "header.n_ranks": "header.n_ranks",
+            "header.rank": "header.rank", "coll_perf.coll": "coll_perf.coll / p2p_perf.p2p",
             "coll_perf.coll_exec_time_us": "the execution time",
             "p2p_perf.p2p": "coll_perf.coll / p2p_perf.p2p",
             "p2p_perf.p2p_exec_time_us": "the execution time"}
