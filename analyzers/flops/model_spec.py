@@ -90,9 +90,9 @@ def _load_yaml(text: str) -> Any:
             return super().construct_mapping(node, deep=deep)
 
     # YAML 1.1 reads `0x20`, `3_2` and `1:30` (base 60) as 32, 32 and 90: a number is
-    # kept as its text here and read by the one grammar of numbers (_spec_number)
+    # read by the one grammar of numbers instead (_yaml_number)
     for tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
-        _NoAliasLoader.add_constructor(tag, _scalar_text)
+        _NoAliasLoader.add_constructor(tag, _yaml_number)
     loader = _NoAliasLoader(text)
     try:
         return loader.get_single_data()
@@ -100,9 +100,22 @@ def _load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def _scalar_text(loader: Any, node: Any) -> str:
-    """A YAML number as written: the spec's own grammar decides what it is."""
-    return str(loader.construct_scalar(node))
+YAML_SPECIAL_FLOATS = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf,
+                       ".nan": math.nan}
+
+
+def _yaml_number(loader: Any, node: Any) -> Any:
+    """A YAML number read by the one grammar of numbers (`-4096`, `32.5`, `7.0e9`), YAML's
+    `.inf`/`.nan` as the floats they name (refused later as not finite); anything else
+    YAML 1.1 calls a number (`0x20`, `3_2`, `1:30`) stays text and is refused by
+    _spec_number as no number."""
+    text = str(loader.construct_scalar(node))
+    try:
+        value = decimal(text, -math.inf, math.inf)
+    except NumberTextError:
+        return YAML_SPECIAL_FLOATS.get(text.lower(), text)
+    is_int = node.tag.endswith(":int") and value.is_integer()
+    return int(value) if is_int else value
 
 
 def _shown(raw: Any) -> str:
