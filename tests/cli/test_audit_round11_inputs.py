@@ -114,7 +114,9 @@ FILE_CASES: dict[str, Case] = {
     "FR pickle of a frozenset": _bad("fr_frozenset", FR),
     "zip64 member": _ok("a_zip64"),
     "zip holding a .json.gz": _ok("a_zip_gz_member"),
-    "tar member under 3,000 folders": _bad("a_tar_longname", "run.tar"),
+    # read since the long names are staged under short ones (ingest/sources, p43n): a
+    # valid trace is not lost for its folder's depth (it failed alone before)
+    "tar member under 3,000 folders": _ok("a_tar_longname"),
     "an xz tar named .tar": _ok("a_tar_xz"),
     "zip without its end record": _bad("a_zip_cut", "run.zip"),
     "zip member named with OSC": _bad("a_zip_osc_member", "run.zip"),

@@ -232,7 +232,10 @@ def test_ingest_in_a_small_address_space(root: Path, tmp_path: Path) -> None:
         done.returncode == 1 and len(lines) == 1 and ": out of memory; " in lines[0]
         and "(the machine's failure, not the file's)" in lines[0]
         and "nothing was committed" in lines[0]), done.stderr
-    assert _runs(db) in ([], [("unreadable",)])
+    # it ran: the run is there (one malloc arena under the limit since
+    # stepscope/address_space.py made 1.5 GiB enough); it stopped: nothing was committed
+    assert _runs(db) == ([("t",)] if done.returncode == 0 else []) or \
+        _runs(db) == [("unreadable",)]
 
 
 def test_sigterm_while_waiting_for_a_locked_database(root: Path, tmp_path: Path) -> None:

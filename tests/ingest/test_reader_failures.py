@@ -243,6 +243,12 @@ def test_the_machines_failure_at_open(case: str, tmp_path: Path) -> None:
                           env=env, check=False)
     err = proc.stderr.splitlines()
     assert proc.returncode == 1 and len(err) == 1, (proc.returncode, err)
+    assert "STEPSCOPE_MEMORY_LIMIT" not in err[0], err
+    if err[0].startswith("error: t/rank0.json: "):  # one malloc arena under an address-
+        # space limit (stepscope/address_space.py): the open fits, the parse does not
+        assert err[0].startswith(f"error: t/rank0.json: {problem}") and "(the machine's " \
+            "failure, not the file's): the ingest stopped and nothing was committed" in err[0]
+        return
     assert err[0].startswith(f"error: x.duckdb: cannot open the database: {problem}"), err
     assert "(the machine's failure, not the database's); nothing was committed" in err[0]
 
