@@ -82,7 +82,7 @@ class InterruptGuard:
         _active.append(self)
         if threading.current_thread() is threading.main_thread():
             for sig in STOP_SIGNALS:
-                if sig == signal.SIGINT or _catchable(sig):
+                if _catchable(sig):  # ignored at start (nohup, `cmd &`): stays ignored
                     self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -55,7 +55,7 @@ FIRST_RUN_FAILED in each file (xfail, strict, until fixed):
   `report PATH` started with SIGINT ignored is interrupted by it (130; docs: stays
   ignored); `summary`/`report` with an ASCII stdout end "internal error:
   UnicodeEncodeError".
-Fixed since (plain cases now; 15 of the 16): the dropped `runs` table is "a damaged
+Fixed since (plain cases now; all 16): the dropped `runs` table is "a damaged
 stepscope database (table(s) runs missing)", exit 2 (ingest/schema.check_tables); a `.wal`
 that is not a regular file is refused before DuckDB opens it (ingest/db.py); report/diff
 json and html escape U+2028/U+2029 (ingest/errors.TERMINAL_UNSAFE); `--model` YAML numbers
@@ -63,8 +63,8 @@ are read by the one grammar of numbers and `~` is a missing field
 (analyzers/flops/model_spec.py); a Kineto rank not below its world_size fails its file
 (ingest/tasks.py); Inspector lines without header.n_ranks or header.rank fail their file;
 Ctrl-C in the lock wait names the run; a stream that cannot encode a name gets backslash
-escapes (stepscope/cli.py). Open: SIGINT ignored at start is taken back by the ingest's
-guard (ingest/interrupts.py takes SIGINT always).
+escapes (stepscope/cli.py); a SIGINT ignored at start stays ignored in the ingest's guard
+too (ingest/interrupts.py took SIGINT back always).
 Held: every option and variable form (signs, blanks, bases, boundaries), every Ray shape
 (19) and both addresses where nothing listens, encrypted/foreign/`:memory:`/locked
 databases (the holder's pid named), every output spelling of the database or an input,
@@ -225,8 +225,6 @@ OPTION_CASES: dict[str, Case14] = {
 }
 
 FIRST_RUN_FAILED: dict[str, str] = {
-    "report PATH with SIGINT ignored at start, then SIGINT": "DEFECT: exit 130 'interrupted: "
-    "nothing was written'; docs/cli.md: a signal ignored at start stays ignored",
 }
 
 
