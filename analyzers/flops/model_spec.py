@@ -114,8 +114,9 @@ def _yaml_number(loader: Any, node: Any) -> Any:
         value = decimal(text, -math.inf, math.inf)
     except NumberTextError:
         return YAML_SPECIAL_FLOATS.get(text.lower(), text)
-    is_int = node.tag.endswith(":int") and value.is_integer()
-    return int(value) if is_int else value
+    if node.tag.endswith(":int") and value.is_integer():
+        return int(text)  # digits as written (a double would round 26 digits)
+    return value
 
 
 def _shown(raw: Any) -> str:
