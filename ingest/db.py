@@ -44,7 +44,12 @@ from stepscope.ingest.errors import (
     quote_name,
 )
 from stepscope.ingest.folder_names import folder_ending, names_a_folder
-from stepscope.ingest.limits import MEMORY_LIMIT_ENV, memory_limit_setting, usable_memory_bytes
+from stepscope.ingest.limits import (
+    MEMORY_LIMIT_ENV,
+    address_space_config,
+    memory_limit_setting,
+    usable_memory_bytes,
+)
 from stepscope.ingest.number_text import NumberTextError, decimal, setting
 from stepscope.ingest.sql_files import sql
 
@@ -107,7 +112,8 @@ def connect(path: str | Path = ":memory:", read_only: bool = False,
     no extension loaded behind the caller's back) and no progress bar on stderr;
     `config` adds settings."""
     con = duckdb.connect(str(path), read_only=read_only,
-                         config={**NO_EXTENSION_DOWNLOADS, **(config or {})})
+                         config={**NO_EXTENSION_DOWNLOADS, **address_space_config(),
+                                 **(config or {})})
     con.execute(sql("catalog/no_progress_bar.sql"))
     return con
 

@@ -7,7 +7,8 @@ command that needs 300 MB then died under a 600 MB limit, sometimes inside glibc
 ("cannot allocate memory for thread-local data: ABORT", exit 127), where no handler can
 turn it into stepscope's one line. With one arena, one BLAS thread and one polars thread
 the limit is spent on the data, and running out of it is a MemoryError or DuckDB's
-out-of-memory error: the one-line machine failure (exit 1).
+out-of-memory error: the one-line machine failure (exit 1). DuckDB's own connections
+run on one thread under such a limit (`ingest.limits.address_space_config`).
 
 Nothing changes without a limit. Called first by the CLI's entry, before numpy, DuckDB
 or polars load (they load on first use); the variables reach the ingest's workers too.
@@ -17,15 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import os
-import resource
+
+from stepscope.ingest.limits import address_space_limited
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
-
-
-def address_space_limited() -> bool:
-    """True when this process runs under a finite RLIMIT_AS."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    return soft != resource.RLIM_INFINITY
 
 
 def fit_address_space_limit() -> None:

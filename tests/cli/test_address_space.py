@@ -38,6 +38,29 @@ def test_one_arena_and_one_thread_each_under_a_limit() -> None:
     assert _settings(4 << 30) == "['1', '1', '1']"
 
 
+DUCKDB_THREADS = ("from stepscope.ingest.db import connect; "
+                  "print(connect().execute(\"SELECT current_setting('threads')\").fetchone()[0])")
+
+
+def _duckdb_threads(limit: int | None) -> int:
+    def preexec() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    done = subprocess.run([sys.executable, "-c", DUCKDB_THREADS], capture_output=True,
+                          text=True, preexec_fn=preexec, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+def test_duckdb_on_one_thread_under_a_limit() -> None:
+    """DuckDB starts its worker threads when a database opens; under `ulimit -v` one of
+    them could abort the process in glibc (CI: `export` under 600 MB, exit 127)."""
+    assert _duckdb_threads(4 << 30) == 1
+    import duckdb
+    default = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()
+    assert default is not None and _duckdb_threads(None) == int(default[0])
+
+
 @pytest.fixture(scope="module")
 def base_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from stepscope import ingest_run
