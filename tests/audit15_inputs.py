@@ -148,6 +148,24 @@ def _kernels(field: str, value: Any) -> Any:
     return edit
 
 
+def _as_text(field: str) -> Any:
+    """Every kernel's `field` written as the text of its number (docs/cli.md: ts and dur
+    may be numbers or their text)."""
+    def edit(trace: dict[str, Any]) -> None:
+        for e in trace["traceEvents"]:
+            if e.get("cat") == "kernel":
+                e[field] = repr(float(e[field]))
+    return edit
+
+
+def _kernel_args(field: str, value: Any) -> Any:
+    def edit(trace: dict[str, Any]) -> None:
+        for e in trace["traceEvents"]:
+            if e.get("cat") == "kernel":
+                e["args"][field] = value
+    return edit
+
+
 def _dist(field: str, value: Any) -> Any:
     def edit(trace: dict[str, Any]) -> None:
         trace["distributedInfo"][field] = value
@@ -166,8 +184,8 @@ def _traces(base: Path) -> None:
     _kineto(base, "k15_dur_object", _kernels("dur", {"us": 5}))
     _kineto(base, "k15_ts_minus_1e300", _kernels("ts", -1e300))
     _kineto(base, "k15_dur_1e300", _kernels("dur", 1e300))
-    _kineto(base, "k15_ts_text_of_a_number", _kernels("ts", "1030.5"))
-    _kineto(base, "k15_dur_text_of_a_number", _kernels("dur", "200"))
+    _kineto(base, "k15_ts_text_of_a_number", _as_text("ts"))
+    _kineto(base, "k15_dur_text_of_a_number", _as_text("dur"))
     _kineto(base, "k15_ts_text_blank", _kernels("ts", "   "))
     _kineto(base, "k15_args_a_number", _kernels("args", 7))
     _kineto(base, "k15_rank_minus_1", _dist("rank", -1))
@@ -178,9 +196,7 @@ def _traces(base: Path) -> None:
     _kineto(base, "k15_base_2_63", _top("baseTimeNanoseconds", 1 << 63))
     _kineto(base, "k15_name_null", _kernels("name", None))
     _kineto(base, "k15_tid_list", _kernels("tid", [7]))
-    _kineto(base, "k15_device_2_40", lambda t: [e["args"].update(device=1 << 40)
-                                                 for e in t["traceEvents"]
-                                                 if e.get("cat") == "kernel"])
+    _kineto(base, "k15_device_2_40", _kernel_args("device", 1 << 40))
     _kineto(base, "k15_distributed_null", _top("distributedInfo", None))
     _kineto(base, "k15_device_props_text", _top("deviceProperties", "H100"))
     many = kineto_trace(rank=0, world_size=1)
