@@ -35,7 +35,8 @@ from conftest import kineto_trace, write_trace
 from stepscope.ingest.nccl.safe_pickle import load_plain
 
 __all__ = ["C1", "ESC", "MIX", "ONE", "RAW14", "SPEC", "Case14", "build15", "check15",
-           "cli", "full_disk", "one_line", "own_dir", "params", "raw14", "root", "run_cli"]
+           "cli", "fill_up", "full_disk", "one_line", "own_dir", "params", "raw14", "root",
+           "run_cli"]
 
 C1 = "\x9b2J\x85"  # a C1 CSI and NEL
 MODULE = "stepscope"
@@ -120,15 +121,20 @@ def full_disk(where: Path, size_kb: int = 256, room: int = 0) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()[:200]}")
     try:
         filler = where / ".filler"
-        with open(filler, "wb") as fh:
-            with contextlib.suppress(OSError):
-                fh.write(b"\0" * (size_kb << 10))
-                fh.flush()
+        fill_up(filler)
         if room:
             os.truncate(filler, max(0, filler.stat().st_size - room))
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+def fill_up(path: Path) -> None:
+    """Append zeros to `path`, unbuffered, until its disk is full (ENOSPC)."""
+    chunk = b"\0" * (64 << 10)
+    with open(path, "ab", buffering=0) as fh, contextlib.suppress(OSError):
+        while True:
+            fh.write(chunk)
 
 
 # ---------------------------------------------------------------- hostile inputs

@@ -44,7 +44,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ from audit15_inputs import (
     check14,
     check15,
     cli,
+    fill_up,
     full_disk,
     one_line,
     own_dir,
@@ -982,14 +982,6 @@ def test_full_disk(hostile: Path, name: str, tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
-def _fill_up(path: Path) -> None:
-    """Write zeros to `path` until the disk is full."""
-    with suppress(OSError), open(path, "ab") as fh:
-        for _ in range(4096):
-            fh.write(b"\0" * (1 << 20))
-            fh.flush()
-
-
 def test_full_disk_keeps_the_old_output(hostile: Path, tmp_path: Path) -> None:
     """`report --out` over an existing file on a full disk: exit 1, one line naming it,
     and the old file as it was (docs/cli.md: "a full disk leaves the old file as it
@@ -997,7 +989,7 @@ def test_full_disk_keeps_the_old_output(hostile: Path, tmp_path: Path) -> None:
     own = own_dir(tmp_path)
     with full_disk(own / "full", room=8192) as full:
         (full / "old.md").write_text("old report\n")
-        _fill_up(full / ".filler")
+        fill_up(full / ".filler")
         rc, err, _ = run_cli(["report", "base", "--db", str(hostile / "db.duckdb"), "--out",
                               str(full / "old.md")], tmp_path)
         one_line(rc, err, (1,), "old.md")
@@ -1013,7 +1005,7 @@ def test_ingest_into_an_existing_db_on_a_full_disk(hostile: Path, tmp_path: Path
     with full_disk(own / "full", size_kb=(size >> 10) + 1024, room=(size + (256 << 10))) \
             as full:
         shutil.copy(hostile / "db.duckdb", full / "db.duckdb")
-        _fill_up(full / ".filler")
+        fill_up(full / ".filler")
         before = _runs(full / "db.duckdb")
         rc, err, _ = run_cli(["ingest", str(hostile / "t2"), "--db", str(full / "db.duckdb"),
                               "--run", "more", "--quiet"], tmp_path)
