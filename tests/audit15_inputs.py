@@ -448,8 +448,6 @@ def _option_files(base: Path) -> None:
     (opts / "empty.yaml").write_text("")
     (opts / "empty_object.json").write_text("{}")
     (opts / "trailing_garbage.json").write_text(json.dumps(SPEC) + " x")
-    (opts / "deep.yaml").write_text("n_layers: " + "[" * 100_000 + "]" * 100_000 + "\n")
-    (opts / "deep.json").write_text('{"patterns": ' + "[" * 100_000 + "]" * 100_000 + "}")
     (opts / "gzip_spec.json").write_bytes(gzip.compress(json.dumps(SPEC).encode(), mtime=0))
     (opts / "a_dir").mkdir()
     ck = {"pattern": "zzz15_kernel", "library": "x", "collective": "all_reduce", "op": "o"}
