@@ -179,8 +179,8 @@ OPTION_CASES: dict[str, Case14] = {
         REPORT, "STEPSCOPE_MEMORY_LIMIT", "1GiB\t"),
     "$STEPSCOPE_MEMORY_LIMIT in Arabic-Indic digits in diff": _var(
         DIFF, "STEPSCOPE_MEMORY_LIMIT", "\u0662GB"),
-    "$STEPSCOPE_MEMORY_LIMIT 1PiB, its top": _ok(("summary", "--db", D),
-                                                 {"STEPSCOPE_MEMORY_LIMIT": "1PiB"}),
+    "$STEPSCOPE_MEMORY_LIMIT 1024TiB, its top (1 PiB)": _ok(
+        ("summary", "--db", D), {"STEPSCOPE_MEMORY_LIMIT": "1024TiB"}),
     "$STEPSCOPE_MEMORY_LIMIT 512MiB in whatif": _ok(
         (*WHATIF, "--rank", "0"), {"STEPSCOPE_MEMORY_LIMIT": "512MiB"}),
     "$STEPSCOPE_MEMORY_LIMIT abc in plan --from": _var(
