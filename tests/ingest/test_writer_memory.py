@@ -416,3 +416,17 @@ def test_batches_leave_no_memory_behind(tmp_path: Path,
         ingest([HEALTHY], db=tmp_path / f"b{ranks_per_batch}.duckdb", run="r",
                executor="inline", after_load=after_load)
     assert held[1] == held[64], held
+
+
+def test_duckdb_that_got_no_memory_from_the_machine_is_the_machines_failure() -> None:
+    """DuckDB's "bad allocation" (the machine gave it nothing, as under `ulimit -v`) names
+    no limit of its own: the line says the machine's failure; before, it blamed "the
+    database at its limit" and told the user to raise $STEPSCOPE_MEMORY_LIMIT."""
+    from stepscope.ingest.db_errors import explain
+
+    exc = duckdb.OutOfMemoryException(
+        "Out of Memory Error: Failed to allocate block of 16384 bytes (bad allocation)")
+    line = str(explain(exc, "x.duckdb"))
+    assert line.startswith("out of memory; "), line
+    assert "(the machine's failure, not the database's)" in line and "at its limit" not in line
+    assert line.endswith("nothing was committed to x.duckdb")
