@@ -4,7 +4,8 @@ Every rank's times are on its host's clock; hosts' clocks differ (hundreds of µ
 seconds) and drift. The members of a matched collective instance finish together, and a
 send finishes with its recv, so the differences of their ends measure the clocks' offsets.
 `materialize` (at ingest, inside the attribution's transaction) gathers the ends in DuckDB
-(clocks/ends.sql), fits one robust line per pair of hosts that meet (clocks/pairs.sql:
+(clocks/ends.sql, per batch of whole hosts, so that only one batch's ranks are held at
+once), fits one robust line per pair of hosts that meet (clocks/pairs.sql:
 medians, so a broken match or a late kernel does not pull it), then solves the hosts'
 offsets (and drifts, when they lower the residual) by least squares over that graph of
 pairs — a system of hosts x hosts, small — and writes `clock_offsets`. A host whose
@@ -14,6 +15,7 @@ says why. Readers correct times through the view `rank_clocks`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -32,6 +34,9 @@ RANK_DEV_NS = 20_000
 # A drift term is kept when it at least halves the pairs' residual and moves an end by
 # more than this over the span of the trace.
 DRIFT_MIN_NS = 2_000
+# The evidence is gathered per batch of whole hosts of about this many ranks (the
+# attribution's batch size): its per-rank rows are those of one batch, whatever the job.
+BATCH_RANKS = 64
 
 
 @dataclass(frozen=True)
@@ -49,11 +54,15 @@ class PairFit:
     span: float
 
 
-def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
+def materialize(con: duckdb.DuckDBPyConnection, run: str,
+                shed: Callable[[], None] | None = None,
+                batch_ranks: int = BATCH_RANKS) -> None:
     """Estimate and store run `run`'s clock offsets (replacing its earlier rows); the
-    evidence's temp tables are dropped when they are written."""
+    evidence's temp tables are dropped when they are written. `shed` (the attribution's
+    `Room.shed`) runs before each batch of hosts, so that DuckDB's cache holds one
+    batch's blocks, not the run's."""
     hosts = con.execute(sql("clocks/hosts.sql"), {"run": run}).fetchall()
-    run_script(con, "clocks/ends.sql", {"run": run})
+    gather_ends(con, run, shed, batch_ranks)
     (t0,), = con.execute(sql("clocks/t0.sql")).fetchall()
     rows: list[dict[str, object]] = []
     if len(hosts) > 1 and t0 is not None:
@@ -68,8 +77,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
             residual, n = res.get(no, (None, 0))
             note = host_note(no, n, residual, no in reached)
             rows.append(_row(host, None, offsets[no], slopes[no], t0, residual, n, note))
-        for rank, host, dev, n in con.execute(sql("clocks/rank_devs.sql"),
-                                              {"run": run, "min_ns": RANK_DEV_NS}).fetchall():
+        for rank, host, dev, n in con.execute(sql("clocks/rank_devs.sql")).fetchall():
             no = next(i for h, i, _ in hosts if h == host)
             note = host_note(no, n, res.get(no, (None, 0))[0], no in reached)
             rows.append(_row(host, rank, offsets[no] + dev, slopes[no], t0,
@@ -79,6 +87,19 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
     if rows:  # a run without Kineto ranks (Flight Recorder dumps, NCCL logs alone) has none
         run_script(con, "clocks/write.sql", {"run": run, "rows": rows})
     run_script(con, "clocks/drop.sql", {})
+
+
+def gather_ends(con: duckdb.DuckDBPyConnection, run: str,
+                shed: Callable[[], None] | None, batch_ranks: int) -> None:
+    """Fill the evidence's temp tables (clocks/start.sql) batch by batch of whole hosts
+    (clocks/ends.sql): every step of it is per host or per rank, so the rows are those of
+    all hosts at once, and only one batch's per-rank ends are held."""
+    run_script(con, "clocks/start.sql", {"run": run, "batch_ranks": batch_ranks})
+    for batch, lo, hi in con.execute(sql("clocks/batches.sql")).fetchall():
+        if shed is not None:
+            shed()
+        run_script(con, "clocks/ends.sql", {"run": run, "batch": batch, "lo": lo, "hi": hi,
+                                            "min_ns": RANK_DEV_NS})
 
 
 def _row(host: str, rank: int | None, offset: float, slope: float, t0: int,

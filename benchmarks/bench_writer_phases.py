@@ -98,9 +98,9 @@ def instrument(phases: Phases, subphases: bool, no_distributed_info: bool) -> No
         attribution.run_script = script  # type: ignore[assignment]
         align = attribution.clocks.materialize
 
-        def clocks(con: duckdb.DuckDBPyConnection, run: str) -> None:
+        def clocks(con: duckdb.DuckDBPyConnection, run: str, *args: Any) -> None:
             phases.phase = "attribution:clocks"
-            align(con, run)
+            align(con, run, *args)
 
         attribution.clocks.materialize = clocks  # type: ignore[assignment]
     if no_distributed_info:
