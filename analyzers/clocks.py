@@ -16,6 +16,7 @@ says why. Readers correct times through the view `rank_clocks`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import duckdb
@@ -23,6 +24,7 @@ import numpy as np
 
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.results import ClockHost, Clocks
+from stepscope.ingest.db import Room, room_for_bytes
 
 # A host is aligned when the median disagreement of its aligned ends is within this
 # (a collective's members finish within a few µs of each other) ...
@@ -37,6 +39,10 @@ DRIFT_MIN_NS = 2_000
 # The evidence is gathered per batch of whole hosts of about this many ranks (the
 # attribution's batch size): its per-rank rows are those of one batch, whatever the job.
 BATCH_RANKS = 64
+# DuckDB's working memory for the fit per gathered host end (clocks/pairs.sql and
+# residuals.sql over clk_ends): the 202,752 ends of 2,048 simulated ranks were fitted
+# at a 20 MiB limit and not at 16 (~100 B each), so this leaves half again as margin.
+END_BYTES = 160
 
 
 @dataclass(frozen=True)
@@ -54,15 +60,32 @@ class PairFit:
     span: float
 
 
-def materialize(con: duckdb.DuckDBPyConnection, run: str,
-                shed: Callable[[], None] | None = None,
+def materialize(con: duckdb.DuckDBPyConnection, run: str, room: Room | None = None,
                 batch_ranks: int = BATCH_RANKS) -> None:
     """Estimate and store run `run`'s clock offsets (replacing its earlier rows); the
-    evidence's temp tables are dropped when they are written. `shed` (the attribution's
-    `Room.shed`) runs before each batch of hosts, so that DuckDB's cache holds one
-    batch's blocks, not the run's."""
+    evidence's temp tables are dropped when they are written. With the attribution's
+    `room`, its cache is shed before each batch of hosts, and DuckDB's limit is lowered
+    to what the step needs (`room_for_bytes`): the floor while the evidence is gathered
+    (one batch at a time), then END_BYTES per host end for the fit, so that the step
+    does not fill a room sized for the attribution's largest batch."""
     hosts = con.execute(sql("clocks/hosts.sql"), {"run": run}).fetchall()
-    gather_ends(con, run, shed, batch_ranks)
+    with _within(room, 0):
+        gather_ends(con, run, room.shed if room else None, batch_ranks)
+    (ends,), = con.execute(sql("clocks/evidence_rows.sql")).fetchall()
+    with _within(room, END_BYTES * int(ends)):
+        _fit_and_write(con, run, hosts)
+
+
+def _within(room: Room | None, wanted: int) -> AbstractContextManager[None]:
+    """`room.within` the room for `wanted` bytes (nothing without a room)."""
+    return nullcontext() if room is None else room.within(room_for_bytes(wanted))
+
+
+def _fit_and_write(con: duckdb.DuckDBPyConnection, run: str,
+                   hosts: list[tuple[str, int, list[int]]]) -> None:
+    """Fit the hosts' clocks to the gathered ends (clocks/pairs.sql, `solve`), check them
+    (clocks/residuals.sql), and write clock_offsets: a row per host, and one per rank whose
+    clock is not its host's."""
     (t0,), = con.execute(sql("clocks/t0.sql")).fetchall()
     rows: list[dict[str, object]] = []
     if len(hosts) > 1 and t0 is not None:

@@ -71,7 +71,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
             run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
         run_script(con, "attribution/scratch_reset.sql", {})
         room.shed()
-        clocks.materialize(con, run, room.shed, batch_ranks)
+        clocks.materialize(con, run, room, batch_ranks)
         room.shed()  # the commit starts from the run, not from the attribution's cache
 
 
