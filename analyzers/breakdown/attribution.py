@@ -44,10 +44,12 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     """Compute and store the attribution tables of `run` (replacing earlier rows; the
     tables are part of the schema, ingest/sql/schema/derived.sql and the migrations).
 
-    First the cross-rank part over every rank's collectives (attribution/
-    collective_match.sql: the instances and their shortest durations, a few rows per
-    call), then per batch of ranks the rest (attribution.sql), and the split of its idle
-    time (idle.sql, which reads attribution.sql's scratch). A batch's intermediate results
+    First the cross-rank part, the instances of every rank's collectives and their
+    shortest durations (`match_collectives`: attribution/collective_match.sql, itself
+    per batch of ranks), then per batch of ranks the rest (attribution.sql), and the
+    split of its idle time (idle.sql, which reads attribution.sql's scratch); last the
+    clock alignment (analyzers/clocks.py, per batch of whole hosts, in the room it
+    needs). A batch's intermediate results
     are Parquet files in a private temporary folder (attribution/scratch.sql says why),
     overwritten by the next batch. The memory limit and the thread count are sized to the
     largest batch (ingest.db.fit_memory_limit, threads_for). Every step of the batch
