@@ -4,7 +4,8 @@ Every rank's times are on its host's clock; hosts' clocks differ (hundreds of µ
 seconds) and drift. The members of a matched collective instance finish together, and a
 send finishes with its recv, so the differences of their ends measure the clocks' offsets.
 `materialize` (at ingest, inside the attribution's transaction) gathers the ends in DuckDB
-(clocks/ends.sql), fits one robust line per pair of hosts that meet (clocks/pairs.sql:
+(clocks/ends.sql, per batch of whole hosts, so that only one batch's ranks are held at
+once), fits one robust line per pair of hosts that meet (clocks/pairs.sql:
 medians, so a broken match or a late kernel does not pull it), then solves the hosts'
 offsets (and drifts, when they lower the residual) by least squares over that graph of
 pairs — a system of hosts x hosts, small — and writes `clock_offsets`. A host whose
@@ -14,6 +15,8 @@ says why. Readers correct times through the view `rank_clocks`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import duckdb
@@ -21,6 +24,7 @@ import numpy as np
 
 from stepscope.analyzers._sql import run_script, sql
 from stepscope.analyzers.results import ClockHost, Clocks
+from stepscope.ingest.db import Room, room_for_bytes
 
 # A host is aligned when the median disagreement of its aligned ends is within this
 # (a collective's members finish within a few µs of each other) ...
@@ -32,6 +36,13 @@ RANK_DEV_NS = 20_000
 # A drift term is kept when it at least halves the pairs' residual and moves an end by
 # more than this over the span of the trace.
 DRIFT_MIN_NS = 2_000
+# The evidence is gathered per batch of whole hosts of about this many ranks (the
+# attribution's batch size): its per-rank rows are those of one batch, whatever the job.
+BATCH_RANKS = 64
+# DuckDB's working memory for the fit per gathered host end (clocks/pairs.sql and
+# residuals.sql over clk_ends): the 202,752 ends of 2,048 simulated ranks were fitted
+# at a 20 MiB limit and not at 16 (~100 B each), so this leaves half again as margin.
+END_BYTES = 160
 
 
 @dataclass(frozen=True)
@@ -49,11 +60,32 @@ class PairFit:
     span: float
 
 
-def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
+def materialize(con: duckdb.DuckDBPyConnection, run: str, room: Room | None = None,
+                batch_ranks: int = BATCH_RANKS) -> None:
     """Estimate and store run `run`'s clock offsets (replacing its earlier rows); the
-    evidence's temp tables are dropped when they are written."""
+    evidence's temp tables are dropped when they are written. With the attribution's
+    `room`, its cache is shed before each batch of hosts, and DuckDB's limit is lowered
+    to what the step needs (`room_for_bytes`): the floor while the evidence is gathered
+    (one batch at a time), then END_BYTES per host end for the fit, so that the step
+    does not fill a room sized for the attribution's largest batch."""
     hosts = con.execute(sql("clocks/hosts.sql"), {"run": run}).fetchall()
-    run_script(con, "clocks/ends.sql", {"run": run})
+    with _within(room, 0):
+        gather_ends(con, run, room.shed if room else None, batch_ranks)
+    (ends,), = con.execute(sql("clocks/evidence_rows.sql")).fetchall()
+    with _within(room, END_BYTES * int(ends)):
+        _fit_and_write(con, run, hosts)
+
+
+def _within(room: Room | None, wanted: int) -> AbstractContextManager[None]:
+    """`room.within` the room for `wanted` bytes (nothing without a room)."""
+    return nullcontext() if room is None else room.within(room_for_bytes(wanted))
+
+
+def _fit_and_write(con: duckdb.DuckDBPyConnection, run: str,
+                   hosts: list[tuple[str, int, list[int]]]) -> None:
+    """Fit the hosts' clocks to the gathered ends (clocks/pairs.sql, `solve`), check them
+    (clocks/residuals.sql), and write clock_offsets: a row per host, and one per rank whose
+    clock is not its host's."""
     (t0,), = con.execute(sql("clocks/t0.sql")).fetchall()
     rows: list[dict[str, object]] = []
     if len(hosts) > 1 and t0 is not None:
@@ -68,8 +100,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
             residual, n = res.get(no, (None, 0))
             note = host_note(no, n, residual, no in reached)
             rows.append(_row(host, None, offsets[no], slopes[no], t0, residual, n, note))
-        for rank, host, dev, n in con.execute(sql("clocks/rank_devs.sql"),
-                                              {"run": run, "min_ns": RANK_DEV_NS}).fetchall():
+        for rank, host, dev, n in con.execute(sql("clocks/rank_devs.sql")).fetchall():
             no = next(i for h, i, _ in hosts if h == host)
             note = host_note(no, n, res.get(no, (None, 0))[0], no in reached)
             rows.append(_row(host, rank, offsets[no] + dev, slopes[no], t0,
@@ -79,6 +110,19 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str) -> None:
     if rows:  # a run without Kineto ranks (Flight Recorder dumps, NCCL logs alone) has none
         run_script(con, "clocks/write.sql", {"run": run, "rows": rows})
     run_script(con, "clocks/drop.sql", {})
+
+
+def gather_ends(con: duckdb.DuckDBPyConnection, run: str,
+                shed: Callable[[], None] | None, batch_ranks: int) -> None:
+    """Fill the evidence's temp tables (clocks/start.sql) batch by batch of whole hosts
+    (clocks/ends.sql): every step of it is per host or per rank, so the rows are those of
+    all hosts at once, and only one batch's per-rank ends are held."""
+    run_script(con, "clocks/start.sql", {"run": run, "batch_ranks": batch_ranks})
+    for batch, lo, hi in con.execute(sql("clocks/batches.sql")).fetchall():
+        if shed is not None:
+            shed()
+        run_script(con, "clocks/ends.sql", {"run": run, "batch": batch, "lo": lo, "hi": hi,
+                                            "min_ns": RANK_DEV_NS})
 
 
 def _row(host: str, rank: int | None, offset: float, slope: float, t0: int,

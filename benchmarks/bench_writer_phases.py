@@ -3,9 +3,10 @@
 Ingests SET into a new DB at the defaults, as `stepscope.ingest_run` does, in this one
 process (the writer; the parse runs on the usual workers), sampling its RSS
 (`/proc/self/status`) every 20 ms and keeping the peak of each phase: the appends, the
-attribution (with --subphases, each of its SQL scripts and the clock alignment), the
-commit. DuckDB's `duckdb_memory()` and memory limit are recorded when the appends end and
-when the attribution ends (just before the COMMIT). Prints one JSON object.
+attribution (with --subphases, each of its SQL scripts and the clock alignment, and
+each SQL file of the clock alignment as `clocks:NAME`), the commit. DuckDB's
+`duckdb_memory()` and memory limit are recorded when the appends end and when the
+attribution ends (just before the COMMIT). Prints one JSON object.
 
     python benchmarks/bench_writer_phases.py SET DB [--subphases] [--no-distributed-info]
 
@@ -98,11 +99,23 @@ def instrument(phases: Phases, subphases: bool, no_distributed_info: bool) -> No
         attribution.run_script = script  # type: ignore[assignment]
         align = attribution.clocks.materialize
 
-        def clocks(con: duckdb.DuckDBPyConnection, run: str) -> None:
+        def clocks(con: duckdb.DuckDBPyConnection, run: str, *args: Any) -> None:
             phases.phase = "attribution:clocks"
-            align(con, run)
+            align(con, run, *args)
 
         attribution.clocks.materialize = clocks  # type: ignore[assignment]
+        clock_script, clock_sql = attribution.clocks.run_script, attribution.clocks.sql
+
+        def clock_step(con: duckdb.DuckDBPyConnection, name: str, params: Any) -> None:
+            phases.phase = "clocks:" + name.rsplit("/", 1)[-1]
+            clock_script(con, name, params)
+
+        def clock_query(name: str) -> str:  # read just before the query runs
+            phases.phase = "clocks:" + name.rsplit("/", 1)[-1]
+            return clock_sql(name)
+
+        attribution.clocks.run_script = clock_step  # type: ignore[assignment]
+        attribution.clocks.sql = clock_query  # type: ignore[assignment]
     if no_distributed_info:
         rank_row = writer._rank_row
 

@@ -412,11 +412,18 @@ def memory_limit_for(events: int) -> int | None:
     (MEMORY_PER_EVENT_BYTES each, between the floor and the ceiling), times the room
     scale of the ingest's attempt (`larger_rooms`); None when $STEPSCOPE_MEMORY_LIMIT
     is set: the user's limit holds as given."""
+    return room_for_bytes(MEMORY_PER_EVENT_BYTES * events)
+
+
+def room_for_bytes(wanted: int) -> int | None:
+    """The writer's memory limit in bytes for work that needs `wanted` bytes (at least
+    the floor, at most the ceiling), times the room scale of the ingest's attempt
+    (`larger_rooms`); None when $STEPSCOPE_MEMORY_LIMIT is set."""
     if memory_limit_setting():
         return None
     scale = _ROOM_SCALE.get()
-    wanted = max(MEMORY_FLOOR_BYTES, MEMORY_PER_EVENT_BYTES * events) * scale
-    return min(wanted, max(MEMORY_CEILING_BYTES, MEMORY_FLOOR_BYTES * scale))
+    return min(max(MEMORY_FLOOR_BYTES, wanted) * scale,
+               max(MEMORY_CEILING_BYTES, MEMORY_FLOOR_BYTES * scale))
 
 
 def room_scales() -> tuple[int, ...]:
@@ -482,6 +489,35 @@ class Room:
 
     con: duckdb.DuckDBPyConnection
     limit: int | None = None
+
+    @contextmanager
+    def within(self, room: int | None) -> Iterator[None]:
+        """Within the block, DuckDB's limit is `room` bytes where that is below the
+        room's (None, or a room at least as large: unchanged), then the room's again: for
+        a step whose working set is known to be smaller than the largest batch's (the
+        clock alignment, which reads per-host ends, not trace events), so that DuckDB
+        does not fill the whole room with its cache and buffers there (benchmarks/
+        README.md, "The cross-rank steps per batch"). Lowered on a cursor, as `shed`
+        does: where DuckDB cannot evict down to it, the failed SET leaves the limit as it
+        was and aborts that cursor's statement only. Not restored when the block raises:
+        the connection is then past saving (see threads_limit)."""
+        if self.limit is None or room is None or room >= self.limit:
+            yield
+            return
+        self._set_on_cursor(room)
+        yield
+        self.con.execute(sql("catalog/memory_limit.sql"), {"limit": f"{self.limit}B"})
+
+    def _set_on_cursor(self, limit: int) -> None:
+        """Set DuckDB's limit to `limit` bytes on a cursor, a failure to evict down to it
+        (DuckDB then evicts what it can) left to that cursor."""
+        cursor = self.con.cursor()
+        try:
+            cursor.execute(sql("catalog/memory_limit.sql"), {"limit": f"{limit}B"})
+        except duckdb.OutOfMemoryException:
+            pass  # it evicted what it could; the limit is as it was
+        finally:
+            cursor.close()
 
     def shed(self) -> None:
         """Make DuckDB drop the blocks it caches, the room kept: the limit is lowered to

@@ -79,6 +79,9 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     if isinstance(exc, MemoryError):  # Python could not allocate: the machine's memory
         return DatabaseProblem(f"{machine_problem(exc)} (the machine's failure, not the "
                                f"database's); nothing was committed to {_name(db)}")
+    if "bad allocation" in text:  # DuckDB asked the machine and got nothing: not its limit
+        return DatabaseProblem(f"{machine_problem(MemoryError())} (the machine's failure, "
+                               f"not the database's); nothing was committed to {_name(db)}")
     if kind == "OutOfMemoryException" or "out of memory" in text:
         return _out_of_memory(exc, db)
     if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:

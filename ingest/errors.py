@@ -65,7 +65,12 @@ def quote_name(name: str | os.PathLike[str]) -> str:
 
 
 class StepscopeError(Exception):
-    """Base class of errors shown to the user as one line, without a traceback."""
+    """Base class of errors shown to the user as one line, without a traceback.
+    `earlier` holds the (file, problem) failures of work done before this error (the
+    first run of `diff PATH_A PATH_B` when the second fails): they came first, so the
+    CLI prints them before this message."""
+
+    earlier: tuple[tuple[str, str], ...] = ()
 
 
 class UsageError(StepscopeError):

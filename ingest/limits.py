@@ -8,6 +8,7 @@ is memory-mapped, never held whole in a Python object.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import resource
@@ -128,6 +129,16 @@ def max_trace_bytes(explicit: int | None = None) -> int:
     return parse_size(env, MAX_TRACE_ENV) if env is not None else DEFAULT_MAX_TRACE_BYTES
 
 
+# Under `ulimit -v` DuckDB's room is a quarter of the address space still free when the
+# process's first connection opens (at least 16 MiB): past it DuckDB fails with its own
+# out-of-memory error, the one-line machine failure, while polars (whose Rust allocator
+# aborts the process when it fails), Arrow and NumPy keep the rest. Measured on `report`
+# of a 2-rank run: a third still ran out of address space at 700 MB (DuckDB's
+# "bad allocation" of a 16 KiB block), a quarter runs from 600 MB up.
+ADDRESS_ROOM_SHARE = 4
+MIN_ADDRESS_ROOM_BYTES = 16 << 20
+
+
 def address_space_limited() -> bool:
     """True when this process runs under a finite address-space limit (`ulimit -v`)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -135,12 +146,36 @@ def address_space_limited() -> bool:
 
 
 def address_space_config() -> dict[str, str | bool | int | float | list[str]]:
-    """DuckDB settings for a connection opened under an address-space limit: one thread.
+    """DuckDB settings for a connection opened under an address-space limit: one thread,
+    no I/O threads, a room within the address space left.
 
-    DuckDB starts its worker threads when a database opens; under `ulimit -v` the first
-    touch of a new thread's thread-local data can find no address space left, and glibc
-    then aborts the process ("cannot allocate memory for thread-local data", exit 127),
-    where no handler can turn it into the one-line machine failure (measured: 1 run in 6
-    of `export` under 600 MB). On one thread DuckDB starts none. Nothing without a limit.
+    DuckDB starts its worker threads (and 8 I/O threads) when a database opens; under
+    `ulimit -v` the first touch of a new thread's thread-local data can find no address
+    space left, and glibc then aborts the process ("cannot allocate memory for
+    thread-local data", exit 127), where no handler can turn it into the one-line machine
+    failure (measured: 1 run in 6 of `export` under 600 MB). With these settings DuckDB
+    starts no thread. Nothing changes without a limit.
     """
-    return {"threads": 1} if address_space_limited() else {}
+    if not address_space_limited():
+        return {}
+    return {"threads": 1, "async_threads": 0, "memory_limit": f"{_address_room()}B"}
+
+
+@functools.cache
+def _address_room() -> int:
+    """DuckDB's room under an address-space limit, fixed at the first connection: DuckDB
+    refuses a second connection to an open file with other settings."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    return max(MIN_ADDRESS_ROOM_BYTES, (soft - _address_space_used()) // ADDRESS_ROOM_SHARE)
+
+
+def _address_space_used() -> int:
+    """The address space this process has mapped (VmSize), 0 when it cannot be told."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:  # a small pseudo-file
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

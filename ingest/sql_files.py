@@ -35,9 +35,17 @@ def _read(path: Path) -> str:
 
 
 @cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """An in-memory connection that only parses: no worker or I/O threads. The module's
+    `duckdb.extract_statements` would open DuckDB's default connection, whose 10 threads
+    each take address space (under `ulimit -v` one could abort the process in glibc)."""
+    return duckdb.connect(config={"threads": 1, "async_threads": 0})
+
+
+@cache
 def split_statements(text: str) -> tuple[str, ...]:
     """The statements of a SQL script, in order (DuckDB's own parser splits them)."""
-    return tuple(s.query for s in duckdb.extract_statements(text))
+    return tuple(s.query for s in _parser().extract_statements(text))
 
 
 _COMMENT = re.compile(r"--[^\n]*")

@@ -16,10 +16,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.address_space import fit_address_space_limit
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from stepscope.ingest.errors import StepscopeError
 
 NOTHING_WRITTEN = "interrupted: nothing was written"
 # Commands that write the user's database report what it holds when interrupted; the
@@ -130,7 +133,7 @@ def check_db_name(db: object) -> None:
 
 def _run(argv: Sequence[str] | None) -> int:
     from stepscope.commands import load
-    from stepscope.ingest import NothingIngestedError, StepscopeError, UsageError
+    from stepscope.ingest import StepscopeError, UsageError
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -149,16 +152,22 @@ def _run(argv: Sequence[str] | None) -> int:
                 raise
             raise KeyboardInterrupt from None  # a temporary database only: nothing written
     except UsageError as exc:
-        say(f"error: {exc}")
+        _say_error(exc)
         return EXIT_USAGE
-    except NothingIngestedError as exc:
-        for file, problem in exc.failures:
-            say(f"error: {file}: {problem}")
-        say(f"error: {exc}")
-        return EXIT_NOTHING
     except StepscopeError as exc:
-        say(f"error: {exc}")
+        _say_error(exc)
         return EXIT_NOTHING
+
+
+def _say_error(exc: StepscopeError) -> None:
+    """The error's line, after the failures that came before it: those of earlier work
+    (`exc.earlier`), then a NothingIngestedError's own files (the first error first)."""
+    from stepscope.ingest import NothingIngestedError
+
+    own = exc.failures if isinstance(exc, NothingIngestedError) else []
+    for file, problem in [*exc.earlier, *own]:
+        say(f"error: {file}: {problem}")
+    say(f"error: {exc}")
 
 
 def _command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

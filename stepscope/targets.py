@@ -135,13 +135,20 @@ def diff(target_a: str | Path, target_b: str | Path, db: str | Path = DEFAULT_DB
     """Why run B differs from run A (each a run in `db` or a trace path)."""
     if str(target_a) == str(target_b):
         raise UsageError("RUN_A and RUN_B are the same; pass two runs or two trace paths")
-    with open_target(target_a, db, step_marker=step_marker, comm_kernels=comm_kernels) as a, \
-            open_target(target_b, db, step_marker=step_marker, avoid_name=a.run,
-                        comm_kernels=comm_kernels) as b:
-        built = diff_runs(a.store.con, a.run, b.store.con, b.run, options)
-        why_not = built.why_no_expected
-        notes = a.notes + b.notes + ((why_not,) if why_not else ())
-        return BuiltDiff(failures=a.failures + b.failures, notes=notes, diff=built.diff)
+    with open_target(target_a, db, step_marker=step_marker, comm_kernels=comm_kernels) as a:
+        try:
+            opened_b = open_target(target_b, db, step_marker=step_marker, avoid_name=a.run,
+                                   comm_kernels=comm_kernels)
+            with opened_b as b:
+                built = diff_runs(a.store.con, a.run, b.store.con, b.run, options)
+                why_not = built.why_no_expected
+                notes = a.notes + b.notes + ((why_not,) if why_not else ())
+                return BuiltDiff(failures=a.failures + b.failures, notes=notes,
+                                 diff=built.diff)
+        except StepscopeError as exc:
+            # A's files that failed came first: the error of B must not hide them
+            exc.earlier = a.failures + exc.earlier
+            raise
 
 
 def plan(target: str | Path, db: str | Path = DEFAULT_DB,

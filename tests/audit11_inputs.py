@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from audit8_inputs import ESC, FR_DUMP, _inspector_line, cli
+from audit8_inputs import ESC, FR_DUMP, _inspector_line, base_database, cli
 from conftest import kineto_trace, write_trace
 
 from stepscope.ingest.nccl.safe_pickle import load_plain
@@ -283,21 +283,20 @@ def _batch2(base: Path) -> None:
                 + f"node0:1:2 [0] NCCL WARN NET/IB : got async event{OSC}\n" * 200_000)
 
 
+def _esc_trace(rank: int) -> dict[str, Any]:
+    """A rank whose GEMM kernels are named with an OSC sequence and a C1 control."""
+    trace = kineto_trace(rank=rank, world_size=2)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel" and e["name"].startswith("sm90"):
+            e["name"] = f"gemm{OSC}{C1}k"
+    trace["distributedInfo"]["backend"] = "nccl"
+    return trace
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("audit11")
-    for r in range(2):
-        write_trace(base / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        write_trace(base / "t2" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        trace = kineto_trace(rank=r, world_size=2)
-        for e in trace["traceEvents"]:
-            if e.get("cat") == "kernel" and e["name"].startswith("sm90"):
-                e["name"] = f"gemm{OSC}{C1}k"
-        trace["distributedInfo"]["backend"] = "nccl"
-        write_trace(base / "esc" / f"rank{r}.json.gz", trace)
-    for folder, run in (("t", "base"), ("t2", "other"), ("esc", "esc")):
-        assert cli(("ingest", str(base / folder), "--db", str(base / "db.duckdb"), "--run",
-                    run, "--quiet"))[0] == 0
+    base_database(base, "esc", _esc_trace)
     _traces(base)
     _nccl(base)
     _flight_recorder(base)

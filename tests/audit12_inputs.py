@@ -24,7 +24,15 @@ from typing import Any
 
 import duckdb
 import pytest
-from audit8_inputs import ESC, FR_DUMP, _inspector_line, _named_kernels, cli, raw_controls
+from audit8_inputs import (
+    ESC,
+    FR_DUMP,
+    _inspector_line,
+    base_database,
+    cli,
+    esc_kernels,
+    raw_controls,
+)
 from conftest import kineto_trace, write_trace
 
 from stepscope.ingest.nccl.safe_pickle import load_plain
@@ -331,15 +339,7 @@ def _outputs(base: Path) -> None:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("audit12")
-    for r in range(2):
-        write_trace(base / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        write_trace(base / "t2" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        trace = kineto_trace(rank=r, world_size=2)
-        _named_kernels(f"gemm{ESC}{C1}\u202ekernel", pg=f"pg{ESC}x")(trace)
-        write_trace(base / "esc" / f"rank{r}.json.gz", trace)
-    for folder, run in (("t", "base"), ("t2", "other"), ("esc", "esc")):
-        assert cli(("ingest", str(base / folder), "--db", str(base / "db.duckdb"), "--run",
-                    run, "--quiet"))[0] == 0
+    base_database(base, "esc", esc_kernels(f"gemm{ESC}{C1}\u202ekernel", f"pg{ESC}x"))
     _traces(base)
     _nccl(base)
     _flight_recorder(base)

@@ -24,7 +24,14 @@ from typing import Any
 
 import duckdb
 import pytest
-from audit8_inputs import ESC, FR_DUMP, _inspector_line, _named_kernels, cli
+from audit8_inputs import (
+    ESC,
+    FR_DUMP,
+    _inspector_line,
+    _named_kernels,
+    base_database,
+    esc_kernels,
+)
 from audit12_inputs import MARKER, fill
 from conftest import kineto_trace, write_trace
 
@@ -287,15 +294,7 @@ def _outputs(base: Path) -> None:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("audit13")
-    for r in range(2):
-        write_trace(base / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        write_trace(base / "t2" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        trace = kineto_trace(rank=r, world_size=2)
-        _named_kernels(f"gemm{ESC}{C1}\u202ekernel", pg=f"pg{ESC}{C1}x")(trace)
-        write_trace(base / "esc" / f"rank{r}.json.gz", trace)
-    for folder, run in (("t", "base"), ("t2", "other"), ("esc", "esc")):
-        assert cli(("ingest", str(base / folder), "--db", str(base / "db.duckdb"), "--run",
-                    run, "--quiet"))[0] == 0
+    base_database(base, "esc", esc_kernels(f"gemm{ESC}{C1}\u202ekernel", f"pg{ESC}{C1}x"))
     _traces(base)
     _nccl(base)
     _flight_recorder(base)

@@ -27,7 +27,7 @@ from typing import Any
 import audit12_inputs
 import duckdb
 import pytest
-from audit8_inputs import ESC, FR_DUMP, RAW, _inspector_line, _named_kernels, cli
+from audit8_inputs import ESC, FR_DUMP, RAW, _inspector_line, _named_kernels, base_database, cli
 from audit12_inputs import MARKER, check12
 from conftest import kineto_trace, write_trace
 
@@ -160,13 +160,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The base database (runs base, other, esc14), option files, odd databases and
     outputs; the hostile trace inputs are added by `build_inputs`."""
     base = tmp_path_factory.mktemp("audit14")
-    for r in range(2):
-        write_trace(base / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        write_trace(base / "t2" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-        write_trace(base / "esc14" / f"rank{r}.json.gz", _esc_trace(r))
-    for folder, run in (("t", "base"), ("t2", "other"), ("esc14", "esc14")):
-        assert cli(("ingest", str(base / folder), "--db", str(base / "db.duckdb"), "--run",
-                    run, "--quiet"))[0] == 0
+    base_database(base, "esc14", _esc_trace)
     _option_files(base)
     _databases(base)
     _outputs(base)

@@ -276,16 +276,35 @@ def _databases(base: Path) -> None:
     (base / "dbdir.duckdb").mkdir()
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    base = tmp_path_factory.mktemp("audit8")
+def esc_kernels(name: str, pg: str) -> Any:
+    """A builder of a rank's trace whose kernels are named `name`, its process group `pg`."""
+    def build(rank: int) -> dict[str, Any]:
+        trace = kineto_trace(rank=rank, world_size=2)
+        _named_kernels(name, pg=pg)(trace)
+        return trace
+    return build
+
+
+def base_database(base: Path, esc_folder: str, esc_trace: Any) -> None:
+    """The base database every audit round reads, `base/db.duckdb`: runs `base` (folder t)
+    and `other` (t2), two plain ranks each, and a run named like `esc_folder` whose two
+    ranks `esc_trace(rank)` builds (names with escapes; None: the folder is already
+    there)."""
     for r in range(2):
         write_trace(base / "t" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
         write_trace(base / "t2" / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=2))
-    _traces(base)
-    for folder, run in (("t", "base"), ("t2", "other"), ("esc", "esc")):
+        if esc_trace is not None:
+            write_trace(base / esc_folder / f"rank{r}.json.gz", esc_trace(r))
+    for folder, run in (("t", "base"), ("t2", "other"), (esc_folder, esc_folder)):
         assert cli(("ingest", str(base / folder), "--db", str(base / "db.duckdb"), "--run",
                     run, "--quiet"))[0] == 0
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("audit8")
+    _traces(base)
+    base_database(base, "esc", None)
     _flight_recorder(base)
     _nccl(base)
     _archives(base, json.dumps(kineto_trace(rank=0, world_size=1)).encode())

@@ -7,6 +7,7 @@ collective_waits and step_attribution); the readers work on read-only connection
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -34,6 +35,8 @@ SHORT_GAP_NS = 30_000
 # limit is sized to the largest batch (ingest.db.fit_memory_limit).
 BATCH_RANKS = 64
 BATCH_EVENTS = 1_000_000
+# The range of DuckDB's INTEGER, the type of `rank`.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 
 def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BATCH_RANKS,
@@ -41,10 +44,12 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
     """Compute and store the attribution tables of `run` (replacing earlier rows; the
     tables are part of the schema, ingest/sql/schema/derived.sql and the migrations).
 
-    First the cross-rank part over every rank's collectives (attribution/
-    collective_match.sql: the instances and their shortest durations, a few rows per
-    call), then per batch of ranks the rest (attribution.sql), and the split of its idle
-    time (idle.sql, which reads attribution.sql's scratch). A batch's intermediate results
+    First the cross-rank part, the instances of every rank's collectives and their
+    shortest durations (`match_collectives`: attribution/collective_match.sql, itself
+    per batch of ranks), then per batch of ranks the rest (attribution.sql), and the
+    split of its idle time (idle.sql, which reads attribution.sql's scratch); last the
+    clock alignment (analyzers/clocks.py, per batch of whole hosts, in the room it
+    needs). A batch's intermediate results
     are Parquet files in a private temporary folder (attribution/scratch.sql says why),
     overwritten by the next batch. The memory limit and the thread count are sized to the
     largest batch (ingest.db.fit_memory_limit, threads_for). Every step of the batch
@@ -60,8 +65,7 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
             fit_memory_limit(con, largest) as room, \
             threads_limit(con, threads_for(largest)):
         run_script(con, "attribution/scratch.sql", {"dir": scratch})
-        run_script(con, "attribution/collective_match.sql",
-                   {"run": run, "local_ops": local_op_keys()})
+        match_collectives(con, run, [(lo, hi) for lo, hi, _ in batches], room.shed)
         for lo, hi, _ in batches:
             room.shed()  # what the steps before cached, kept, grew with the ranks
             params = {"run": run, "lo": lo, "hi": hi}
@@ -69,8 +73,38 @@ def materialize(con: duckdb.DuckDBPyConnection, run: str, batch_ranks: int = BAT
             run_script(con, "attribution/idle.sql", {**params, "short_gap_ns": SHORT_GAP_NS})
         run_script(con, "attribution/scratch_reset.sql", {})
         room.shed()
-        clocks.materialize(con, run)
+        clocks.materialize(con, run, room, batch_ranks)
         room.shed()  # the commit starts from the run, not from the attribution's cache
+
+
+def match_collectives(con: duckdb.DuckDBPyConnection, run: str,
+                      batches: list[tuple[int, int]], shed: Callable[[], None]) -> None:
+    """The cross-rank matching of `run`'s collective calls into collective_waits
+    (attribution/collective_match.sql says how), one batch of ranks at a time: each
+    instance's parts per batch, then the instances, then each batch's waits, with DuckDB's
+    cache shed before each batch, so that the matching holds one batch's calls and a
+    narrow row per instance, not every call of the run. The ranges are widened to meet
+    (`covering`), so that every call is in one, whatever ranks the batches name."""
+    ranges = covering(batches)
+    params = {"run": run, "local_ops": local_op_keys()}
+    run_script(con, "attribution/collective_match.sql", params)
+    for step in ("attribution/collective_parts.sql", "attribution/collective_waits.sql"):
+        for lo, hi in ranges:
+            shed()
+            run_script(con, step, {**params, "lo": lo, "hi": hi})
+        if step.endswith("parts.sql"):
+            run_script(con, "attribution/collective_instances.sql", {})
+    run_script(con, "attribution/collective_match_end.sql", {})
+
+
+def covering(batches: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`batches` (ascending rank ranges) widened to cover every rank value: the first from
+    the least INTEGER, each next one from the rank after the one before, the last to the
+    greatest INTEGER; one range of all when there is none."""
+    if not batches:
+        return [(INT_MIN, INT_MAX)]
+    ends = [hi for _, hi in batches[:-1]] + [INT_MAX]
+    return [(INT_MIN if i == 0 else ends[i - 1] + 1, hi) for i, hi in enumerate(ends)]
 
 
 def rank_batches(con: duckdb.DuckDBPyConnection, run: str, max_ranks: int,

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from stepscope.dashboard.app.config import DashboardConfig
+from stepscope.ingest.number_text import NumberTextError
+
+N = TypeVar("N", int, float)
 
 NAV_PAGE, NAV_RUN = "nav_page", "nav_run"
 # what a link may ask of the page it opens (rank and step: the Timeline; vs: Compare's
@@ -55,3 +59,18 @@ def go_to(page: str, run: str | None = None, **state: object) -> Callable[[], No
             st.session_state[key] = value
 
     return switch
+
+
+def link_number(name: str, text: str | None, read: Callable[[str], N],
+                fallback: str) -> N | None:
+    """The number a link carries (?name=text), read by the one grammar of every CLI
+    option (ingest/number_text.py: no nan, inf, 1e999, 1_0 or ' 5'); None when absent.
+    A bad one is said once on the page, with what is shown instead (`fallback`), and
+    gives None: the caller's default."""
+    if text is None or text == "":
+        return None
+    try:
+        return read(text)
+    except NumberTextError as exc:
+        st.warning(f"The link's {name}= is ignored ({exc.about(text)}); {fallback}.")
+        return None

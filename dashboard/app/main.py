@@ -19,15 +19,23 @@ import streamlit as st
 from stepscope.analyzers.flops.peaks import DTYPES
 from stepscope.dashboard.app import data
 from stepscope.dashboard.app.config import DashboardConfig, busy_retries
-from stepscope.dashboard.app.context import LINK_PARAMS, NAV_PAGE, NAV_RUN, PageContext
+from stepscope.dashboard.app.context import (
+    LINK_PARAMS,
+    NAV_PAGE,
+    NAV_RUN,
+    PageContext,
+    link_number,
+)
 from stepscope.dashboard.app.views import PAGES, RUN_PAGES
 from stepscope.dashboard.app.widgets import page_style, plain, report_downloads
 from stepscope.ingest import DatabaseBusyError, StepscopeError
+from stepscope.ingest.number_text import decimal
 
 BUSY_WAIT_S = 1.0
 INFERRED = "inferred"
 MISSING = "missing_run"  # the run a link named that the database does not hold
 PEAK, DTYPE = "peak_tflops", "dtype"
+PEAK_MAX = 100_000.0  # TFLOP/s per GPU, the sidebar's and a link's ?peak= most
 
 
 def _initial_page(runs: tuple[str, ...]) -> str:
@@ -60,10 +68,10 @@ def _arrival_controls() -> None:
         wanted = st.query_params.get("dtype")
         st.session_state[DTYPE] = wanted if wanted in DTYPES else INFERRED
     if PEAK not in st.session_state:
-        try:
-            st.session_state[PEAK] = max(0.0, float(st.query_params.get("peak") or 0.0))
-        except ValueError:
-            st.session_state[PEAK] = 0.0
+        peak = link_number("peak", st.query_params.get("peak"),
+                           lambda t: decimal(t, 0.0, PEAK_MAX, low_open=False),
+                           "MFU is measured against the peak table's")
+        st.session_state[PEAK] = peak or 0.0
 
 
 def _forget_missing() -> None:
@@ -90,7 +98,7 @@ def _sidebar(config: DashboardConfig, runs: tuple[str, ...]
                                    "(inferred: from the matmuls' input types); "
                                    "`stepscope report --dtype`")
         peak = st.number_input(
-            "Peak TFLOP/s per GPU", min_value=0.0, max_value=100_000.0, step=10.0,
+            "Peak TFLOP/s per GPU", min_value=0.0, max_value=PEAK_MAX, step=10.0,
             key=PEAK, help="the peak MFU is measured against, for a device the table does "
                            "not know (a CPU, a new GPU); 0: the peak table's "
                            "(`stepscope report --peak-tflops`)")

@@ -252,3 +252,19 @@ def test_perfetto_without_the_package_is_a_usage_error(
     assert main(["export", "xdrift", "--db", str(drifting), "--out", str(out),
                  "--format", "perfetto"]) == 2
     assert "stepscope[perfetto]" in capsys.readouterr().err and not out.exists()
+
+
+def test_two_exports_are_byte_identical(drifting: Path, tmp_path: Path) -> None:
+    """Two exports of one run are the same bytes (the rule: two identical runs give
+    identical results). Before, the sections had no ORDER BY and DuckDB's threads
+    interleaved the GPU events differently from one run to the next (1 export in 3 of
+    sample_traces/cpu/straggler differed)."""
+    outs = [tmp_path / f"e{i}.json" for i in range(4)]
+    for out in outs:
+        assert main(["export", "xdrift", "--db", str(drifting), "--out", str(out)]) == 0
+    first = outs[0].read_bytes()
+    assert all(out.read_bytes() == first for out in outs[1:])
+    events = json.loads(first)["traceEvents"]
+    gpu = [(e["pid"], e["ts"]) for e in events if e.get("ph") == "X"
+           and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")]
+    assert gpu and gpu == sorted(gpu)  # the GPU section by rank, then start

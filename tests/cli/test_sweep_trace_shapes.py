@@ -8,10 +8,10 @@ overflows once the trace's base time is added (ts 9e15 µs, the year 2255) faile
 "could not be analysed (Out of Range Error: Overflow in addition of INT64 …)", DuckDB's
 words; it now says which fields are out of range, as a `ts` beyond 64 bits did already.
 
-Not pinned here, listed in the sweep's report: `export` (and the Timeline's segments) of a
-step of 200,000 distinct 1 ns kernels ran past 5 minutes (the segments' name lookup,
-analyzers/sql/detail/timeline.sql, joins each segment to every interval of its rank and
-category).
+Pinned elsewhere: `export` (and the Timeline's segments) of a step of 200,000 distinct
+1 ns kernels ran past 5 minutes (the segments' name lookup, analyzers/sql/detail/timeline.sql,
+joined each segment to every interval of its rank and category); the lookup is now
+O(n log n) and tests/analyzers/test_timeline_many_kernels.py checks a step of 150,000.
 """
 
 from __future__ import annotations

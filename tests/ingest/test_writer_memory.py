@@ -22,9 +22,11 @@ from stepscope.ingest.db import (
     MEMORY_FLOOR_BYTES,
     MEMORY_PER_EVENT_BYTES,
     ROOM_PER_THREAD_BYTES,
+    Room,
     connect_write,
     fit_memory_limit,
     memory_limit_for,
+    room_for_bytes,
     run_memory_bytes,
     size_bytes,
     threads_for,
@@ -96,6 +98,36 @@ def test_writer_opens_at_1gb_and_an_ingest_runs_at_the_floor(
             assert _limit_bytes(con) == pytest.approx(300e6, rel=0.01)
     finally:
         con.close()
+
+
+def test_a_step_that_needs_less_runs_in_less(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Room.within` lowers DuckDB's limit for a block whose working set is known to be
+    smaller than the room's (the clock alignment's fit: END_BYTES per host end), inside
+    the ingest's transaction, and sets the room's back; a larger or no room (the user's
+    limit) leaves it as it is."""
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert room_for_bytes(0) == MEMORY_FLOOR_BYTES
+    assert room_for_bytes(48 * MIB) == 48 * MIB
+    con = connect_write(tmp_path / "a.duckdb")
+    try:
+        con.execute("BEGIN TRANSACTION")
+        room = Room(con, 96 * MIB)
+        con.execute(f"SET memory_limit = '{96 * MIB}B'")
+        with room.within(room_for_bytes(40 * MIB)):
+            assert _limit_bytes(con) == pytest.approx(40 * MIB, rel=0.01)
+            con.execute("CREATE TEMP TABLE t AS SELECT range AS a FROM range(100000)")
+        assert _limit_bytes(con) == pytest.approx(96 * MIB, rel=0.01)
+        for larger in (room_for_bytes(200 * MIB), None):
+            with room.within(larger):
+                assert _limit_bytes(con) == pytest.approx(96 * MIB, rel=0.01)
+        with Room(con).within(room_for_bytes(0)):  # the user's limit: as it is
+            assert _limit_bytes(con) == pytest.approx(96 * MIB, rel=0.01)
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    monkeypatch.setenv(MEMORY_ENV, "2GB")
+    assert room_for_bytes(0) is None
 
 
 def test_the_limit_is_room_above_what_the_run_holds(
@@ -416,3 +448,17 @@ def test_batches_leave_no_memory_behind(tmp_path: Path,
         ingest([HEALTHY], db=tmp_path / f"b{ranks_per_batch}.duckdb", run="r",
                executor="inline", after_load=after_load)
     assert held[1] == held[64], held
+
+
+def test_duckdb_that_got_no_memory_from_the_machine_is_the_machines_failure() -> None:
+    """DuckDB's "bad allocation" (the machine gave it nothing, as under `ulimit -v`) names
+    no limit of its own: the line says the machine's failure; before, it blamed "the
+    database at its limit" and told the user to raise $STEPSCOPE_MEMORY_LIMIT."""
+    from stepscope.ingest.db_errors import explain
+
+    exc = duckdb.OutOfMemoryException(
+        "Out of Memory Error: Failed to allocate block of 16384 bytes (bad allocation)")
+    line = str(explain(exc, "x.duckdb"))
+    assert line.startswith("out of memory; "), line
+    assert "(the machine's failure, not the database's)" in line and "at its limit" not in line
+    assert line.endswith("nothing was committed to x.duckdb")

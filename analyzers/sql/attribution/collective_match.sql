@@ -1,14 +1,19 @@
 -- The cross-rank part of the step-time attribution of run $run (docs/attribution.md):
 -- which collective calls of different ranks are one instance, and each instance's
--- shortest duration (what a straggler waits is its duration minus that). Reads ranks,
--- process_groups and collectives (a few rows per collective call, whatever the ops);
--- writes collective_waits for every rank, and clears the run's rows of the per-rank
--- attribution tables, which attribution/attribution.sql then fills batch by batch of
--- ranks (analyzers/breakdown/attribution.py), reading the waits back from collective_waits.
--- Only what is per instance is held across ranks (a_inst: one narrow row per instance);
--- the rows per call stream from collectives into collective_waits, twice computed, never
--- stored in a temp table (a_coll and a_waits held every call of the run until the commit:
--- 84 MB at 2,048 ranks, benchmarks/README.md "The attribution's allocation").
+-- shortest duration (what a straggler waits is its duration minus that). This script
+-- clears the run's rows of the attribution tables and prepares the matching: the keys of
+-- the calls without NCCL metadata, the table macro a_coll of the calls with their
+-- instance keys, an empty a_inst_part. Then, per batch of ranks
+-- (analyzers/breakdown/attribution.py), attribution/collective_parts.sql aggregates the
+-- batch's calls per instance; attribution/collective_instances.sql makes one row per
+-- instance of those parts; attribution/collective_waits.sql writes the batch's
+-- collective_waits, and attribution/collective_match_end.sql drops what is left. So only
+-- what is per instance is held across ranks (a_inst, a_inst_part: narrow rows), and one
+-- batch's calls at a time (the whole run's calls at once filled the attribution's room
+-- at 2,048 ranks; before that a_coll and a_waits held every call of the run until the
+-- commit: 84 MB at 2,048 ranks, benchmarks/README.md "The attribution's allocation").
+-- attribution/attribution.sql then fills the per-rank tables batch by batch of ranks,
+-- reading the waits back from collective_waits.
 -- Parameters: $run; $local_ops, the 'library op' of communication kernels that run on each
 -- rank alone (analyzers/comm/local_ops.py: DeepEP's get_dispatch_layout): never matched
 -- across ranks (match_method 'local': no instance, no arrival order, no straggler wait).
@@ -105,8 +110,9 @@ WHERE run = $run AND rank IN (SELECT rank FROM collectives
 -- One instance across ranks: (group, NCCL Seq) when present; else (group, order of the
 -- group's calls on the rank); without group metadata, (collective, step, order within
 -- the step); communication-kernel rows as above. Barriers and waits are not matched.
--- A table macro, so that the two statements below read the same rows.
-CREATE OR REPLACE TEMP MACRO a_coll(run_name, local_ops) AS TABLE
+-- A table macro of the calls of the ranks lo to hi, so that the two per-batch statements
+-- (attribution/collective_parts.sql, collective_waits.sql) read the same rows.
+CREATE OR REPLACE TEMP MACRO a_coll(run_name, local_ops, lo, hi) AS TABLE
 SELECT
     c.rank, c.coll_id, c.collective, c.in_nelems, c.is_p2p, c.step,
     c.work_end_ns - c.work_start_ns AS dur_ns,
@@ -133,30 +139,10 @@ SELECT
 FROM collectives c
 LEFT JOIN a_lib_calls lc ON lc.rank = c.rank AND lc.coll_id = c.coll_id
 LEFT JOIN a_step_order so ON so.rank = c.rank AND so.coll_id = c.coll_id
-WHERE c.run = run_name;
+WHERE c.run = run_name AND c.rank BETWEEN lo AND hi;
 
--- Each instance: how many ranks, the shortest duration, whether every rank called the
--- same collective with the same size.
-CREATE OR REPLACE TEMP TABLE a_inst AS
-SELECT instance_key, count(*) AS n_ranks, min(dur_ns) AS min_dur_ns,
-       count(DISTINCT collective) = 1 AND count(DISTINCT in_nelems) <= 1 AS consistent
-FROM a_coll($run, $local_ops) WHERE instance_key IS NOT NULL AND NOT is_p2p
-GROUP BY instance_key;
-
-INSERT INTO collective_waits BY NAME
-SELECT
-    $run AS run, c.rank, c.coll_id, c.instance_key, c.match_method,
-    coalesce(i.n_ranks, 1) AS n_ranks,
-    coalesce(i.consistent, true) AS consistent,
-    c.dur_ns,
-    coalesce(i.min_dur_ns, c.dur_ns) AS min_dur_ns,
-    CASE WHEN i.n_ranks > 1 THEN greatest(0, c.dur_ns - i.min_dur_ns) ELSE 0 END AS wait_ns,
-    i.n_ranks > 1 AND c.dur_ns = i.min_dur_ns AS arrived_last
-FROM a_coll($run, $local_ops) c
-LEFT JOIN a_inst i ON i.instance_key = c.instance_key AND NOT c.is_p2p;
-
-DROP TABLE a_inst;
-DROP TABLE a_step_order;
-DROP TABLE a_lib_calls;
-DROP TABLE a_lib_groups;
-DROP MACRO TABLE a_coll;
+-- The instances' partial aggregates, per batch of ranks (attribution/collective_parts.sql):
+-- rows, shortest duration, and the least and greatest collective and size, from which
+-- attribution/collective_instances.sql makes one row per instance.
+CREATE OR REPLACE TEMP TABLE a_inst_part (instance_key VARCHAR, n BIGINT, min_dur_ns BIGINT,
+    min_coll VARCHAR, max_coll VARCHAR, min_nelems BIGINT, max_nelems BIGINT);

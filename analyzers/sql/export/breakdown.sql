@@ -16,3 +16,4 @@ FROM x_seg x
 JOIN x_ranks r USING (rank)
 JOIN x_steps s ON s.rank = x.rank AND s.step = $step
 CROSS JOIN x_origin o
+ORDER BY x.rank, x.start_ns, ev  -- one order, whatever DuckDB's threads did

@@ -2,7 +2,8 @@
 -- (the op's step, else its start inside a chosen step window) as a complete event on its
 -- thread, on the aligned clock, with its name, category and args as Kineto wrote them
 -- (External id, correlation, shapes, types, the collective's args for
--- record_param_comms). Reads x_ranks, x_steps, x_origin. Parameters: $run.
+-- record_param_comms), by rank and start. Reads x_ranks, x_steps, x_origin. Parameters:
+-- $run.
 WITH comm AS (
     SELECT rank, cpu_op_id, any_value(c) AS c FROM collectives c
     WHERE run = $run AND cpu_op_id IS NOT NULL GROUP BY rank, cpu_op_id
@@ -30,3 +31,4 @@ LEFT JOIN comm m ON m.rank = o.rank AND m.cpu_op_id = o.op_id
 WHERE o.run = $run AND o.start_ns IS NOT NULL
   AND EXISTS (SELECT 1 FROM x_steps s WHERE s.rank = o.rank
               AND (s.step = o.step OR (o.start_ns >= s.ws AND o.start_ns < s.we)))
+ORDER BY o.rank, o.start_ns, ev  -- one order, whatever DuckDB's threads did

@@ -28,13 +28,17 @@ WITH w AS (
     FROM w JOIN last l USING (instance_key)
     WHERE w.wait_ns > 0 AND w.rank <> l.rank
 )
-SELECT CAST(json_object('ph', 's', 'cat', 'waits for the last', 'id', id,
-                        'name', collective || ': waits ' || round(wait_ns / 1000.0, 1)
-                                || ' µs for rank ' || last_rank,
-                        'pid', rank, 'tid', tid, 'ts', ts) AS VARCHAR) AS ev FROM pairs
-UNION ALL
-SELECT CAST(json_object('ph', 'f', 'bp', 'e', 'cat', 'waits for the last', 'id', id,
-                        'name', collective || ': waits ' || round(wait_ns / 1000.0, 1)
-                                || ' µs for rank ' || last_rank,
-                        'pid', last_rank, 'tid', last_tid, 'ts', last_ts) AS VARCHAR)
-FROM pairs
+SELECT ev FROM (
+    SELECT CAST(json_object('ph', 's', 'cat', 'waits for the last', 'id', id,
+                            'name', collective || ': waits ' || round(wait_ns / 1000.0, 1)
+                                    || ' µs for rank ' || last_rank,
+                            'pid', rank, 'tid', tid, 'ts', ts) AS VARCHAR) AS ev, id, 0 AS side
+    FROM pairs
+    UNION ALL
+    SELECT CAST(json_object('ph', 'f', 'bp', 'e', 'cat', 'waits for the last', 'id', id,
+                            'name', collective || ': waits ' || round(wait_ns / 1000.0, 1)
+                                    || ' µs for rank ' || last_rank,
+                            'pid', last_rank, 'tid', last_tid, 'ts', last_ts) AS VARCHAR), id, 1
+    FROM pairs
+)
+ORDER BY id, side  -- one order, whatever DuckDB's threads did

@@ -35,3 +35,4 @@ WITH cpu_threads AS (
 SELECT CAST(json_object('ph', 'M', 'name', name, 'pid', pid, 'tid', coalesce(tid, 0),
                         'args', args) AS VARCHAR) AS ev
 FROM events
+ORDER BY pid, coalesce(tid, 0), name, ev  -- one order, whatever DuckDB's threads did

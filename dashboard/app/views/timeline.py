@@ -12,20 +12,22 @@ import streamlit as st
 from stepscope.analyzers.detail import MAX_TIMELINE_RANKS, timeline_ranks
 from stepscope.analyzers.results import Report
 from stepscope.dashboard.app import charts, data
-from stepscope.dashboard.app.context import PageContext
+from stepscope.dashboard.app.context import PageContext, link_number
 from stepscope.dashboard.app.widgets import chart_and_table
 from stepscope.dashboard.render.format import rank_list_short, short_name
 from stepscope.dashboard.render.labels import CATEGORY_LABELS
+from stepscope.ingest.number_text import whole
 
 TITLE = "Timeline"
 HEADER = "Timeline"
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+LINK_MAX = 2**31 - 1  # a step or rank number (INTEGER columns)
+
+
+def _linked(ctx: PageContext, name: str, fallback: str) -> int | None:
+    """The step or rank a link names, read as every CLI option is (context.link_number)."""
+    return link_number(name, ctx.params.get(name), lambda t: whole(t, 0, LINK_MAX), fallback)
 
 
 def default_ranks(report: Report, focus: int | None) -> list[int]:
@@ -42,7 +44,8 @@ def _arrive(ctx: PageContext, report: Report, steps: list[int]) -> None:
     if st.session_state.get("tl_arrived") == ctx.run:
         return
     st.session_state["tl_arrived"] = ctx.run
-    step, rank = _int(ctx.params.get("step")), _int(ctx.params.get("rank"))
+    step = _linked(ctx, "step", "showing the slowest step")
+    rank = _linked(ctx, "rank", "showing the default ranks")
     if step in steps:
         st.session_state["tl_step"] = step
     if rank is not None:

@@ -37,14 +37,14 @@ def _held_by_script(make_run: Callable[..., Path], db: Path, ranks: int,
     attribution's last step; and the run's collective calls."""
     held: dict[str, int] = {}
     original: Callable[..., None] = attribution.run_script
-    align: Callable[[duckdb.DuckDBPyConnection, str], None] = attribution.clocks.materialize
+    align: Callable[..., None] = attribution.clocks.materialize
 
     def spy(con: duckdb.DuckDBPyConnection, name: str, params: object = None) -> None:
         held[name] = max(held.get(name, 0), _temp_rows(con))
         original(con, name, params)
 
-    def clocks(con: duckdb.DuckDBPyConnection, run: str) -> None:
-        align(con, run)
+    def clocks(con: duckdb.DuckDBPyConnection, run: str, *args: object) -> None:
+        align(con, run, *args)
         held["commit"] = _temp_rows(con)
 
     with monkeypatch.context() as patch:
