@@ -24,7 +24,43 @@ not, in a folder of its own. A case the docs do not settle says "(docs silent)" 
 expects what a demanding user would. Inputs: tests/audit15_inputs.py (round 14's base
 database, round 15's hostile inputs).
 
-First run: not run yet.
+First run, once, against main 871b17d merged (10:39-10:41 UTC, `pytest -n 2`, 81 s on the
+shared 2-core machine; every case ran, none skipped: the tmpfs full disks mounted, Ray was
+importable): **244 of 253 held (96.4%)**. Of the 9 misses, 4 were the test's error,
+corrected and each rerun once (passing):
+- "kernel ts true": not a new case; rounds 8 ("kernel dur a bool") and 11 ("kernel ts
+  false") pinned a JSON boolean ts/dur as read, exit 0. I had read docs/cli.md's "`ts`
+  and `dur` must be numbers or their text" literally; now expects 0 as pinned;
+- "ingest --run-per-dir of two folders past the file size limit": `--run-per-dir` takes
+  the folder above the runs' folders (README's quick start), so two run folders were
+  "no subdirectory with trace files" (exit 2) before any write; now one parent folder;
+- "FR pickle of 50,000 keys that hash alike": refused within the bound ("more than 4096
+  dict keys that are neither strings nor small integers"), exit 1, as docs/cli.md says
+  a failed file is shown: its line, then "nothing ingested"; my check wanted the
+  machine's single line; it now takes the file's two-line form for this case;
+- "diff --comm-kernels of 2,000 patterns": `--comm-kernels` applies when ingesting
+  (round 11 pinned `report RUN --comm-kernels` refused; exit 2, one line naming the way
+  out); the case now diffs two trace paths, ingested on the fly (exit 0 within 60 s CPU).
+So 253 cases count; the other 5 are defects: **248 of 253 held (98.0%)**. They are
+FIRST_RUN_FAILED (xfail, strict, until fixed):
+- bounded input (2): a Kineto trace of `world_size: 0` (rank 0) is stored, exit 0
+  (docs/cli.md limits: "the rank below the world size"); a Flight Recorder entry whose
+  `time_discovered_started_ns` is the text "soon" is stored, exit 0 (docs/cli.md: "times
+  … whole numbers within 64 bits");
+- signals (1): Ctrl-C as the ingest starts (at `ingest_run`) prints "interrupted:
+  nothing was ingested; DB is unchanged" (docs/cli.md: "interrupted: run 'x' … was not
+  ingested; db is unchanged", whatever the moment; a later Ctrl-C names the run);
+- the machine's failures (2): `ingest` / `nightly` with a new `--db` on a full disk exit
+  1 with the right line ("cannot open the database: no space left on the disk …"), but
+  leave an empty (0-byte) database file (docs/cli.md: one into a --db that did not exist
+  leaves no file).
+Held: every full-disk case of the stage folder, $TMPDIR, trace paths, --out and
+--out-dir (one line, exit 1, nothing committed, an old output kept), ulimit -f/-n/-v,
+reader-held databases (wait, give up naming the holder, SIGINT/SIGTERM/SIGHUP in the
+wait), stop signals at 19 other points with temporaries removed, Ray without `ray`
+importable and host names where nothing listens, every new number form and Ray shape,
+outputs through links (followed, permissions kept) and into FIFOs with a reader, and
+control characters, bidi marks and line separators in every format's names.
 """
 
 from __future__ import annotations
@@ -81,6 +117,17 @@ DASH = ("dashboard", "--db", D)
 LS = "\u2028"
 
 FIRST_RUN_FAILED: dict[str, str] = {
+    "distributedInfo.world_size 0": "defect: a rank 0 of world_size 0 is stored, exit 0 "
+    "(docs/cli.md limits: the rank below the world size)",
+    "FR time_discovered_started_ns text": "defect: a Flight Recorder time that is text "
+    "('soon') is stored, exit 0 (docs/cli.md: times are whole numbers within 64 bits)",
+    "ingest SIGINT before the ingest": "defect: Ctrl-C as the ingest starts prints "
+    "'interrupted: nothing was ingested; DB is unchanged' (docs/cli.md: 'interrupted: run "
+    "'x' … was not ingested; db is unchanged')",
+    "ingest --db on a full disk": "defect: exit 1 and one line, but an empty (0-byte) "
+    "i.duckdb is left (docs/cli.md: a --db that did not exist leaves no file)",
+    "nightly --db on a full disk": "defect: exit 1 and one line, but an empty (0-byte) "
+    "n.duckdb is left (docs/cli.md: a --db that did not exist leaves no file)",
 }
 
 
@@ -417,7 +464,8 @@ FILE_CASES: dict[str, Case14] = {
     # Kineto: types and ranges (docs/cli.md: ts/dur numbers or their text, args an
     # object, times that fit 64-bit ns; rank/world_size non-negative below 2^31, the
     # rank below the world size; baseTimeNanoseconds in [0, 2^62))
-    "kernel ts true": _fails("k15_ts_true"),
+    # corrected: not new; rounds 8 and 11 pinned a boolean ts/dur as read (exit 0)
+    "kernel ts true": _reads("k15_ts_true"),
     "kernel ts -1e300": _fails("k15_ts_minus_1e300"),
     "kernel dur 1e300": _fails("k15_dur_1e300"),
     "kernel ts the text of a number": _reads("k15_ts_text_of_a_number"),
@@ -863,9 +911,10 @@ PROCESS_CASES: dict[str, tuple[list[str], tuple[tuple[int, int], ...], dict[str,
     "diff PATH PATH past the file size limit": (
         ["diff", "{root}/t", "{root}/t2", "--db", "{own}/d.duckdb"], ((FSIZE, 4096),), {},
         (1,), ()),
+    # corrected: --run-per-dir takes the folder above the runs' folders (README)
     "ingest --run-per-dir of two folders past the file size limit": (
-        ["ingest", "{root}/t", "{root}/t2", "--run-per-dir", "--db", "{own}/i.duckdb",
-         "--quiet"], ((FSIZE, 4096),), {}, (1,), ()),
+        ["ingest", "{own}/runs", "--run-per-dir", "--db", "{own}/i.duckdb", "--quiet"],
+        ((FSIZE, 4096),), {}, (1,), ()),
     "nightly in 600 MB of address space": (
         ["nightly", "{root}/t2", "--db", "{own}/n.duckdb", "--job", "j", "--out-dir",
          "{own}/n"], ((AS, 600 << 20),), {}, (0, 1), ()),
@@ -887,10 +936,17 @@ PROCESS_CASES: dict[str, tuple[list[str], tuple[tuple[int, int], ...], dict[str,
     "FR pickle of 50,000 keys that hash alike, in 60 s of CPU": (
         ["ingest", "{root}/fr15_colliding_tuple_keys", "--db", "{own}/i.duckdb", "--quiet"],
         ((CPU, 60),), {}, (0, 1), ()),
+    # corrected: --comm-kernels applies when ingesting (round 11 pinned `report RUN
+    # --comm-kernels` refused): the two runs are trace paths, ingested on the fly
     "diff --comm-kernels of 2,000 patterns, in 60 s of CPU": (
-        ["diff", "base", "other", "--db", "{db}", "--comm-kernels",
+        ["diff", "{root}/t", "{root}/t2", "--db", "{own}/d.duckdb", "--comm-kernels",
          "{root}/opt15/ck_2000.json"], ((CPU, 60),), {}, (0,), ()),
 }
+
+
+# cases whose failure is a file's own (docs/cli.md: the file's line, then "nothing
+# ingested"), not the machine's one line
+FILE_FORM = {"FR pickle of 50,000 keys that hash alike, in 60 s of CPU"}
 
 
 @pytest.mark.parametrize("name", params(PROCESS_CASES, FIRST_RUN_FAILED))
@@ -905,8 +961,15 @@ def test_process_case(hostile: Path, name: str, tmp_path: Path) -> None:
     def fill(text: str) -> str:
         return text.replace(OWN, str(own)).format(root=hostile, db=hostile / "db.duckdb")
 
+    if "--run-per-dir" in argv:
+        shutil.copytree(hostile / "t", own / "runs" / "a")
+        shutil.copytree(hostile / "t2", own / "runs" / "b")
     rc, err, _ = run_cli([fill(a) for a in argv], tmp_path,
                          env={k: fill(v) for k, v in env.items()}, limits=limits)
+    if rc == 1 and name in FILE_FORM:  # corrected: a file that fails alone is two lines
+        lines = [x for x in err if not x.startswith(("warning:", "note:"))]
+        assert len(lines) == 2 and lines[1].startswith("error: nothing ingested"), err
+        err = lines[:1]
     one_line(rc, err, codes, *[fill(s) for s in said])
     assert not any("partial" in x for x in err), err
     assert not list(tmp_path.iterdir())
