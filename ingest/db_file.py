@@ -9,11 +9,13 @@ closed, headers identical to those taken when it opened the file, and no write-a
 left beside it, mean every byte past the old size belongs to the failed run: the file is
 cut back to that size. Anything else (a checkpoint ran, a log is left to replay) leaves
 the file alone: a larger file is harmless, a wrong cut is not. A file the failed ingest
-created is removed instead (NewFile): no new, schema-only database is left behind.
+created is removed instead (NewFile): no new, schema-only database is left behind, nor
+the empty file DuckDB made before a full disk kept it from writing its header.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +87,29 @@ class NewFile:
         if str(db).startswith(":memory:") or os.path.lexists(db):
             return None
         return cls(Path(db))
+
+    def remove_if_unwritten(self) -> bool:
+        """Remove the file when opening it failed before DuckDB wrote a byte (a full disk,
+        a quota) and no other process holds a lock on it (DuckDB locks its file with
+        POSIX locks, as `fcntl.lockf` does): the empty file is this try's, and no other
+        connection is in it. Returns whether it was removed."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            if os.fstat(fd).st_size != 0:
+                return False
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(self.path)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        wal = self.path.with_name(self.path.name + ".wal")
+        if wal.is_file() and not wal.is_symlink() and wal.stat().st_size == 0:
+            wal.unlink(missing_ok=True)
+        return True
 
     def remove_unused(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Remove the file (and its write-ahead log) when it holds nothing; call after

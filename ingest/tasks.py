@@ -162,9 +162,12 @@ def resolve_rank(info: dict[str, Any] | None, file: str, n_files: int) -> tuple[
     """The file's rank and where it came from: distributedInfo, its name, or rank 0 when
     it is the only file."""
     rank = checked_rank((info or {}).get("rank"), "rank", file)
+    world = checked_rank((info or {}).get("world_size"), "world_size", file)
+    if world == 0:
+        raise TraceFileError(file, "distributedInfo.world_size is 0 (a job has one rank "
+                             "at least)")
     if rank is not None:
-        world = checked_rank((info or {}).get("world_size"), "world_size", file)
-        if world and rank >= world:  # as an NCCL log's rank must be below its nRanks
+        if world is not None and rank >= world:  # as an NCCL log's rank is below nRanks
             raise TraceFileError(file, f"distributedInfo.rank {rank} is not below its "
                                  f"world_size {world}")
         return rank, "distributedInfo"

@@ -364,10 +364,16 @@ def _ingest_once(db: str | Path, files: tuple[Sequence[TraceFile], Sequence[Nccl
         try:
             con = connect_write(db)  # may wait for another writer's lock
         except KeyboardInterrupt as exc:  # Ctrl-C in the wait: the run's own line
+            if new is not None:
+                new.remove_if_unwritten()
             if isinstance(exc, Interrupted):
                 raise
             raise Interrupted(_interrupt_message(result.run, result.db, False),
                               committed=False) from None
+        except Exception:
+            if new is not None:
+                new.remove_if_unwritten()  # a full disk: DuckDB made it, wrote nothing
+            raise
         before = FileState.of(db)
         guard.add_stopper(con.interrupt)
         try:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.errors import TraceFileError, one_line
 from stepscope.ingest.limits import format_size, max_trace_bytes
 from stepscope.ingest.nccl.safe_pickle import (
     MAX_BUILD_BYTES,
@@ -211,8 +211,9 @@ def _int(value: Any) -> int | None:
 
 def _checked(e: dict[str, Any], key: str) -> int | None:
     """`_int` of an entry's field, but a number that no 64-bit field holds (2**70, a
-    NaN, 2.5), a boolean (True is an int in Python, no id or time) or a list or mapping
-    fails the dump: each was stored as missing, in silence."""
+    NaN, 2.5), a boolean (True is an int in Python, no id or time), a list or mapping, or
+    text that is no number ("soon"; the JSON form's digits are read) fails the dump: each
+    was stored as missing, in silence."""
     value = e.get(key)
     if isinstance(value, bool | list | tuple | dict):
         raise ValueError(f"{key} is not a whole number ({type(value).__name__} "
@@ -225,7 +226,11 @@ def _checked(e: dict[str, Any], key: str) -> int | None:
         raise ValueError(f"{key} is not a whole number ({value!r})")
     if isinstance(value, float) and not INT64[0] <= value <= INT64[1]:
         raise ValueError(f"{key} is out of range ({value!r}; 64 bits at most)")
-    return _int(value)
+    number = _int(value)
+    if number is None and isinstance(value, str) and value.strip():  # "soon": no number
+        raise ValueError(f"{key} is not a whole number within 64 bits "
+                         f"({one_line(value[:40])!r})")
+    return number
 
 
 def _time(value: Any) -> int | None:

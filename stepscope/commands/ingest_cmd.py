@@ -16,7 +16,12 @@ from stepscope.ingest import DEFAULT_DB, IngestResult, NothingIngestedError, Usa
 from stepscope.ingest.errors import Interrupted, one_line, quote_name, terminal_safe
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_PARTIAL
 from stepscope.ingest.limits import DEFAULT_MAX_TRACE_BYTES, MAX_TRACE_ENV, format_size
-from stepscope.ingest.sources import is_archive_name, is_trace_name
+from stepscope.ingest.sources import (
+    checked_run_name,
+    default_run_name,
+    is_archive_name,
+    is_trace_name,
+)
 from stepscope.store import Store
 from stepscope.validate import JOBS, executor_spec, rank_set, size
 
@@ -179,8 +184,10 @@ def _say_renamed(dirs: list[tuple[Path, str]]) -> None:
             f"{' and '.join(runs)}")
 
 
-def _interrupted(exc: KeyboardInterrupt, committed: list[str], db: str) -> Interrupted:
-    """One line that says what the database holds, whenever Ctrl-C came."""
+def _interrupted(exc: KeyboardInterrupt, committed: list[str], db: str,
+                 pending: list[str]) -> Interrupted:
+    """One line that says what the database holds, whenever Ctrl-C came: the run being
+    ingested (`pending`) is named even before the writer took it up."""
     done = ", ".join(f"'{r}'" for r in committed)
     if isinstance(exc, Interrupted):
         if not committed:
@@ -190,18 +197,31 @@ def _interrupted(exc: KeyboardInterrupt, committed: list[str], db: str) -> Inter
     if committed:
         return Interrupted(f"interrupted: run(s) {done} were committed to {db} (complete); "
                            "only the summary was not printed", True)
+    if pending:
+        return Interrupted(f"interrupted: run '{pending[-1]}' was not ingested; {db} is "
+                           "unchanged", False)
     return Interrupted(f"interrupted: nothing was ingested; {db} is unchanged", False)
 
 
 def run(args: argparse.Namespace) -> int:
     committed: list[str] = []
+    pending: list[str] = []
     try:
-        return _ingest_all(args, committed)
+        return _ingest_all(args, committed, pending)
     except KeyboardInterrupt as exc:
-        raise _interrupted(exc, committed, args.db) from None
+        raise _interrupted(exc, committed, args.db, pending) from None
 
 
-def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
+def _pending_name(paths: list[str], name: str | None) -> list[str]:
+    """The name the run about to be ingested will have, as the writer will give it (none
+    when the paths give no name: the writer then says why)."""
+    try:
+        return [checked_run_name(name) if name is not None else default_run_name(paths)]
+    except UsageError:
+        return []
+
+
+def _ingest_all(args: argparse.Namespace, committed: list[str], pending: list[str]) -> int:
     progress = _Progress()
     if args.run_per_dir:
         if args.run:
@@ -214,6 +234,7 @@ def _ingest_all(args: argparse.Namespace, committed: list[str]) -> int:
     results: list[IngestResult] = []
     nothing = 0
     for paths, name in jobs:
+        pending[:] = _pending_name(paths, name)
         try:
             result = ingest_run(paths, db=args.db, run=name, strict=args.strict, jobs=args.jobs,
                             progress=progress, step_marker=args.step_marker,
