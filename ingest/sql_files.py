@@ -39,7 +39,9 @@ def _parser() -> duckdb.DuckDBPyConnection:
     """An in-memory connection that only parses: no worker or I/O threads. The module's
     `duckdb.extract_statements` would open DuckDB's default connection, whose 10 threads
     each take address space (under `ulimit -v` one could abort the process in glibc)."""
-    return duckdb.connect(config={"threads": 1, "async_threads": 0})
+    from stepscope.ingest.db import connect  # db reads its SQL through this module
+
+    return connect(config={"threads": 1, "async_threads": 0})
 
 
 @cache
