@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit8_inputs import ESC, FR_DUMP, _inspector_line, cli
+from audit7_inputs import _dist, _top
+from audit8_inputs import ESC, FR_DUMP, _inspector_line, _kineto, cli
+from audit8_inputs import _on_kernels as _kernels
 from audit14_inputs import MIX, ONE, RAW14, SPEC, Case14, check14, raw14
 from audit14_inputs import root as root
 from conftest import kineto_trace, write_trace
@@ -140,20 +142,6 @@ def fill_up(path: Path) -> None:
 # ---------------------------------------------------------------- hostile inputs
 
 
-def _kineto(base: Path, folder: str, edit: Any, name: str = "rank0.json") -> None:
-    trace = kineto_trace(rank=0, world_size=1)
-    trace = edit(trace) or trace
-    write_trace(base / folder / name, trace)
-
-
-def _kernels(field: str, value: Any) -> Any:
-    def edit(trace: dict[str, Any]) -> None:
-        for e in trace["traceEvents"]:
-            if e.get("cat") == "kernel":
-                e[field] = value
-    return edit
-
-
 def _as_text(field: str) -> Any:
     """Every kernel's `field` written as the text of its number (docs/cli.md: ts and dur
     may be numbers or their text)."""
@@ -169,18 +157,6 @@ def _kernel_args(field: str, value: Any) -> Any:
         for e in trace["traceEvents"]:
             if e.get("cat") == "kernel":
                 e["args"][field] = value
-    return edit
-
-
-def _dist(field: str, value: Any) -> Any:
-    def edit(trace: dict[str, Any]) -> None:
-        trace["distributedInfo"][field] = value
-    return edit
-
-
-def _top(field: str, value: Any) -> Any:
-    def edit(trace: dict[str, Any]) -> None:
-        trace[field] = value
     return edit
 
 
@@ -374,6 +350,16 @@ def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes]], mode: str = "
             t.addfile(info, io.BytesIO(body))
 
 
+def _one_member_tar(body: bytes, mode: str) -> io.BytesIO:
+    """A tar (`mode` "w" or "w:gz") in memory holding `body` as rank0.json."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode=mode) as t:  # type: ignore[call-overload]
+        info = tarfile.TarInfo("rank0.json")
+        info.size = len(body)
+        t.addfile(info, io.BytesIO(body))
+    return out
+
+
 def _archives(base: Path) -> None:
     """Archives: many members, comments, nested archives, declared sizes that lie."""
     one = ONE.encode()
@@ -385,11 +371,7 @@ def _archives(base: Path) -> None:
          [("inner.zip", _zip_bytes([("rank0.json", one)]))])
     _zip(base / "a15_zip_member_ls_broken" / "run.zip", [(f"rank0{MIX}.json", b"{broken")])
     _zip(base / "a15_zip_member_esc_dir" / "run.zip", [(f"d{ESC}/rank0.json", one)])
-    plain = io.BytesIO()
-    with tarfile.open(fileobj=plain, mode="w") as t:
-        info = tarfile.TarInfo("rank0.json")
-        info.size = len(one)
-        t.addfile(info, io.BytesIO(one))
+    plain = _one_member_tar(one, "w")
     (base / "a15_plain_tar_named_tgz").mkdir()
     (base / "a15_plain_tar_named_tgz" / "run.tgz").write_bytes(plain.getvalue())
     (base / "a15_zip_named_tar_gz").mkdir()
@@ -404,11 +386,7 @@ def _archives(base: Path) -> None:
     info.type = tarfile.LNKTYPE
     info.linkname = "missing.json"
     _tar(base / "a15_tar_hardlink_to_nothing" / "run.tar", [(info, b"")])
-    tgz = io.BytesIO()
-    with tarfile.open(fileobj=tgz, mode="w:gz") as t:
-        info = tarfile.TarInfo("rank0.json")
-        info.size = len(one)
-        t.addfile(info, io.BytesIO(one))
+    tgz = _one_member_tar(one, "w:gz")
     (base / "a15_tgz_trailing_garbage").mkdir()
     (base / "a15_tgz_trailing_garbage" / "run.tgz").write_bytes(tgz.getvalue() + b"garbage")
 
