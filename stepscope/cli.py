@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepscope.address_space import fit_address_space_limit
+from stepscope.address_space import check_address_space_floor, fit_address_space_limit
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ def _run(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return EXIT_USAGE
         check_db_name(getattr(args, "db", None))
+        check_address_space_floor()
         try:
             return _command(load(args.command).run, args)
         except KeyboardInterrupt:

@@ -2,14 +2,15 @@
 -- event read (read_events.sql) cannot take: `ts` and `dur` must be numbers (or the text
 -- of a number; on the exact path, $exact, `ts` text must be a decimal), `args` an
 -- object. Run only after that read failed, to say which event and field it was: every
--- field is read as JSON here, which never fails. Reads $path; parameters $path, $exact.
+-- field is read as JSON here, which never fails. Reads $path; parameters $path, $max_object
+-- (ingest/json_read.py), $exact.
 -- The events go through a temp table (bad_field_events, in file order: its rowid is the
 -- event's position, as raw_events'), holding `args` only where it is no object.
 -- One row (n: the event's 1-based position in traceEvents, its name, the field, the
 -- value's JSON type and its text shortened to 40 characters), or none.
 CREATE OR REPLACE TEMP TABLE bad_field_events AS
 SELECT name, ts, dur, CASE WHEN json_type(args) <> 'OBJECT' THEN args END AS args
-FROM read_json($path, format = 'array', maximum_object_size = 268435456,
+FROM read_json($path, format = 'array', maximum_object_size = $max_object,
                columns = {'name': 'JSON', 'ts': 'JSON', 'dur': 'JSON', 'args': 'JSON'});
 
 WITH e AS (
