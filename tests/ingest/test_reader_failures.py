@@ -129,6 +129,38 @@ def test_an_inspector_file_the_sniff_missed_ingests(case: str, tmp_path: Path,
     assert _stored_ops(tmp_path / "db.duckdb") == [(name, "AllGather", 25.5)] * 2
 
 
+FIRST_LINES = {"cut by a partial write": lambda line: line[40:],
+               "a JSON list": lambda line: "[1, 2, 3]", "plain text": lambda line: "hello"}
+
+
+@pytest.mark.parametrize("case", list(FIRST_LINES))
+def test_an_inspector_file_whose_first_line_is_none_fails_alone(
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inspector lines after a first line that is none were skipped without a word
+    (beside a trace: exit 0, the file not even counted); now the file fails alone,
+    naming the line the reader could not take (exit 3 beside the trace)."""
+    line = _inspector(header={"comm_name": "dp"})
+    write_trace(tmp_path / "t" / "host-pid7.log",
+                FIRST_LINES[case](line) + "\n" + line + "\n" + line + "\n")
+    write_trace(tmp_path / "t" / "rank0.json", _one_trace())
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 3 and len(err) == 1, err
+    assert err[0].startswith(f"error: {tmp_path / 't' / 'host-pid7.log'}: not readable as "
+                             "NCCL Inspector JSONL (Invalid Input Error: "), err
+    assert " in line " in err[0]
+
+
+def test_jsonl_of_another_tool_is_no_inspector_file(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The control: JSON lines without the plugin's keys, or text that names one outside
+    a JSON object, stay no NCCL evidence (skipped as before)."""
+    write_trace(tmp_path / "t" / "other.log", '{"a": 1}\n{"b": 2}\n')
+    write_trace(tmp_path / "t" / "notes.log", 'notes\nthe key "coll_perf": is documented\n')
+    write_trace(tmp_path / "t" / "rank0.json", _one_trace())
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err, err
+
+
 # --- NCCL Inspector values that are no measurement: refused with a count (round 10
 # "Inspector exec time 1e308", round 9's negative / NaN / inf values) ---------------------
 
