@@ -1,6 +1,8 @@
 """Hostile inputs found before audit round 16 (issue 43), each failing before its fix:
 a tar link named like a trace beside a good rank (skipped without a word: exit 0, the run
-`complete` with one rank of two).
+`complete` with one rank of two); a 4 MB Flight Recorder dump whose one shape holds 2
+million sizes (the whole ingest failed "could not be stored (Out of Memory Error …)
+… please report this file" at the writer's smallest memory room).
 
 Each case pins the exit code, the one line naming the file and its problem, and what
 the run holds (status, ranks, failed files).
@@ -10,13 +12,16 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import tarfile
 from pathlib import Path
 
 import pytest
+from audit8_inputs import FR_DUMP
 from conftest import kineto_trace, q
 
 from stepscope.cli import main
+from stepscope.ingest.nccl.safe_pickle import load_plain
 
 TWO = [json.dumps(kineto_trace(rank=r, world_size=2)).encode() for r in range(2)]
 
@@ -91,3 +96,26 @@ def test_a_tar_link_to_a_member_before_it_is_left_out(kind: bytes, tmp_path: Pat
     rc, err = _ingest(capsys, archive, tmp_path / "db.duckdb")
     assert rc == 0 and not err, err
     assert q(tmp_path / "db.duckdb", "SELECT status, n_ranks FROM runs") == [("complete", 2)]
+
+
+def test_a_flight_recorder_dump_past_the_smallest_room_is_stored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dump within its limits (4 MB of 64 MiB) whose rows need more than the writer's
+    first 32 MiB of DuckDB memory: before, exit 1 "could not be stored (Out of Memory
+    Error …); run 'r' was not ingested … (please report this file)"; now the ingest runs
+    again in a larger room, as for a trace, says so in one warning, and stores it."""
+    raw = load_plain(FR_DUMP.read_bytes())
+    entry = dict(raw["entries"][0], input_sizes=[[1] * 2_000_000])
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "nccl_trace_rank_0").write_bytes(pickle.dumps(dict(raw, entries=[entry]),
+                                                            protocol=4))
+    (folder / "rank0.json").write_text(json.dumps(kineto_trace(rank=0, world_size=1)))
+    rc, err = _ingest(capsys, folder, tmp_path / "db.duckdb")
+    assert rc == 0, err
+    assert len(err) == 1 and err[0].startswith("warning: the database ran out of memory at "
+                                               "32.0 MiB"), err
+    db = tmp_path / "db.duckdb"
+    assert q(db, "SELECT status, n_ranks FROM runs") == [("complete", 1)]
+    assert q(db, "SELECT count(*), max(len(input_sizes[1])) FROM fr_entries") \
+        == [(1, 2_000_000)]
