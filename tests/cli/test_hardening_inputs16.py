@@ -2,7 +2,10 @@
 a tar link named like a trace beside a good rank (skipped without a word: exit 0, the run
 `complete` with one rank of two); a 4 MB Flight Recorder dump whose one shape holds 2
 million sizes (the whole ingest failed "could not be stored (Out of Memory Error …)
-… please report this file" at the writer's smallest memory room).
+… please report this file" at the writer's smallest memory room); a trace whose op
+holds a 10 MB string in its args (the commit failed "database error (TransactionException
+… failed to pin block …)", exit 1, blaming the database); an option file named by a
+blank (`--model ' '`, shown as "error:  : --model: no such file").
 
 Each case pins the exit code, the one line naming the file and its problem, and what
 the run holds (status, ranks, failed files).
@@ -119,3 +122,37 @@ def test_a_flight_recorder_dump_past_the_smallest_room_is_stored(
     assert q(db, "SELECT status, n_ranks FROM runs") == [("complete", 1)]
     assert q(db, "SELECT count(*), max(len(input_sizes[1])) FROM fr_entries") \
         == [(1, 2_000_000)]
+
+
+def test_a_commit_that_cannot_pin_a_block_is_tried_in_a_larger_room(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DuckDB says "failed to pin block" (no "out of memory") when the commit needs more
+    than its room: before, exit 1 "DB: database error (TransactionException: … Failed to
+    commit: failed to pin block of size 10.0 MiB …)"; now the commit's room is raised
+    as for any step that runs out of it, and the run is stored."""
+    trace = kineto_trace(rank=0, world_size=1)
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "cpu_op":
+            event["args"]["Concrete Inputs"] = ["x" * (10 << 20)]
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "rank0.json").write_text(json.dumps(trace))
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0, err
+    assert len(err) == 1 and err[0].startswith("warning: the database ran out of memory at ") \
+        and "at the commit; the ingest was rolled back" in err[0], err
+    assert q(tmp_path / "db.duckdb", "SELECT status, n_ranks FROM runs") == [("complete", 1)]
+
+
+@pytest.mark.parametrize("name", [" ", "model.yaml ", " model.yaml"])
+def test_a_name_with_a_blank_at_an_end_is_quoted(name: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The blank is seen in the one line (exit 2), as a name with a control is shown;
+    nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "rank0.json").write_text(TWO[0].decode())
+    rc = main(["ingest", "t", "--db", "x.duckdb", "--quiet", "--comm-kernels", name])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and err == [f"error: '{name}': --comm-kernels: no such file"], err
+    assert not (tmp_path / "x.duckdb").exists()
