@@ -5,7 +5,8 @@ million sizes (the whole ingest failed "could not be stored (Out of Memory Error
 … please report this file" at the writer's smallest memory room); a trace whose op
 holds a 10 MB string in its args (the commit failed "database error (TransactionException
 … failed to pin block …)", exit 1, blaming the database); an option file named by a
-blank (`--model ' '`, shown as "error:  : --model: no such file").
+blank (`--model ' '`, shown as "error:  : --model: no such file"); a Flight Recorder
+entry whose profiling_name is a number or a list (said to be "missing").
 
 Each case pins the exit code, the one line naming the file and its problem, and what
 the run holds (status, ranks, failed files).
@@ -156,3 +157,19 @@ def test_a_name_with_a_blank_at_an_end_is_quoted(name: str, tmp_path: Path,
     err = capsys.readouterr().err.splitlines()
     assert rc == 2 and err == [f"error: '{name}': --comm-kernels: no such file"], err
     assert not (tmp_path / "x.duckdb").exists()
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    (7, "profiling_name is not text (int 7)"),
+    (["nccl:all_reduce"], "profiling_name is not text (list ['nccl:all_reduce'])"),
+    (None, "profiling_name is missing")])
+def test_a_profiling_name_that_is_no_text_says_what_it_is(
+        value: object, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = load_plain(FR_DUMP.read_bytes())
+    entries = [dict(e, profiling_name=value) for e in raw["entries"]]
+    (tmp_path / "t").mkdir()
+    dump = tmp_path / "t" / "nccl_trace_rank_0"
+    dump.write_bytes(pickle.dumps(dict(raw, entries=entries), protocol=4))
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 1 and err[0] == f"error: {dump}: Flight Recorder entry 0: {said}", err
+    assert len(err) == 2 and err[1].startswith("error: nothing ingested")
