@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -49,14 +50,30 @@ def _query_hit_by_ctrl_c(*args: object, **kwargs: object) -> object:
     """A real DuckDB query far longer than the test, with SIGINT sent 0.2 s into it:
     DuckDB interrupts the query and raises its own RuntimeError in place of the
     KeyboardInterrupt."""
+    con = duckdb.connect()
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    # never longer than 60 s: a SIGINT that does not stop the query fails the test
+    guard = threading.Timer(60, con.interrupt)
     timer.start()
+    guard.start()
     try:
-        duckdb.connect().execute("SELECT count(*) FROM range(1000000000000) t(i) "
-                                 "WHERE i % 7 = 3").fetchall()
+        con.execute("SELECT count(*) FROM range(1000000000000) t(i) WHERE i % 7 = 3"
+                    ).fetchall()
     finally:
         timer.cancel()
+        guard.cancel()
     raise AssertionError("the query ended before SIGINT")
+
+
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Python's own Ctrl-C handler, as a terminal's process has it (a pytest-xdist worker
+    ignores SIGINT, and the CLI leaves an ignored SIGINT alone)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize(("module", "name", "argv"), [
@@ -65,7 +82,8 @@ def _query_hit_by_ctrl_c(*args: object, **kwargs: object) -> object:
 ])
 def test_ctrl_c_inside_a_duckdb_query_is_an_interrupt(module: object, name: str,
                                                       argv: tuple[str, ...], tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      python_sigint: None) -> None:
     monkeypatch.setattr(module, name, _query_hit_by_ctrl_c)
     out = tmp_path / "out.json"
     args = [a.format(t=job(tmp_path / "t"), o=out) for a in argv]
