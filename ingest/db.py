@@ -459,11 +459,18 @@ def limit_that_failed(exc: BaseException) -> str | None:
     return match.group(2) if match else None
 
 
+# DuckDB's words for its memory limit reached; a commit that cannot pin a block says
+# only the second ("TransactionContext Error: Failed to commit: failed to pin block of
+# size 10.0 MiB (22.8 MiB/32.6 MiB used)", a trace with a 10 MB string in its args).
+OUT_OF_MEMORY_TEXTS = ("out of memory", "failed to pin block")
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """Whether DuckDB ran out of its memory limit (not the machine's failure to
     allocate, which Python reports as MemoryError)."""
     return isinstance(exc, duckdb.OutOfMemoryException) or (
-        isinstance(exc, duckdb.Error) and "out of memory" in str(exc).lower())
+        isinstance(exc, duckdb.Error)
+        and any(words in str(exc).lower() for words in OUT_OF_MEMORY_TEXTS))
 
 
 def threads_for(events: int) -> int | None:

@@ -17,7 +17,12 @@ import errno
 import os
 from pathlib import Path
 
-from stepscope.ingest.db import DEFAULT_MEMORY_LIMIT, MEMORY_ENV, limit_that_failed
+from stepscope.ingest.db import (
+    DEFAULT_MEMORY_LIMIT,
+    MEMORY_ENV,
+    OUT_OF_MEMORY_TEXTS,
+    limit_that_failed,
+)
 from stepscope.ingest.errors import (
     StepscopeError,
     UsageError,
@@ -82,7 +87,7 @@ def explain(exc: BaseException, db: str | Path | None) -> StepscopeError | None:
     if "bad allocation" in text:  # DuckDB asked the machine and got nothing: not its limit
         return DatabaseProblem(f"{machine_problem(MemoryError())} (the machine's failure, "
                                f"not the database's); nothing was committed to {_name(db)}")
-    if kind == "OutOfMemoryException" or "out of memory" in text:
+    if kind == "OutOfMemoryException" or any(words in text for words in OUT_OF_MEMORY_TEXTS):
         return _out_of_memory(exc, db)
     if any(s in text for s in _NO_SPACE) or getattr(exc, "errno", None) == errno.ENOSPC:
         return DatabaseProblem(

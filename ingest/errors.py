@@ -58,10 +58,13 @@ def terminal_safe(text: str) -> str:
 def quote_name(name: str | os.PathLike[str]) -> str:
     """A file, folder or run name as messages show it: as it is when it is plain
     printable text, else quoted with its odd characters escaped (`'a\\nb.json'`,
-    `'caf\\xe9'` for a name that is not UTF-8). Also valid text for a VARCHAR column."""
+    `'caf\\xe9'` for a name that is not UTF-8); a name with a blank at either end is
+    quoted too (`--model ' '` read "error:  : --model: no such file"). Also valid text
+    for a VARCHAR column."""
     text = os.fspath(name)
     shown = one_line(text)
-    return text if shown == text else "'" + shown.replace("'", "\\'") + "'"
+    plain = shown == text and text.strip() == text
+    return text if plain else "'" + shown.replace("'", "\\'") + "'"
 
 
 class StepscopeError(Exception):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from stepscope.ingest.json_read import read_parameters
 from stepscope.ingest.sql_files import execute_statements, statements
 
 
@@ -62,7 +63,7 @@ def bad_field(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool) ->
     text ("abc"), not a number (microseconds)"); None when none has (another problem)."""
     stmts = statements("read/bad_field.sql")
     try:
-        execute_statements(con, stmts[:-1], {"path": str(events_file)})
+        execute_statements(con, stmts[:-1], read_parameters(events_file))
         row = con.execute(stmts[-1], {"exact": exact}).fetchone()
     except duckdb.Error:
         return None

@@ -38,6 +38,7 @@ import duckdb
 from stepscope.ingest.cancel import CancelToken, watching
 from stepscope.ingest.comm_kernels import CommPattern, any_pattern, comm_patterns, pattern_rows
 from stepscope.ingest.errors import MachineFileError, TraceFileError, machine_problem
+from stepscope.ingest.json_read import read_parameters
 from stepscope.ingest.json_split import split_trace
 from stepscope.ingest.kineto_text import HEAD_BYTES, INFLATE_CHUNK, check_regular_file, mapped_json
 from stepscope.ingest.limits import max_trace_bytes
@@ -238,7 +239,7 @@ def _load_events(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool,
     con.execute(sql("read/macros.sql"))
     con.execute(sql("read/comm_patterns.sql"), {"patterns": pattern_rows(comm_kernels)})
     try:
-        con.execute(sql("read/read_events.sql"), {"path": str(events_file),
+        con.execute(sql("read/read_events.sql"), {**read_parameters(events_file),
                                               "ts_type": "VARCHAR" if exact else "DOUBLE"})
     except duckdb.Error as exc:
         if (machine := machine_problem(exc)) is not None:  # out of memory: not the file's
@@ -304,7 +305,7 @@ def _rank_tables(con: duckdb.DuckDBPyConnection, display: str,
         (step_source, device, pid, start, end, timed, categories, n_memory), = con.execute(
             sql("read/rank_result.sql")).fetchall()
         if n_memory:  # the allocator's args need a second, narrow read of the file
-            run_script(con, "read/memory_bytes.sql", {"path": str(events_file)})
+            run_script(con, "read/memory_bytes.sql", read_parameters(events_file))
         device = range_device if device is None else device
     except (duckdb.ConversionException, duckdb.OutOfRangeException) as exc:
         # the exact path reads `ts` as text: a `ts` that is no number fails only here; a

@@ -22,7 +22,12 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from stepscope.ingest.archive_names import member_display, stage_path
-from stepscope.ingest.archive_special import SpecialMember, refusing_opener, special_kind
+from stepscope.ingest.archive_special import (
+    SpecialMember,
+    link_kind,
+    refusing_opener,
+    special_kind,
+)
 from stepscope.ingest.errors import (
     MachineFailure,
     UsageError,
@@ -355,13 +360,17 @@ def _zip_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO
 
 
 def _tar_members(archive: Path) -> Iterator[tuple[PurePosixPath, Callable[[], IO[bytes]]]]:
-    """Trace members of a (compressed) tar archive, with safe relative paths."""
+    """Trace members of a (compressed) tar archive, with safe relative paths; a device,
+    FIFO or link out of the archive named like a trace, with an opener that fails it."""
+    regular: set[str] = set()  # the regular members so far: a link to one is left out
     with tarfile.open(archive, "r:*") as tf:
         for tinfo in tf:
             _check_declared_size(tinfo)
             member = _safe_member(tinfo.name)
+            if tinfo.isfile():
+                regular.add(os.path.normpath(tinfo.name))
             if member is not None and is_trace_name(member.name) and (
-                    kind := special_kind(tinfo)) is not None:
+                    kind := special_kind(tinfo) or link_kind(tinfo, regular)) is not None:
                 yield member, refusing_opener(kind)
                 continue
             if not tinfo.isfile() or member is None or not is_trace_name(member.name):

@@ -46,3 +46,54 @@ def fit_address_space_limit() -> None:
         libc.mallopt(ctypes.c_int(M_ARENA_MAX), ctypes.c_int(1))
     except (OSError, AttributeError):  # not glibc: its allocator has no such arenas
         pass
+
+
+# The least address space in which every command ran or failed with its one line
+# (measured on the samples: below it polars' one thread could not be spawned, a Rust
+# panic of 45 lines, or its allocator aborted the process, exit 134; polars alone maps
+# ~390 MB, and OpenBLAS exits the process itself when its buffer cannot be had).
+ADDRESS_SPACE_FLOOR = 600 << 20
+
+
+def check_address_space_floor() -> None:
+    """Refuse, with the machine's one line (exit 1), to start a command under an
+    address-space limit below ADDRESS_SPACE_FLOOR, where a library would stop the process
+    itself; above it, start polars' one thread now, before DuckDB takes its room (the
+    thread could not be spawned later: `nightly` at 550 MB panicked 3 runs in 3)."""
+    import resource
+
+    from stepscope.ingest.errors import MachineFailure
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return
+    if soft < ADDRESS_SPACE_FLOOR:
+        raise MachineFailure(
+            f"out of memory; the address-space limit (ulimit -v) of {soft >> 20} MiB is "
+            f"below the {ADDRESS_SPACE_FLOOR >> 20} MiB stepscope needs: raise it (the "
+            "machine's failure, not stepscope's)")
+    try:
+        _start_polars_thread()
+    except (Warning, ImportError, MemoryError, OSError) as exc:
+        raise MachineFailure(_too_little(soft)) from exc
+    except BaseException as exc:  # polars' Rust panic (pyo3's PanicException)
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise MachineFailure(_too_little(soft)) from None
+
+
+def _too_little(soft: int) -> str:
+    return (f"out of memory; the address-space limit (ulimit -v) of {soft >> 20} MiB leaves "
+            "too little to load polars and start its thread: raise it (the machine's "
+            "failure, not stepscope's)")
+
+
+def _start_polars_thread() -> None:
+    """Load polars and spawn its thread pool (one thread under a limit)."""
+    import warnings
+
+    with warnings.catch_warnings():  # "Polars binary is missing!": its load ran out
+        warnings.simplefilter("error")
+        import polars
+
+        polars.thread_pool_size()

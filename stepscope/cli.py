@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stepscope.address_space import fit_address_space_limit
+from stepscope.address_space import check_address_space_floor, fit_address_space_limit
 from stepscope.ingest.exit_codes import EXIT_NOTHING, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -110,10 +110,11 @@ def check_memory_limit_env() -> None:
 NAME_MAX = 255  # bytes in one name of a path, on every file system stepscope runs on
 
 
-def check_db_name(db: object) -> None:
+def check_db_name(db: object, option: str = "--db") -> None:
     """--db names a file whose every name fits the file system: a trailing '/' (a folder)
     or a name over 255 bytes is a usage error before any work (a too-long name used to
-    surface as exit 1, "File name too long", once the database was opened)."""
+    surface as exit 1, "File name too long", once the database was opened). `option` is
+    what the message names: `dashboard` checks its $STEPSCOPE_DB here too."""
     from stepscope.ingest import UsageError
     from stepscope.ingest.errors import quote_name
     from stepscope.ingest.folder_names import folder_ending, names_a_folder
@@ -121,13 +122,13 @@ def check_db_name(db: object) -> None:
     if not isinstance(db, str):
         return
     if db.startswith(":memory:"):  # DuckDB's name of a database that lives in memory
-        raise UsageError(f"--db {db[:80]!r}: DuckDB's in-memory database, which keeps "
+        raise UsageError(f"{option} {db[:80]!r}: DuckDB's in-memory database, which keeps "
                          "nothing once the command ends; give a database file name")
     if names_a_folder(db):
-        raise UsageError(f"--db {db[:80]!r}: ends with '{folder_ending(db)}', so it names a "
+        raise UsageError(f"{option} {db[:80]!r}: ends with '{folder_ending(db)}', so it names a "
                          "folder; give the database's file name")
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(db).parts):
-        raise UsageError(f"--db {quote_name(db[:80])}...: a name in it is longer than "
+        raise UsageError(f"{option} {quote_name(db[:80])}...: a name in it is longer than "
                          f"{NAME_MAX} bytes, the most a file system allows; give a shorter one")
 
 
@@ -145,6 +146,7 @@ def _run(argv: Sequence[str] | None) -> int:
             parser.print_help()
             return EXIT_USAGE
         check_db_name(getattr(args, "db", None))
+        check_address_space_floor()
         try:
             return _command(load(args.command).run, args)
         except KeyboardInterrupt:
@@ -221,11 +223,20 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise Stopped(signum)
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C as Python's own handler treats it, but remembered: DuckDB turns the
+    KeyboardInterrupt raised inside a query into RuntimeError("Query interrupted"), which
+    `report`, `export` and `whatif` of a trace path showed as "internal error", exit 1."""
+    _STOPPED_BY.append(signum)
+    raise KeyboardInterrupt
+
+
 @contextmanager
 def _stop_signals_interrupt() -> Iterator[None]:
-    """While the block runs, SIGTERM and SIGHUP raise Stopped (main thread only; one
-    that was ignored when the process started, e.g. SIGHUP under nohup, stays ignored;
-    the previous handlers come back after, for in-process callers)."""
+    """While the block runs, SIGTERM and SIGHUP raise Stopped and SIGINT a remembered
+    KeyboardInterrupt (main thread only; one that was ignored when the process started,
+    e.g. SIGHUP under nohup, or SIGINT set by another handler, stays as it was; the
+    previous handlers come back after, for in-process callers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -233,6 +244,8 @@ def _stop_signals_interrupt() -> Iterator[None]:
     previous = {sig: h for sig, h in previous.items() if h is not signal.SIG_IGN}
     for sig in previous:
         signal.signal(sig, _raise_stopped)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:

@@ -97,6 +97,11 @@ def read_nccl_log(path: Path, display: str, out_dir: Path, max_bytes: int | None
 
 
 def _lines(block: bytes, offset: int) -> pl.DataFrame:
+    """The block's lines, one column: the unit separator (0x1F) splits no line, so one in
+    binary garbage is read as a blank (it made a first line of several columns, and the
+    read failed with polars' "new_columns does not match")."""
+    if b"\x1f" in block:
+        block = block.replace(b"\x1f", b" ")
     frame = pl.read_csv(io.BytesIO(block), has_header=False, separator="\x1f", quote_char=None,
                         new_columns=["line"], encoding="utf8-lossy", truncate_ragged_lines=True,
                         schema_overrides={"line": pl.String}, infer_schema=False)
@@ -138,13 +143,18 @@ def _check_ranks(nccl: pl.DataFrame, display: str) -> None:
     """A communicator line's rank must lie in [0, nRanks) (`comm 0x.. rank 5 nranks 2 ...
     Init COMPLETE`, `comm 0x.. rank 5 nRanks 2 nNodes ...`): NCCL never writes another,
     and such a rank would be stored as a process of the job, or resolve to a wrong one.
-    One line refuses the file with the count in this block, as for an Inspector
-    header.rank."""
+    A rank of -1 or a number past 9 digits, which the communicator patterns do not take,
+    fails too (it was skipped without a word). One line refuses the file with the count
+    in this block, as for an Inspector header.rank."""
     bad = 0
-    for pattern in (P.INIT_DONE, P.TOPO):
-        ranks = nccl.select(pl.col("msg").str.extract(pattern, 2).cast(pl.Int64).alias("r"),
-                            pl.col("msg").str.extract(pattern, 3).cast(pl.Int64).alias("n"))
-        bad += ranks.filter(pl.col("r") >= pl.col("n")).height
+    for pattern in (P.INIT_DONE_ANY, P.TOPO_ANY):
+        ranks = nccl.select(
+            pl.col("msg").str.extract(pattern, 1).alias("rt"),
+            pl.col("msg").str.extract(pattern, 1).cast(pl.Int64, strict=False).alias("r"),
+            pl.col("msg").str.extract(pattern, 2).cast(pl.Int64, strict=False).alias("n"))
+        within = (pl.col("r") >= 0) & (pl.col("r") < pl.col("n")) \
+            & (pl.col("n") <= P.MAX_RANKS)
+        bad += ranks.filter(pl.col("rt").is_not_null() & within.not_().fill_null(True)).height
     if bad:
         raise TraceFileError(display, f"{bad} communicator line(s) with a rank outside "
                              "[0, nRanks) ('comm 0x.. rank R nRanks N')")

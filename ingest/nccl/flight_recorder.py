@@ -287,8 +287,11 @@ def _entry_fields(e: dict[str, Any], members: dict[str, list[int]]) -> dict[str,
         raise ValueError("process_group is not a (name, description) pair")
     pg_name, pg_desc = str(pg[0]), str(pg[1])
     name = e.get("profiling_name")
-    if not isinstance(name, str):
+    if name is None:
         raise ValueError("profiling_name is missing")
+    if not isinstance(name, str):  # 7 was "missing" too: say what it is
+        raise ValueError(f"profiling_name is not text ({type(name).__name__} "
+                         f"{one_line(repr(name))[:40]})")
     backend, op, peer_local = split_profiling_name(name)
     group = members.get(pg_name, [])
     peer = group[peer_local] if peer_local is not None and peer_local < len(group) else None

@@ -17,8 +17,13 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from stepscope.ingest.db import insert_by_name
-from stepscope.ingest.errors import StepscopeError, TraceFileError
+from stepscope.ingest.db import insert_by_name, is_out_of_memory
+from stepscope.ingest.errors import (
+    MachineFailure,
+    StepscopeError,
+    TraceFileError,
+    machine_problem,
+)
 from stepscope.ingest.nccl.sniff import FLIGHT_RECORDER, NCCL_INSPECTOR, NCCL_LOG, NCCL_PROFILER
 from stepscope.ingest.sql_files import run_script, sql
 from stepscope.ingest.tasks import NcclParsed
@@ -57,7 +62,11 @@ def claim(claimed: dict[tuple[str, int], str], kind: str, rank: int, display: st
 def accept_nccl(con: duckdb.DuckDBPyConnection, run: str, parsed: NcclParsed,
                 claimed: dict[tuple[str, int], str]) -> None:
     """Append one parsed file's rows. TraceFileError (nothing written) when a dump's rank
-    is claimed by an earlier dump; StepscopeError when the database refuses a row."""
+    is claimed by an earlier dump; StepscopeError when the database refuses a row. Its
+    memory limit reached is re-raised as it came (a 4 MB dump of one 2-million-long shape
+    failed the ingest "could not be stored … please report this file" at the 32 MiB room,
+    where a trace's append is tried again in a larger one), the machine's failure is
+    MachineFailure."""
     if parsed.kind == FLIGHT_RECORDER:
         for rank in parsed.ranks:
             claim(claimed, parsed.kind, rank, parsed.file)
@@ -71,6 +80,12 @@ def accept_nccl(con: duckdb.DuckDBPyConnection, run: str, parsed: NcclParsed,
     except duckdb.InterruptException:
         raise
     except (duckdb.Error, pa.ArrowException) as exc:
+        if is_out_of_memory(exc):
+            raise  # the room's, not the file's: the writer tries again in a larger room
+        if (what := machine_problem(exc)) is not None:  # e.g. no file handle left
+            raise MachineFailure(
+                f"{what} (the machine's failure, not the files'): run '{run}' was not "
+                "ingested, the database is unchanged", what=what) from None
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StepscopeError(
             f"{parsed.file}: could not be stored ({text[:300]}); run '{run}' was not "

@@ -101,11 +101,26 @@ def sniff_bytes(head: bytes, named: bool = False) -> str | None:
         if b'"traceEvents"' not in stripped and _INSPECTOR.search(stripped):
             return NCCL_INSPECTOR
         return None
-    if stripped.startswith(b"["):
-        return NCCL_PROFILER if _PROFILER_EVENT.search(stripped) else None
+    if stripped.startswith(b"[") and _PROFILER_EVENT.search(stripped):
+        return NCCL_PROFILER
     if _NCCL_LINE.search(head) or _NCCL_TESTS.search(head):
         return NCCL_LOG
-    return None
+    return NCCL_INSPECTOR if _later_inspector_line(stripped) else None
+
+
+_LATER_LINES = 64  # the lines after the first that may show an Inspector file
+
+
+def _later_inspector_line(head: bytes) -> bool:
+    """Whether a line after the first is an Inspector line (an object with one of the
+    plugin's keys) in a head that is no trace: the first line cut (a partial write, a
+    log rotated mid-line) or junk. Such a file was skipped without a word; now the
+    reader fails it, naming the line."""
+    if b'"traceEvents"' in head:
+        return False
+    _, _, rest = head.partition(b"\n")
+    return any(line.lstrip().startswith(b"{") and _INSPECTOR.search(line) is not None
+               for line in rest.split(b"\n", _LATER_LINES)[:_LATER_LINES])
 
 
 def sniff(path: Path, named: bool = False) -> str | None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stepscope.cli import check_db_name
 from stepscope.commands import COMMAND_HELP
 from stepscope.dashboard.app.config import (
     DEFAULT_MAX_UPLOAD_MB,
@@ -70,9 +71,11 @@ def _from_environment(args: argparse.Namespace) -> None:
     """--db and --max-upload-mb not given: $STEPSCOPE_DB and $STEPSCOPE_MAX_UPLOAD_MB (an
     empty one is unset), checked like the options, the range too (its error names the
     variable); the command overwrote both for its server, so a bad value was ignored in
-    silence and the server started."""
+    silence and the server started. A $STEPSCOPE_DB is checked as --db is (a trailing
+    '/', `:memory:`, a name too long): `x.duckdb/` served `x.duckdb`."""
     if args.db is None:
         args.db = os.environ.get(ENV_DB) or DEFAULT_DB
+        check_db_name(args.db, f"${ENV_DB}")
     if args.max_upload_mb is None:
         text = setting(ENV_MAX_UPLOAD_MB) or str(DEFAULT_MAX_UPLOAD_MB)
         try:
@@ -209,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
     proc = None
     try:
         proc = start_server(streamlit_command(config, args.host, args.port), env)
-        print(f"stepscope dashboard: {url(args.host, args.port)}  (database {config.db}; "
+        # the name escaped: a database named with ESC or BEL reached the terminal raw
+        print(f"stepscope dashboard: {url(args.host, args.port)}  (database "
+              f"{quote_name(config.db)}; "
               "Ctrl-C to stop)", flush=True)
         code = proc.wait()
     except (_StopRequested, KeyboardInterrupt):

@@ -17,6 +17,7 @@ from stepscope.commands import COMMAND_HELP
 from stepscope.commands.ingest_cmd import add_comm_kernels
 from stepscope.ingest import DEFAULT_DB
 from stepscope.ingest.comm_kernels import load_user_table
+from stepscope.ingest.errors import quote_name
 from stepscope.nightly import NightlyOptions, run_nightly
 from stepscope.validate import JOBS, PEAK_TFLOPS, integer
 
@@ -86,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
         say(f"check failed: {check_line(check)}")
     if not args.quiet:
         base = night.baseline.run if night.baseline else "none"
+        # the folder escaped as every message shows a name: an --out-dir named with
+        # ESC or BEL reached the terminal raw on stdout (stderr's lines were escaped)
         print(f"nightly {info.verdict}: job '{info.job}' run '{info.run}' "
               f"(baseline: {base}); {len(night.checks) - len(night.failed_checks)}/"
-              f"{len(night.checks)} check(s) pass; reports in {outcome.out_dir}/")
+              f"{len(night.checks)} check(s) pass; reports in "
+              f"{quote_name(f'{outcome.out_dir}/')}")
         if info.pruned_runs:
             print(f"pruned {len(info.pruned_runs)} old run(s): {', '.join(info.pruned_runs)}")
     return info.exit_code

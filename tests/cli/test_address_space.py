@@ -102,3 +102,50 @@ def test_splitting_sql_starts_no_thread() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == 1
+
+
+def _cli_under(limit: int, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    return subprocess.run([sys.executable, "-P", "-m", "stepscope", *argv], capture_output=True,
+                          text=True, env=env, cwd=cwd, preexec_fn=preexec, timeout=300)
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "cpu" / "ddp"
+
+
+@pytest.mark.parametrize("command", ["ingest", "nightly"])
+def test_a_small_job_is_ingested_in_640_mib(command: str, tmp_path: Path) -> None:
+    """DuckDB's JSON reader took a buffer of twice its largest object before reading a
+    byte: at 256 MiB, 512 MiB of memory for every trace, so 4 ranks of 115 KB failed "out
+    of memory" under `ulimit -v` 2 GB. It is now the events file's size (ingest/
+    json_read.py). And polars' thread starts before DuckDB takes its room: `nightly` at
+    550 MB panicked ("could not spawn threads", 45 lines) in 3 runs of 3."""
+    argv = ["ingest", str(SAMPLE), "--db", "x.duckdb", "--quiet"] if command == "ingest" else \
+        ["nightly", str(SAMPLE), "--job", "j", "--db", "x.duckdb", "--out-dir", "out"]
+    done = _cli_under(640 << 20, argv, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "panicked" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_below_the_floor_every_command_refuses_in_one_line(tmp_path: Path) -> None:
+    """Under 600 MiB a library could stop the process itself (polars' panic, its
+    allocator's abort, exit 134; OpenBLAS's own exit): the command refuses to start with
+    the machine's one line, exit 1, naming the limit and the floor."""
+    done = _cli_under(450 << 20, ["report", str(SAMPLE)], tmp_path)
+    assert done.returncode == 1 and done.stderr.splitlines() == [
+        "error: out of memory; the address-space limit (ulimit -v) of 450 MiB is below the "
+        "600 MiB stepscope needs: raise it (the machine's failure, not stepscope's)"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_json_read_takes_the_events_files_size(tmp_path: Path) -> None:
+    from stepscope.ingest.json_read import MAX_OBJECT_BYTES, MIN_OBJECT_BYTES, max_object_bytes
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text("[]")
+    with large.open("wb") as f:  # sparse: its size without its bytes
+        f.truncate(5 << 20)
+    assert max_object_bytes(small) == MIN_OBJECT_BYTES
+    assert max_object_bytes(large) == (5 << 20) + 1
+    assert max_object_bytes(tmp_path / "missing.json") == MAX_OBJECT_BYTES

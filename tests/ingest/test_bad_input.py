@@ -156,6 +156,20 @@ PER_FILE_CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
         lambda d: _bad_event(d, "dur", "ten"),
         "event 3 of traceEvents ('aten::mm'): dur is text (\"ten\"), not a number "
         "(microseconds)"),
+    # text DuckDB's TRY_CAST reads as a number but the events reader does not: named
+    # like "abc", never "invalid JSON in traceEvents (… Failed to cast value …)"
+    "ts as text with blanks around": (
+        lambda d: _bad_event(d, "ts", " 1000 "),
+        "event 3 of traceEvents ('aten::mm'): ts is text (\" 1000 \"), not a number "
+        "(microseconds)"),
+    "dur as text with a plus sign": (
+        lambda d: _bad_event(d, "dur", "+5"),
+        "event 3 of traceEvents ('aten::mm'): dur is text (\"+5\"), not a number "
+        "(microseconds)"),
+    "dur as text with an underscore": (
+        lambda d: _bad_event(d, "dur", "1_0"),
+        "event 3 of traceEvents ('aten::mm'): dur is text (\"1_0\"), not a number "
+        "(microseconds)"),
     "args as text": (
         lambda d: _bad_event(d, "args", "x"),
         "event 3 of traceEvents ('aten::mm'): args is text (\"x\"), not an object"),

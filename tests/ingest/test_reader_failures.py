@@ -129,6 +129,38 @@ def test_an_inspector_file_the_sniff_missed_ingests(case: str, tmp_path: Path,
     assert _stored_ops(tmp_path / "db.duckdb") == [(name, "AllGather", 25.5)] * 2
 
 
+FIRST_LINES = {"cut by a partial write": lambda line: line[40:],
+               "a JSON list": lambda line: "[1, 2, 3]", "plain text": lambda line: "hello"}
+
+
+@pytest.mark.parametrize("case", list(FIRST_LINES))
+def test_an_inspector_file_whose_first_line_is_none_fails_alone(
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inspector lines after a first line that is none were skipped without a word
+    (beside a trace: exit 0, the file not even counted); now the file fails alone,
+    naming the line the reader could not take (exit 3 beside the trace)."""
+    line = _inspector(header={"comm_name": "dp"})
+    write_trace(tmp_path / "t" / "host-pid7.log",
+                FIRST_LINES[case](line) + "\n" + line + "\n" + line + "\n")
+    write_trace(tmp_path / "t" / "rank0.json", _one_trace())
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 3 and len(err) == 1, err
+    assert err[0].startswith(f"error: {tmp_path / 't' / 'host-pid7.log'}: not readable as "
+                             "NCCL Inspector JSONL (Invalid Input Error: "), err
+    assert " in line " in err[0]
+
+
+def test_jsonl_of_another_tool_is_no_inspector_file(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The control: JSON lines without the plugin's keys, or text that names one outside
+    a JSON object, stay no NCCL evidence (skipped as before)."""
+    write_trace(tmp_path / "t" / "other.log", '{"a": 1}\n{"b": 2}\n')
+    write_trace(tmp_path / "t" / "notes.log", 'notes\nthe key "coll_perf": is documented\n')
+    write_trace(tmp_path / "t" / "rank0.json", _one_trace())
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err, err
+
+
 # --- NCCL Inspector values that are no measurement: refused with a count (round 10
 # "Inspector exec time 1e308", round 9's negative / NaN / inf values) ---------------------
 
@@ -182,6 +214,14 @@ COMM_LINES = {
                                "MNNVL 0",
     "Init COMPLETE rank 0 of 0": "comm 0x55a0 rank 0 nranks 0 cudaDev 0 busId 18000 - Init "
                                  "COMPLETE",
+    # numbers the communicator patterns do not read (a sign, past 9 digits): the line was
+    # skipped as no communicator line, the log stored (exit 0)
+    "Init COMPLETE rank -1 of 2": "comm 0x55a0 rank -1 nranks 2 cudaDev 0 busId 18000 - Init "
+                                  "COMPLETE",
+    "nRanks line rank -1 of 2": "comm 0x55a0 rank -1 nRanks 2 nNodes 1 localRanks 2 "
+                                "localRank 0 MNNVL 0",
+    "nRanks line of 10^20 ranks": "comm 0x55a0 rank 7 nRanks 100000000000000000000 nNodes 1 "
+                                  "localRanks 2 localRank 0 MNNVL 0",
 }
 
 
@@ -206,6 +246,25 @@ def test_a_log_rank_inside_its_communicator_ingests(tmp_path: Path,
                 HEAD + "".join(f"node0:1:2 [0] NCCL INFO {line}\n" for line in lines))
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0 and not err
+
+
+def test_a_log_with_unit_separators_in_binary_garbage_ingests(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Binary garbage around a log's lines (stdout with a core dump mixed in) whose first
+    line holds 0x1F bytes: "unreadable NCCL log (provided `new_columns` does not match
+    number of columns in file (1 != 5 in file) …" before; now the NCCL lines are read."""
+    garbage = b"\x00\x1fab\x1fcd\x1f\xff\xfe\x1f\n\x1f\x1f\x01\n"
+    lines = HEAD + ("node0:1:2 [0] NCCL INFO comm 0x55a0 rank 1 nranks 2 cudaDev 0 busId "
+                    "18000 - Init COMPLETE\n")
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "nccl.log").write_bytes(garbage + lines.encode() + garbage)
+    rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
+    assert rc == 0 and not err, err
+    import duckdb
+    with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT nccl_version, host FROM nccl_sources").fetchall() \
+            == [("2.21.5+cuda12.4", "node0")]
+        assert con.execute("SELECT rank, nranks FROM nccl_comms").fetchall() == [(1, 2)]
 
 
 # --- the machine's failure while the database opens: exit 1, never blamed on the database
@@ -244,6 +303,12 @@ def test_the_machines_failure_at_open(case: str, tmp_path: Path) -> None:
     err = proc.stderr.splitlines()
     assert proc.returncode == 1 and len(err) == 1, (proc.returncode, err)
     assert "STEPSCOPE_MEMORY_LIMIT" not in err[0], err
+    if "ulimit -v" in err[0]:  # below the floor every command refuses to start
+        # (stepscope/address_space.py): the open is never reached, nothing is written
+        assert err[0].startswith("error: out of memory; the address-space limit (ulimit "
+                                 "-v) of 400 MiB is below the 600 MiB stepscope needs"), err
+        assert not (tmp_path / "x.duckdb").exists()
+        return
     if err[0].startswith("error: t/rank0.json: "):  # one malloc arena under an address-
         # space limit (stepscope/address_space.py): the open fits, the parse does not
         assert err[0].startswith(f"error: t/rank0.json: {problem}") and "(the machine's " \

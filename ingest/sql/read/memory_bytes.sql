@@ -4,10 +4,11 @@
 -- than in read_events.sql's `args` struct, where each costs every trace ~1 ms per 100k
 -- events; and `Bytes` cannot sit there beside the memcpy's `bytes` anyway (DuckDB struct
 -- keys ignore case, JSON keys do not). Row positions are the same as raw_events' (file
--- order). Reads $path (the events file read_events.sql read); writes out_memory_events.
+-- order). Reads $path (the events file read_events.sql read; $max_object as there);
+-- writes out_memory_events.
 CREATE OR REPLACE TEMP TABLE mem_args AS
 SELECT name, args
-FROM read_json($path, format = 'array', maximum_object_size = 268435456,
+FROM read_json($path, format = 'array', maximum_object_size = $max_object,
                columns = {'name': 'VARCHAR',
                           'args': 'STRUCT("Bytes" VARCHAR, "Addr" VARCHAR,
                                           "Total Allocated" VARCHAR, "Total Reserved" VARCHAR,

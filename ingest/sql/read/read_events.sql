@@ -1,7 +1,8 @@
 -- Reads one trace's `traceEvents` array into the temp table raw_events (one row per
 -- event, in file order), keeping only the event fields and `args` keys stepscope uses.
 -- Reads the JSON file $path (written by ingest/reader.py: the events array alone).
--- Parameters: $path; $ts_type, the type `ts` is read as: 'DOUBLE' (fast path) or
+-- Parameters: $path; $max_object, the largest event in bytes (the file's size, at most
+-- 256 MiB: ingest/json_read.py); $ts_type, the type `ts` is read as: 'DOUBLE' (fast path) or
 -- 'VARCHAR' (exact path: microsecond timestamps with more digits than a double holds,
 -- parsed to integer nanoseconds in rank_tables.sql).
 -- `args` scalars are read as text and cast with TRY_CAST where used: their JSON type
@@ -14,7 +15,7 @@
 -- (testing the stored struct for NULL later scans every one of its keys).
 CREATE OR REPLACE TEMP TABLE raw_events AS
 SELECT *, args IS NOT NULL AS has_args
-FROM read_json($path, format = 'array', maximum_object_size = 268435456, columns = {
+FROM read_json($path, format = 'array', maximum_object_size = $max_object, columns = {
     'ph': 'VARCHAR', 'cat': 'VARCHAR', 'name': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR',
     'ts': $ts_type, 'dur': 'DOUBLE',
     'args': 'STRUCT("External id" VARCHAR, "correlation" VARCHAR, "device" VARCHAR,
