@@ -67,6 +67,18 @@ def quote_name(name: str | os.PathLike[str]) -> str:
     return text if plain else "'" + shown.replace("'", "\\'") + "'"
 
 
+def shown_name(name: str | os.PathLike[str], width: int = 160) -> str:
+    """`quote_name(name)`, or for a name of more than `width` characters its start and
+    its end around "…" with its length: the end (a file name, a trailing '/') is what a
+    message is usually about, so it is never what gets cut."""
+    text = os.fspath(name)
+    if len(text) <= width:
+        return quote_name(text)
+    keep = width // 2
+    return (f"{quote_name(text[:keep])}…{quote_name(text[-keep:])} "
+            f"({len(text):,} characters)")
+
+
 class StepscopeError(Exception):
     """Base class of errors shown to the user as one line, without a traceback.
     `earlier` holds the (file, problem) failures of work done before this error (the

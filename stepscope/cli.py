@@ -114,21 +114,26 @@ def check_db_name(db: object, option: str = "--db") -> None:
     """--db names a file whose every name fits the file system: a trailing '/' (a folder)
     or a name over 255 bytes is a usage error before any work (a too-long name used to
     surface as exit 1, "File name too long", once the database was opened). `option` is
-    what the message names: `dashboard` checks its $STEPSCOPE_DB here too."""
+    what the message names: `dashboard` checks its $STEPSCOPE_DB here too. A name longer
+    than 160 characters is shown cut in the middle with its length (its first 80 hid the
+    file name and the '/' the message is about)."""
     from stepscope.ingest import UsageError
-    from stepscope.ingest.errors import quote_name
+    from stepscope.ingest.errors import shown_name
     from stepscope.ingest.folder_names import folder_ending, names_a_folder
 
     if not isinstance(db, str):
         return
+    # the whole name, or its start and end with its length: never cut where the
+    # message's point is (a trailing '/', the file name)
+    shown = repr(db) if len(db) <= 160 else shown_name(db)
     if db.startswith(":memory:"):  # DuckDB's name of a database that lives in memory
-        raise UsageError(f"{option} {db[:80]!r}: DuckDB's in-memory database, which keeps "
+        raise UsageError(f"{option} {shown}: DuckDB's in-memory database, which keeps "
                          "nothing once the command ends; give a database file name")
     if names_a_folder(db):
-        raise UsageError(f"{option} {db[:80]!r}: ends with '{folder_ending(db)}', so it names a "
+        raise UsageError(f"{option} {shown}: ends with '{folder_ending(db)}', so it names a "
                          "folder; give the database's file name")
     if any(len(os.fsencode(part)) > NAME_MAX for part in Path(db).parts):
-        raise UsageError(f"{option} {quote_name(db[:80])}...: a name in it is longer than "
+        raise UsageError(f"{option} {shown_name(db)}: a name in it is longer than "
                          f"{NAME_MAX} bytes, the most a file system allows; give a shorter one")
 
 

@@ -151,3 +151,12 @@ def test_nightly_escapes_its_out_dir_on_stdout(tmp_path: Path) -> None:
     assert (out_dir / "report.md").is_file()
     assert out.rstrip().endswith(f"reports in '{tmp_path}/o\\x1b[2J\\x07ut/'"), out
     assert not RAW & set(out), out
+
+
+def test_a_long_db_name_is_cut_in_the_middle_with_its_length(tmp_path: Path) -> None:
+    """Audit round 16: the line showed the first 80 characters of the name, no mark of
+    the cut, losing the file name and the trailing '/' the message is about."""
+    db = f"{tmp_path}/{'d' * 200}/x.duckdb/"
+    rc, _, err = cli("summary", "--db", db)
+    assert rc == 2 and len(err) == 1, err
+    assert "…" in err[0] and f"/x.duckdb/ ({len(db):,} characters): ends with '/'" in err[0]
