@@ -34,12 +34,6 @@ INIT_DONE = (rf"comm (0x{_HEX}) rank (\d{{1,9}}) nranks (\d{{1,9}}) cudaDev (\d{
              rf"(?: nvmlDev (\d{{1,5}}))?(?: busId ({_HEX}))?(?: commId (0x{_HEX}))?"
              r".*Init COMPLETE")
 INIT_START = rf"comm (0x{_HEX}) rank \d{{1,9}} nranks \d{{1,9}} cudaDev .*Init START"  # >= 2.19
-# the two communicator lines with any signed number of any length where INIT_DONE and
-# TOPO take 1-9 digits: a rank of -1 or past 9 digits is checked (debug_log._check_ranks),
-# never skipped as no communicator line
-INIT_DONE_ANY = rf"comm 0x{_HEX} rank (-?\d+) nranks (-?\d+) cudaDev .*Init COMPLETE"
-TOPO_ANY = rf"comm 0x{_HEX} rank (-?\d+) nRanks (-?\d+) nNodes "
-MAX_RANKS = 999_999_999  # the 9 digits INIT_DONE and TOPO read
 TREES = r"^Trees \["
 TOPO = (rf"comm (0x{_HEX}) rank (\d{{1,9}}) nRanks (\d{{1,9}}) nNodes (\d{{1,9}}) "
         r"localRanks (\d{1,9}) localRank (\d{1,9})")

@@ -214,14 +214,6 @@ COMM_LINES = {
                                "MNNVL 0",
     "Init COMPLETE rank 0 of 0": "comm 0x55a0 rank 0 nranks 0 cudaDev 0 busId 18000 - Init "
                                  "COMPLETE",
-    # numbers the communicator patterns do not read (a sign, past 9 digits): the line was
-    # skipped as no communicator line, the log stored (exit 0)
-    "Init COMPLETE rank -1 of 2": "comm 0x55a0 rank -1 nranks 2 cudaDev 0 busId 18000 - Init "
-                                  "COMPLETE",
-    "nRanks line rank -1 of 2": "comm 0x55a0 rank -1 nRanks 2 nNodes 1 localRanks 2 "
-                                "localRank 0 MNNVL 0",
-    "nRanks line of 10^20 ranks": "comm 0x55a0 rank 7 nRanks 100000000000000000000 nNodes 1 "
-                                  "localRanks 2 localRank 0 MNNVL 0",
 }
 
 
