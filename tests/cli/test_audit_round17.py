@@ -35,7 +35,23 @@ one_line, run_cli, full_disk; round 16's case builders, output fixture, signal h
 inputs: tests/audit17_inputs.py (round 14's base database, round 17's hostile inputs).
 Next to each group, the doc line or earlier round that settles it.
 
-300 cases, committed unrun (collect-only, ruff and mypy only).
+300 cases, committed unrun (collect-only, ruff and mypy only; b250b90). The helper that
+wrote them stopped before the run; the lead merged main (7afdff7) into the branch and
+ran the round ONCE, unchanged (15:05-15:07 UTC, `pytest -n 2`, 111 s, beside a CI run on
+the shared 2-core machine; nothing skipped): **295 of 300 held (98.3%)**. The 5 misses:
+- defect (1): `plan --global-batch-tokens 1e6` was accepted (exit 0); docs/cli.md
+  "Numbers": a whole number is digits only. Fixed: the option is a whole number
+  (stepscope/commands/plan_cmd.TOKENS); the case passes unchanged;
+- the docs of the day (3): "NCCL log rank of 10 digits", and a log with `rank -1` beside a
+  good rank (partial and --strict) expected the log to fail, as docs/cli.md said from
+  13:11 (a hunt's change); rounds 7 and 9 pin such a line left out and the log stored,
+  so that change was taken back at 14:54 (its 4 pinned cases failed in CI) and the docs
+  say so again; the three cases now expect the log stored (exit 0);
+- docs silent (1): "nightly --fail-if threshold +1" expected "+1" refused by "Numbers";
+  a unit test (tests/analyzers/nightly/test_checks.py) pinned "step_time_ms > +12"
+  read, and docs/nightly.md now says a threshold takes one sign; the case now expects
+  the check to run and fail (exit 4, naming run.ranks).
+After the fix and the corrections all 300 pass (FIRST_RUN_FAILED is empty).
 """
 
 from __future__ import annotations
@@ -280,7 +296,6 @@ OPTION_CASES: dict[str, Case14] = {
     "nightly --fail-if with != (not an op)": _bad((*NIGHT, "--fail-if", "run.ranks != 2")),
     "nightly --fail-if without a number": _bad((*NIGHT, "--fail-if", "run.ranks >")),
     "nightly --fail-if threshold nan": _bad((*NIGHT, "--fail-if", "run.ranks > nan")),
-    "nightly --fail-if threshold +1": _bad((*NIGHT, "--fail-if", "run.ranks > +1")),
     "nightly --fail-if threshold 1e400": _bad((*NIGHT, "--fail-if", "run.ranks > 1e400")),
     "nightly --fail-if an unknown layout field": _bad(
         (*NIGHT, "--fail-if", "layout.bogus > 1"), "layout.bogus"),
@@ -443,8 +458,9 @@ FILE_CASES: dict[str, Case14] = {
     "hang of a dump pickled with protocol 2": _hang("fr17_protocol_2"),
     "hang of a dump pickled with protocol 3": _hang("fr17_protocol_3"),
     "hang of a dump pickled with protocol 5": _hang("fr17_protocol_5"),
-    # docs/cli.md: an NCCL_DEBUG log whose communicator rank is past 9 digits fails alone
-    "NCCL log rank of 10 digits": _fails("n17_rank_10_digits", "nccl.log"),
+    # (corrected after the first run) rounds 7 and 9 pin a communicator line whose rank
+    # is past 9 digits or signed as no line NCCL writes: left out, the log stored
+    "NCCL log rank of 10 digits": _reads("n17_rank_10_digits"),
     # NCCL Inspector (docs/cli.md table: n_ranks in [1, 2^31); header.rank and p2p_peer in
     # [0, n_ranks); pid [0, 2^31); dump_timestamp_us [0, 2^53); coll_sn and sizes
     # [0, 2^63); bandwidths finite and 0 or more; execution time 0 or more, at most a
@@ -498,7 +514,7 @@ def test_file_case(hostile: dict[str, Any], name: str, tmp_path: Path,
 
 PARTIAL_CASES = ["p17_ts_a_list_rank1", "p17_ts_text_plus_5_rank1", "p17_args_a_list_rank1",
                  "p17_base_2_62_rank1", "p17_socket_rank1", "p17_inspector_rank_1_of_1",
-                 "p17_inspector_exec_over_a_day", "p17_nccl_rank_minus_1", "p17_fr_seq_nan",
+                 "p17_inspector_exec_over_a_day", "p17_fr_seq_nan",
                  "p17_zip_path_twice", "p17_tar_symlink_member", "p17_tar_fifo_member"]
 STRICT_CASES = [f"--strict: {x}" for x in PARTIAL_CASES]
 
@@ -517,6 +533,22 @@ def test_partial_case(hostile: dict[str, Any], name: str, tmp_path: Path,
     assert rc == 3 and errors and all(x.startswith("error: ") for x in errors), (rc, err)
     assert any(hostile["failed"][name] in x for x in errors), err
     assert cli(("summary", "p", "--db", str(own / "p.duckdb")))[0] == 0
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("strict", [(), ("--strict",)], ids=["plain", "--strict"])
+def test_nccl_log_rank_minus_1_beside_a_good_rank_is_stored(
+        hostile: dict[str, Any], strict: tuple[str, ...], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Corrected after the first run: the case expected the log to fail, as docs/cli.md
+    said on the day it was written; rounds 7 and 9 pin such a line left out and the log
+    stored, and the docs say so again.)"""
+    monkeypatch.chdir(tmp_path)
+    own = own_dir(tmp_path)
+    rc, err, out = cli(("ingest", str(hostile["root"] / "p17_nccl_rank_minus_1"), "--db",
+                        str(own / "n.duckdb"), "--run", "n", "--quiet", *strict))
+    assert rc == 0 and not [x for x in err if x.startswith("error")], (rc, err)
+    assert not raw14("\n".join(err)) and not raw14(out), err
     assert not list(tmp_path.iterdir())
 
 
@@ -1024,6 +1056,11 @@ NIGHT_CASES: dict[str, tuple[tuple[str, ...], str, int, tuple[str, ...]]] = {
     "two failing checks, each named": (
         ("--fail-if", "run.ranks > 1", "--fail-if", "step_time_ms >= 0"), "t", 4,
         ("run.ranks", "step_time_ms")),
+    # (corrected after the first run, from the option cases: it expected "+1" refused
+    # by cli.md "Numbers"; docs/nightly.md now says a threshold takes one sign, as
+    # tests/analyzers/nightly/test_checks.py pinned "step_time_ms > +12")
+    "nightly --fail-if threshold +1": (("--fail-if", "run.ranks > +1"), "t", 4,
+                                       ("run.ranks",)),
     "mfu.mfu > 2 with --allow-missing passes (a fraction 0-1, or skipped)": (
         ("--fail-if", "mfu.mfu > 2", "--allow-missing"), "t", 0, ()),
 }
