@@ -22,28 +22,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import kineto_trace, write_trace
+from test_adversarial_audit import cli, job
 
 from stepscope.cli import main
 from stepscope.commands import dashboard_cmd, export_cmd, report_cmd
 
 RAW = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\n"}
-
-
-def cli(*argv: str | Path) -> tuple[int, str, list[str]]:
-    """Run the CLI in-process: (exit code, stdout, stderr lines); never a traceback."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main([str(a) for a in argv])
-    lines = err.getvalue().splitlines()
-    assert not any("Traceback" in x or "internal error" in x for x in lines), lines
-    return rc, out.getvalue(), lines
-
-
-def job(folder: Path, world: int = 2) -> Path:
-    for r in range(world):
-        write_trace(folder / f"rank{r}.json.gz", kineto_trace(rank=r, world_size=world))
-    return folder
 
 
 def _query_hit_by_ctrl_c(*args: object, **kwargs: object) -> object:
