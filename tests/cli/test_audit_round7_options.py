@@ -130,7 +130,7 @@ CASES: dict[str, Case] = {
                                "range: must be from 1 to 1024"),
     "plan --global-batch-tokens 0": ((*PLAN, "--global-batch-tokens", "0"), None, 2,
                                      "error: stepscope plan: argument --global-batch-tokens: '0' "
-                                     "is out of range: must be in (0,"),
+                                     "is out of range: must be from 1 to"),
     "plan --layers in Arabic-Indic digits": ((*PLAN, "--layers", "\u0663"), None, 2,
                                              "error: stepscope plan: argument --layers: not a "
                                              "whole number: '٣' (see --help)"),
