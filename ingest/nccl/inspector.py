@@ -27,7 +27,9 @@ import duckdb
 import pyarrow as pa
 
 from stepscope.ingest.errors import TraceFileError
+from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.inspector_fields import check_params, raise_first_problem
+from stepscope.ingest.nccl.jsonl_errors import jsonl_problem
 from stepscope.ingest.nccl.profiler_plugin import check_text_size, private_connection
 from stepscope.ingest.sql_files import sql
 
@@ -52,7 +54,7 @@ def read_inspector(path: Path, display: str, max_bytes: int | None = None) -> pa
             raise_first_problem(problems, display)
             table = con.sql(sql("nccl/inspector_read.sql")).to_arrow_table()
         except duckdb.Error as exc:
-            detail = str(exc).strip().splitlines()[0]
+            detail = jsonl_problem(exc, path, display, max_trace_bytes(max_bytes))
             raise TraceFileError(display, "not readable as NCCL Inspector JSONL "
                                  f"({detail[:200]})") from None
         finally:

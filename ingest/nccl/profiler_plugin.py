@@ -23,6 +23,7 @@ from stepscope.ingest.db import connect
 from stepscope.ingest.errors import TraceFileError
 from stepscope.ingest.limits import max_trace_bytes
 from stepscope.ingest.nccl.log_stream import text_chunks
+from stepscope.ingest.read_errors import first_line, without_paths
 from stepscope.ingest.sql_files import sql
 
 # A private connection's memory: DuckDB spills past it to a temporary folder.
@@ -51,7 +52,7 @@ def read_profiler_ops(path: Path, display: str, max_bytes: int | None = None) ->
             table = con.sql(sql("nccl/profiler_read.sql"), params={"path": str(path)}
                             ).to_arrow_table()
         except duckdb.Error as exc:
-            detail = str(exc).strip().splitlines()[0]
+            detail = without_paths(first_line(exc))
             raise TraceFileError(display, "not readable as an NCCL profiler-plugin dump "
                                  f"({detail[:200]})") from None
         finally:

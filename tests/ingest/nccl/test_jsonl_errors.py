@@ -1,0 +1,66 @@
+"""A malformed NCCL Inspector line is named by its number in the file (issue 43, left by
+the round-17 session: DuckDB's "in line N" was one too high, except after a blank line,
+and carried DuckDB's own path of the file). The line is counted as an editor counts it:
+from 1, blank lines and CRLF endings included, in a gzip file too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope.ingest import TraceFileError
+from stepscope.ingest.nccl.inspector import read_inspector
+from stepscope.ingest.nccl.jsonl_errors import first_malformed_line
+
+GOOD = json.dumps({
+    "header": {"id": "0x7f8c", "comm_name": "dp", "rank": 1, "n_ranks": 2, "nnodes": 1},
+    "metadata": {"inspector_output_format_version": "v4.0", "hostname": "node0", "pid": 7},
+    "coll_perf": {"coll": "AllReduce", "coll_sn": 1, "coll_msg_size_bytes": 1024,
+                  "coll_exec_time_us": 10, "coll_timing_source": "kernel_gpu",
+                  "coll_algobw_gbs": 1.0, "coll_busbw_gbs": 1.0}})
+BAD = '{"header": broken'
+
+
+@pytest.mark.parametrize(("lines", "newline", "want"), [
+    ([BAD, GOOD, GOOD], "\n", 1),
+    ([GOOD, BAD, GOOD], "\n", 2),
+    ([GOOD, GOOD, GOOD, GOOD, BAD], "\n", 5),
+    ([GOOD, "", BAD], "\n", 3),
+    ([GOOD, "  ", "", GOOD, BAD, GOOD], "\n", 5),
+    ([GOOD, GOOD, BAD], "\r\n", 3),
+], ids=["first", "second", "fifth", "after a blank line", "after blank lines", "CRLF"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_the_malformed_line_is_named_by_its_number(tmp_path: Path, lines: list[str],
+                                                   newline: str, want: int,
+                                                   compressed: bool) -> None:
+    text = (newline.join(lines) + newline).encode()
+    path = tmp_path / "node0-pid7.log"
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    with pytest.raises(TraceFileError) as caught:
+        read_inspector(path, "inspector/node0-pid7.log")
+    assert str(caught.value) == (
+        "inspector/node0-pid7.log: not readable as NCCL Inspector JSONL (malformed JSON at "
+        f"byte 12 of line {want}: unexpected character)")
+    assert str(tmp_path) not in str(caught.value)
+
+
+def _chunks(text: bytes, size: int) -> list[bytes]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
+def test_lines_spread_over_chunks_are_counted_once(size: int) -> None:
+    text = "\n".join([GOOD, "", GOOD, "[1, 2]", "NaN", GOOD]).encode()
+    assert first_malformed_line(iter(_chunks(text, size))) == 5  # NaN is not JSON
+    valid = text.replace(b"NaN", b"2")
+    assert first_malformed_line(iter(_chunks(valid, size))) is None
+    assert first_malformed_line(iter(_chunks(valid + b"\n{", size))) == 7  # no last newline
+
+
+def test_a_value_with_two_json_documents_on_one_line_is_malformed() -> None:
+    assert first_malformed_line(iter([f"{GOOD}\n{GOOD} {GOOD}\n".encode()])) == 2
+    assert first_malformed_line(iter([b"\xff\xfe\n"])) == 1  # not UTF-8
