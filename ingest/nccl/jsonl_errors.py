@@ -19,13 +19,20 @@ from stepscope.ingest.read_errors import first_line, without_paths
 
 # DuckDB: 'Malformed JSON in file "x", at byte 12 in line 4: unexpected character.'
 _MALFORMED = re.compile(r"Malformed JSON in file \"[^\"]*\", at byte (\d+) in line \d+: (.*)$")
+# DuckDB: '"maximum_object_size" of 16777216 bytes exceeded while reading (>33554428 bytes).'
+_TOO_LONG = re.compile(r'"maximum_object_size" of (\d+) bytes exceeded[^(]*(?:\(>(\d+) bytes\))?')
 
 
 def jsonl_problem(exc: BaseException, path: Path, display: str, limit: int) -> str:
     """DuckDB's parse error on `path` as one phrase: "malformed JSON at byte 12 of
-    line 3: unexpected character" with the line counted from 1 in the file itself; any
-    other DuckDB error keeps its first line, its quoted file names left out."""
+    line 3: unexpected character" with the line counted from 1 in the file itself, or a
+    line past the reader's object size in words; any other DuckDB error keeps its first
+    line, its quoted file names left out."""
     text = first_line(exc)
+    too_long = _TOO_LONG.search(text)
+    if too_long is not None:
+        longest = int(too_long.group(2) or too_long.group(1))  # the buffer DuckDB filled
+        return f"a line of over {round(longest / 2**20)} MiB, more than one JSON line may hold"
     match = _MALFORMED.search(text)
     if match is None:
         return without_paths(text)

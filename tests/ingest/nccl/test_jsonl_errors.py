@@ -64,3 +64,16 @@ def test_lines_spread_over_chunks_are_counted_once(size: int) -> None:
 def test_a_value_with_two_json_documents_on_one_line_is_malformed() -> None:
     assert first_malformed_line(iter([f"{GOOD}\n{GOOD} {GOOD}\n".encode()])) == 2
     assert first_malformed_line(iter([b"\xff\xfe\n"])) == 1  # not UTF-8
+
+
+def test_a_line_past_the_readers_object_size_is_said_in_words(tmp_path: Path) -> None:
+    """A 40 MB line (DuckDB reads at most 32 MiB for one line here) fails its file with
+    the size in words, not DuckDB's "maximum_object_size" text."""
+    line = json.loads(GOOD)
+    line["header"]["comm_name"] = "c" * 40_000_000
+    path = tmp_path / "node0-pid7.log"
+    path.write_text(GOOD + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(TraceFileError) as caught:
+        read_inspector(path, "F")
+    assert str(caught.value) == ("F: not readable as NCCL Inspector JSONL (a line of over "
+                                 "32 MiB, more than one JSON line may hold)")
