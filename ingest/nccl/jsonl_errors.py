@@ -1,10 +1,13 @@
 """What is wrong with a JSON-lines file DuckDB could not parse, in words: the first
 malformed line's number as an editor counts it, without DuckDB's own file path.
 
-DuckDB 1.x numbers the lines of a newline-delimited JSON error one too high (a bad first
-line reads "line 2") except after a blank line, so the line is found again here by
-reading the text once, only on this error path, within the per-file limit of text that
-was checked before DuckDB read the file.
+DuckDB 1.x numbers the line of a newline-delimited JSON error as the count of non-blank
+lines before it plus two (a bad first line reads "line 2"; after blank lines the number
+falls behind), so the line is found again here by reading the text once, only on this
+error path, within the per-file limit of text that was checked before DuckDB read the
+file. The line found is named only when DuckDB's number agrees with it (that count plus
+one or two, or the line itself): a line this parser takes and DuckDB's does not is never
+passed over for a later one.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from stepscope.ingest.nccl.log_stream import text_chunks
 from stepscope.ingest.read_errors import first_line, without_paths
 
 # DuckDB: 'Malformed JSON in file "x", at byte 12 in line 4: unexpected character.'
-_MALFORMED = re.compile(r"Malformed JSON in file \"[^\"]*\", at byte (\d+) in line \d+: (.*)$")
+_MALFORMED = re.compile(r"Malformed JSON in file \"[^\"]*\", at byte (\d+) in line (\d+): (.*)$")
 # DuckDB: '"maximum_object_size" of 16777216 bytes exceeded while reading (>33554428 bytes).'
 _TOO_LONG = re.compile(r'"maximum_object_size" of (\d+) bytes exceeded[^(]*(?:\(>(\d+) bytes\))?')
 
@@ -36,21 +40,31 @@ def jsonl_problem(exc: BaseException, path: Path, display: str, limit: int) -> s
     match = _MALFORMED.search(text)
     if match is None:
         return without_paths(text)
-    reason = match.group(2).rstrip(". ")
-    line = first_malformed_line(text_chunks(path, display, limit))
-    if line is None:
-        return f"malformed JSON: {reason}"
-    return f"malformed JSON at byte {match.group(1)} of line {line}: {reason}"
+    byte, duckdb_line, reason = match.group(1), int(match.group(2)), match.group(3)
+    found = first_malformed_line(text_chunks(path, display, limit))
+    if found is None or duckdb_line not in (found.filled + 1, found.filled + 2, found.number):
+        return f"malformed JSON: {reason.rstrip('. ')}"
+    return f"malformed JSON at byte {byte} of line {found.number}: {reason.rstrip('. ')}"
 
 
-def first_malformed_line(chunks: Iterator[bytes]) -> int | None:
-    """The 1-based number of the first line that is neither blank nor one JSON value
-    (NaN and Infinity are not JSON); None when every line parses."""
-    number = 0
-    for line in _lines(chunks):
-        number += 1
-        if line.strip() and not _parses(line):
-            return number
+class BadLine(NamedTuple):
+    """The first malformed line: its 1-based `number` in the file and how many non-blank
+    lines came before it (`filled`)."""
+
+    number: int
+    filled: int
+
+
+def first_malformed_line(chunks: Iterator[bytes]) -> BadLine | None:
+    """The first line that is neither blank nor one JSON value (NaN and Infinity are not
+    JSON); None when every line parses."""
+    filled = 0
+    for number, line in enumerate(_lines(chunks), start=1):
+        if not line.strip():
+            continue
+        if not _parses(line):
+            return BadLine(number, filled)
+        filled += 1
     return None
 
 

@@ -55,15 +55,30 @@ def _chunks(text: bytes, size: int) -> list[bytes]:
 @pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
 def test_lines_spread_over_chunks_are_counted_once(size: int) -> None:
     text = "\n".join([GOOD, "", GOOD, "[1, 2]", "NaN", GOOD]).encode()
-    assert first_malformed_line(iter(_chunks(text, size))) == 5  # NaN is not JSON
+    assert first_malformed_line(iter(_chunks(text, size))) == (5, 3)  # NaN is not JSON
     valid = text.replace(b"NaN", b"2")
     assert first_malformed_line(iter(_chunks(valid, size))) is None
-    assert first_malformed_line(iter(_chunks(valid + b"\n{", size))) == 7  # no last newline
+    assert first_malformed_line(iter(_chunks(valid + b"\n{", size))) == (7, 5)  # no newline
 
 
 def test_a_value_with_two_json_documents_on_one_line_is_malformed() -> None:
-    assert first_malformed_line(iter([f"{GOOD}\n{GOOD} {GOOD}\n".encode()])) == 2
-    assert first_malformed_line(iter([b"\xff\xfe\n"])) == 1  # not UTF-8
+    assert first_malformed_line(iter([f"{GOOD}\n{GOOD} {GOOD}\n".encode()])) == (2, 1)
+    assert first_malformed_line(iter([b"\xff\xfe\n"])) == (1, 0)  # not UTF-8
+
+
+def test_a_line_duckdb_refuses_and_python_takes_is_not_passed_over(tmp_path: Path) -> None:
+    """A line only DuckDB's parser refuses (here a lone UTF-16 surrogate escape, which
+    Python's json takes) must not be named as a later line that both refuse: the number
+    is left out when DuckDB's own count does not agree with the line found."""
+    lone = GOOD.replace('"dp"', '"\\ud800"')
+    path = tmp_path / "node0-pid7.log"
+    path.write_text("\n".join([GOOD, lone, GOOD, GOOD, BAD]) + "\n")
+    try:
+        read_inspector(path, "F")
+    except TraceFileError as exc:
+        assert "(malformed JSON: " in str(exc) and "line 5" not in str(exc), str(exc)
+        return
+    pytest.skip("this DuckDB takes a lone surrogate escape: nothing to pass over")
 
 
 def test_a_line_past_the_readers_object_size_is_said_in_words(tmp_path: Path) -> None:
