@@ -48,7 +48,7 @@ def without_paths(text: str) -> str:
 
 
 # a value's JSON type as words, for the field-type message
-_JSON_TYPE_WORDS = {"VARCHAR": "text", "OBJECT": "an object", "ARRAY": "a list",
+JSON_TYPE_WORDS = {"VARCHAR": "text", "OBJECT": "an object", "ARRAY": "a list",
                     "BOOLEAN": "true/false", "BIGINT": "a number", "UBIGINT": "a number",
                     "DOUBLE": "a number"}
 
@@ -71,7 +71,7 @@ def bad_field(con: duckdb.DuckDBPyConnection, events_file: Path, exact: bool) ->
         return None
     n, name, field_name, json_type, text = row
     what = f" ({_short_event_name(name)!r})" if name else ""
-    shown = _JSON_TYPE_WORDS.get(str(json_type), str(json_type).lower())
+    shown = JSON_TYPE_WORDS.get(str(json_type), str(json_type).lower())
     return (f"event {n} of traceEvents{what}: {field_name} is {shown} ({text}), not "
             f"{_FIELD_WANTS[field_name]}")
 

@@ -1,12 +1,13 @@
 """What is wrong with a JSON-lines file DuckDB could not parse, in words: the first
-malformed line's number as an editor counts it, without DuckDB's own file path.
+line that is not one JSON object, numbered as an editor counts it, without DuckDB's own
+file path.
 
 DuckDB 1.x numbers the line of a newline-delimited JSON error as the count of non-blank
-lines before it plus two (a bad first line reads "line 2"; after blank lines the number
-falls behind), so the line is found again here by reading the text once, only on this
-error path, within the per-file limit of text that was checked before DuckDB read the
-file. The line found is named only when DuckDB's number agrees with it (that count plus
-one or two, or the line itself): a line this parser takes and DuckDB's does not is never
+lines before it plus two for a parse error (a bad first line reads "line 2"), plus one
+for a line that is no object; after blank lines both fall behind. So the line is found
+again here by reading the text once, only on this error path, within the per-file limit
+of text that was checked before DuckDB read the file. The line found is named only when
+DuckDB's number agrees with it: a line this parser takes and DuckDB's does not is never
 passed over for a later one.
 """
 
@@ -19,32 +20,56 @@ from pathlib import Path
 from typing import NamedTuple
 
 from stepscope.ingest.nccl.log_stream import text_chunks
-from stepscope.ingest.read_errors import first_line, without_paths
+from stepscope.ingest.read_errors import JSON_TYPE_WORDS, first_line, without_paths
 
 # DuckDB: 'Malformed JSON in file "x", at byte 12 in line 4: unexpected character.'
 _MALFORMED = re.compile(r"Malformed JSON in file \"[^\"]*\", at byte (\d+) in line (\d+): (.*)$")
+# DuckDB: 'JSON transform error in file "x", in line 1: Expected OBJECT, but got ARRAY: [1]'
+_NOT_OBJECT = re.compile(
+    r"JSON transform error in file \"[^\"]*\", in line (\d+): Expected OBJECT, but got "
+    r"(\w+): (.*)$")
 # DuckDB: '"maximum_object_size" of 16777216 bytes exceeded while reading (>33554428 bytes).'
 _TOO_LONG = re.compile(r'"maximum_object_size" of (\d+) bytes exceeded[^(]*(?:\(>(\d+) bytes\))?')
 
 
 def jsonl_problem(exc: BaseException, path: Path, display: str, limit: int) -> str:
-    """DuckDB's parse error on `path` as one phrase: "malformed JSON at byte 12 of
-    line 3: unexpected character" with the line counted from 1 in the file itself, or a
-    line past the reader's object size in words; any other DuckDB error keeps its first
-    line, its quoted file names left out."""
+    """DuckDB's error on `path` as one phrase, the line counted from 1 in the file itself:
+    "malformed JSON at byte 12 of line 3: unexpected character", "line 1 is a list
+    ([1,2,3]), not a JSON object", or a line past the reader's object size in words; any
+    other DuckDB error keeps its first line, its quoted file names left out."""
     text = first_line(exc)
     too_long = _TOO_LONG.search(text)
     if too_long is not None:
         longest = int(too_long.group(2) or too_long.group(1))  # the buffer DuckDB filled
         return f"a line of over {round(longest / 2**20)} MiB, more than one JSON line may hold"
-    match = _MALFORMED.search(text)
-    if match is None:
+    malformed, not_object = _MALFORMED.search(text), _NOT_OBJECT.search(text)
+    if not_object is not None:
+        line = _agreeing_line(text_chunks(path, display, limit), int(not_object.group(1)))
+        shown = JSON_TYPE_WORDS.get(not_object.group(2), not_object.group(2).lower())
+        where = f"line {line}" if line else "a line"
+        return f"{where} is {shown} ({not_object.group(3)[:40]}), not a JSON object"
+    if malformed is None:
         return without_paths(text)
-    byte, duckdb_line, reason = match.group(1), int(match.group(2)), match.group(3)
-    found = first_malformed_line(text_chunks(path, display, limit))
+    line = _agreeing_line(text_chunks(path, display, limit), int(malformed.group(2)))
+    reason = _reason(malformed.group(3))
+    if line is None:
+        return f"malformed JSON: {reason}"
+    return f"malformed JSON at byte {malformed.group(1)} of line {line}: {reason}"
+
+
+def _reason(text: str) -> str:
+    """DuckDB's reason without its closing advice ("Try auto-detecting the JSON format",
+    which is about its own options, not the file)."""
+    return text.split(". Try ")[0].rstrip(". ")
+
+
+def _agreeing_line(chunks: Iterator[bytes], duckdb_line: int) -> int | None:
+    """The first line that is not one JSON object, named only when DuckDB's own number
+    agrees with it (the non-blank lines before it plus one or two, or the line itself)."""
+    found = first_malformed_line(chunks)
     if found is None or duckdb_line not in (found.filled + 1, found.filled + 2, found.number):
-        return f"malformed JSON: {reason.rstrip('. ')}"
-    return f"malformed JSON at byte {byte} of line {found.number}: {reason.rstrip('. ')}"
+        return None
+    return found.number
 
 
 class BadLine(NamedTuple):
@@ -56,13 +81,13 @@ class BadLine(NamedTuple):
 
 
 def first_malformed_line(chunks: Iterator[bytes]) -> BadLine | None:
-    """The first line that is neither blank nor one JSON value (NaN and Infinity are not
-    JSON); None when every line parses."""
+    """The first line that is neither blank nor one JSON object (NaN and Infinity are
+    not JSON); None when every line is one."""
     filled = 0
     for number, line in enumerate(_lines(chunks), start=1):
         if not line.strip():
             continue
-        if not _parses(line):
+        if not _is_object(line):
             return BadLine(number, filled)
         filled += 1
     return None
@@ -83,12 +108,11 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield b"".join(pieces)
 
 
-def _parses(line: bytes) -> bool:
+def _is_object(line: bytes) -> bool:
     try:
-        json.loads(line, parse_constant=_not_json)
+        return isinstance(json.loads(line, parse_constant=_not_json), dict)
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return False
-    return True
 
 
 def _not_json(name: str) -> None:

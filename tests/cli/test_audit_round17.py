@@ -691,9 +691,11 @@ PROCESS_CASES: dict[str, tuple[list[str], tuple[tuple[int, int], ...], dict[str,
     "export PATH with 12 open files": (
         ["export", "{root}/t2", "--db", "{own}/x.duckdb", "--out", "{own}/e.json"],
         ((NOFILE, 12),), {}, (0, 1), ()),
+    # t2 has no model.json: past the ingest (12 descriptors are sometimes enough, as in
+    # the CI run of 2026-12-06 17:43) plan stops with its usage error "no model spec"
     "plan --from PATH with 12 open files": (
         ["plan", "--from", "{root}/t2", "--db", "{own}/p.duckdb", "--gpus", "4"],
-        ((NOFILE, 12),), {}, (0, 1), ()),
+        ((NOFILE, 12),), {}, (1, 2), ()),
     "summary with 12 open files": (["summary", "--db", "{db}"], ((NOFILE, 12),), {},
                                    (0, 1), ()),
     # bounded work on new big inputs (docs/cli.md: memory bounded; a file beyond the

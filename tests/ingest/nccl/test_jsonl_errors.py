@@ -54,11 +54,12 @@ def _chunks(text: bytes, size: int) -> list[bytes]:
 
 @pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
 def test_lines_spread_over_chunks_are_counted_once(size: int) -> None:
-    text = "\n".join([GOOD, "", GOOD, "[1, 2]", "NaN", GOOD]).encode()
-    assert first_malformed_line(iter(_chunks(text, size))) == (5, 3)  # NaN is not JSON
+    text = "\n".join([GOOD, "", GOOD, '{"a": NaN}', GOOD]).encode()
+    assert first_malformed_line(iter(_chunks(text, size))) == (4, 2)  # NaN is not JSON
     valid = text.replace(b"NaN", b"2")
     assert first_malformed_line(iter(_chunks(valid, size))) is None
-    assert first_malformed_line(iter(_chunks(valid + b"\n{", size))) == (7, 5)  # no newline
+    assert first_malformed_line(iter(_chunks(valid + b"\n{", size))) == (6, 4)  # no newline
+    assert first_malformed_line(iter(_chunks(valid + b"\n[1]", size))) == (6, 4)  # no object
 
 
 def test_a_value_with_two_json_documents_on_one_line_is_malformed() -> None:
@@ -92,3 +93,20 @@ def test_a_line_past_the_readers_object_size_is_said_in_words(tmp_path: Path) ->
         read_inspector(path, "F")
     assert str(caught.value) == ("F: not readable as NCCL Inspector JSONL (a line of over "
                                  "32 MiB, more than one JSON line may hold)")
+
+
+@pytest.mark.parametrize(("lines", "want"), [
+    (["[1, 2]", GOOD], "line 1 is a list ([1,2]), not a JSON object"),
+    ([GOOD, "", '"x"'], 'line 3 is text ("x"), not a JSON object'),
+    ([GOOD, " ", "", GOOD, "3"], "line 5 is a number (3), not a JSON object"),
+], ids=["a list first", "text after a blank line", "a number after blank lines"])
+def test_a_line_that_is_no_object_is_named_by_its_number(tmp_path: Path, lines: list[str],
+                                                         want: str) -> None:
+    """DuckDB's "JSON transform error … Expected OBJECT" counts the non-blank lines before
+    plus one: right without blank lines, behind after them; and its advice ("Try setting
+    'auto_detect'") is about its own options, so neither reaches the user."""
+    path = tmp_path / "node0-pid7.log"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceFileError) as caught:
+        read_inspector(path, "F")
+    assert str(caught.value) == f"F: not readable as NCCL Inspector JSONL ({want})"
