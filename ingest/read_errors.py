@@ -49,8 +49,8 @@ def without_paths(text: str) -> str:
 
 # a value's JSON type as words, for the field-type message
 JSON_TYPE_WORDS = {"VARCHAR": "text", "OBJECT": "an object", "ARRAY": "a list",
-                    "BOOLEAN": "true/false", "BIGINT": "a number", "UBIGINT": "a number",
-                    "DOUBLE": "a number"}
+                   "BOOLEAN": "true/false", "BIGINT": "a number", "UBIGINT": "a number",
+                   "DOUBLE": "a number"}
 
 
 _FIELD_WANTS = {"ts": "a number (microseconds)", "dur": "a number (microseconds)",

@@ -73,8 +73,8 @@ def _agreeing_line(chunks: Iterator[bytes], duckdb_line: int) -> int | None:
 
 
 class BadLine(NamedTuple):
-    """The first malformed line: its 1-based `number` in the file and how many non-blank
-    lines came before it (`filled`)."""
+    """The first line that is not one JSON object: its 1-based `number` in the file and
+    how many non-blank lines came before it (`filled`, what DuckDB's count rests on)."""
 
     number: int
     filled: int
