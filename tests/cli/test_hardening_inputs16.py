@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import re
 import tarfile
 from pathlib import Path
 
@@ -130,7 +131,9 @@ def test_a_commit_that_cannot_pin_a_block_is_tried_in_a_larger_room(
     """DuckDB says "failed to pin block" (no "out of memory") when the commit needs more
     than its room: before, exit 1 "DB: database error (TransactionException: … Failed to
     commit: failed to pin block of size 10.0 MiB …)"; now the commit's room is raised
-    as for any step that runs out of it, and the run is stored."""
+    as for any step that runs out of it, and the run is stored. Which step first runs out
+    of the 32 MiB floor varies from run to run (the commit, or the append before it, as
+    CI saw); the commit's own error is made every time in test_writer_memory.py."""
     trace = kineto_trace(rank=0, world_size=1)
     for event in trace["traceEvents"]:
         if event.get("cat") == "cpu_op":
@@ -139,8 +142,10 @@ def test_a_commit_that_cannot_pin_a_block_is_tried_in_a_larger_room(
     (tmp_path / "t" / "rank0.json").write_text(json.dumps(trace))
     rc, err = _ingest(capsys, tmp_path / "t", tmp_path / "db.duckdb")
     assert rc == 0, err
-    assert len(err) == 1 and err[0].startswith("warning: the database ran out of memory at ") \
-        and "at the commit; the ingest was rolled back" in err[0], err
+    assert len(err) == 1 and re.fullmatch(
+        r"warning: the database ran out of memory at 3[0-9]\.[0-9] MiB "
+        r"(at the commit|while appending the ranks); the ingest was rolled back and .+",
+        err[0]), err
     assert q(tmp_path / "db.duckdb", "SELECT status, n_ranks FROM runs") == [("complete", 1)]
 
 

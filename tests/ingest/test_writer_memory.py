@@ -462,3 +462,24 @@ def test_duckdb_that_got_no_memory_from_the_machine_is_the_machines_failure() ->
     assert line.startswith("out of memory; "), line
     assert "(the machine's failure, not the database's)" in line and "at its limit" not in line
     assert line.endswith("nothing was committed to x.duckdb")
+
+
+def test_a_commit_that_cannot_pin_a_block_is_out_of_memory(tmp_path: Path) -> None:
+    """DuckDB's own commit error when the uncommitted rows need more than the limit says
+    "failed to pin block", never "out of memory": it is still the limit reached, so the
+    ingest retries in a larger room (before, exit 1 "database error (TransactionException
+    …)"). The error is made here by DuckDB itself, every time: eight 10 MiB strings
+    appended in one transaction under a 32 MiB limit, then COMMIT."""
+    from stepscope.ingest.db import is_out_of_memory, limit_that_failed
+
+    con = duckdb.connect(str(tmp_path / "pin.duckdb"), config={"memory_limit": "32MiB"})
+    con.execute("CREATE TABLE t (s VARCHAR)")
+    con.execute("BEGIN TRANSACTION")
+    for _ in range(8):
+        con.execute("INSERT INTO t VALUES (?)", ["x" * (10 * MIB)])
+    with pytest.raises(duckdb.Error) as caught:
+        con.execute("COMMIT")
+    assert "failed to pin block" in str(caught.value).lower(), caught.value
+    assert "out of memory" not in str(caught.value).lower(), caught.value
+    assert is_out_of_memory(caught.value)
+    assert limit_that_failed(caught.value) == "32.0 MiB"
