@@ -2,13 +2,13 @@
 line that is not one JSON object, numbered as an editor counts it, without DuckDB's own
 file path.
 
-DuckDB 1.x numbers the line of a newline-delimited JSON error as the count of non-blank
-lines before it plus two for a parse error (a bad first line reads "line 2"), plus one
-for a line that is no object; after blank lines both fall behind. So the line is found
-again here by reading the text once, only on this error path, within the per-file limit
-of text that was checked before DuckDB read the file. The line found is named only when
-DuckDB's number agrees with it: a line this parser takes and DuckDB's does not is never
-passed over for a later one.
+DuckDB (2.0) numbers the line of a newline-delimited JSON error as the count of
+non-blank lines before it plus two for a parse error (a bad first line reads "line 2"),
+plus one for a line that is no object; after blank lines both fall behind. So the line
+is found again here by reading the text once, only on this error path, within the
+per-file limit of text that was checked before DuckDB read the file. The line found is
+named only when DuckDB's count of the non-blank lines before it is the same: a line this
+parser takes and DuckDB's does not is never passed over for a later one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ _MALFORMED = re.compile(r"Malformed JSON in file \"[^\"]*\", at byte (\d+) in li
 _NOT_OBJECT = re.compile(
     r"JSON transform error in file \"[^\"]*\", in line (\d+): Expected OBJECT, but got "
     r"(\w+): (.*)$")
+# What DuckDB adds to the count of non-blank lines before the bad one (module docstring).
+_MALFORMED_AFTER, _NOT_OBJECT_AFTER = 2, 1
 # DuckDB: '"maximum_object_size" of 16777216 bytes exceeded while reading (>33554428 bytes).'
 _TOO_LONG = re.compile(r'"maximum_object_size" of (\d+) bytes exceeded[^(]*(?:\(>(\d+) bytes\))?')
 
@@ -44,13 +46,15 @@ def jsonl_problem(exc: BaseException, path: Path, display: str, limit: int) -> s
         return f"a line of over {round(longest / 2**20)} MiB, more than one JSON line may hold"
     malformed, not_object = _MALFORMED.search(text), _NOT_OBJECT.search(text)
     if not_object is not None:
-        line = _agreeing_line(text_chunks(path, display, limit), int(not_object.group(1)))
+        line = _agreeing_line(text_chunks(path, display, limit),
+                              int(not_object.group(1)) - _NOT_OBJECT_AFTER)
         shown = JSON_TYPE_WORDS.get(not_object.group(2), not_object.group(2).lower())
         where = f"line {line}" if line else "a line"
         return f"{where} is {shown} ({not_object.group(3)[:40]}), not a JSON object"
     if malformed is None:
         return without_paths(text)
-    line = _agreeing_line(text_chunks(path, display, limit), int(malformed.group(2)))
+    line = _agreeing_line(text_chunks(path, display, limit),
+                          int(malformed.group(2)) - _MALFORMED_AFTER)
     reason = _reason(malformed.group(3))
     if line is None:
         return f"malformed JSON: {reason}"
@@ -63,13 +67,12 @@ def _reason(text: str) -> str:
     return text.split(". Try ")[0].rstrip(". ")
 
 
-def _agreeing_line(chunks: Iterator[bytes], duckdb_line: int) -> int | None:
-    """The first line that is not one JSON object, named only when DuckDB's own number
-    agrees with it (the non-blank lines before it plus one or two, or the line itself)."""
+def _agreeing_line(chunks: Iterator[bytes], filled_before: int) -> int | None:
+    """The first line that is not one JSON object, named only when DuckDB counted as
+    many non-blank lines before its bad line (`filled_before`): a line DuckDB refused and
+    this parser took is never named as the next bad line."""
     found = first_malformed_line(chunks)
-    if found is None or duckdb_line not in (found.filled + 1, found.filled + 2, found.number):
-        return None
-    return found.number
+    return found.number if found is not None and found.filled == filled_before else None
 
 
 class BadLine(NamedTuple):
